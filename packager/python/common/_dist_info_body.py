@@ -1,0 +1,361 @@
+# --- Static body of every `_dist_info.py` (SPEC §2, §4). ---------------------------------
+# The packager prepends a generated header that defines the constants used below:
+# __version__, PY_PACKAGE_SUFFIX_NONCE, KPACK_SPLIT, DEVEL_TARGET_SPECIFIC,
+# DEFAULT_TARGET_FAMILY, AVAILABLE_TARGET_FAMILIES, LINUX_TARGET_FAMILIES,
+# WINDOWS_TARGET_FAMILIES, THIS_TARGET_FAMILY, THIS_PACKAGE_LOGICAL_NAME.
+# Code outside this project imports these names (PyTorch loaders, PyInstaller hooks, JAX
+# plugins), so they keep the reference's spelling and behaviour. Standard library only;
+# Python 3.9 compatible (no `X | Y` annotations).
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from typing import Dict, Optional
+
+# Where a target family came from: the environment, `offload-arch`, or the fallback.
+SOURCE_ENVIRONMENT = "environment"
+SOURCE_DETECTED = "detected"
+SOURCE_DEFAULT = "default"
+
+CACHED_TARGET_FAMILY = None  # type: Optional[str]
+
+# The suffixes a detected `gfxNNNN` may carry as the family `gfxNNNX-{suffix}`.
+FAMILY_SUFFIXES = ("-all", "-dgpu", "-igpu", "-dcgpu")
+
+
+def _log(message):
+    # The runtime prints nothing unless asked to (SPEC §4, Environment).
+    if os.environ.get("ROCM_SDK_VERBOSE") == "1":
+        print("rocm_sdk: " + message, file=sys.stderr)
+
+
+def _ascii_lower(text):
+    # ASCII only, so Python and the Rust packager agree on every name.
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def base_target(name):
+    """The base of a target id or family, lower-cased: `gfx90a:xnack+` -> `gfx90a`."""
+    return _ascii_lower(name.split(":", 1)[0].strip())
+
+
+def target_identifier(name):
+    """A family or target as it appears in Python identifiers: `gfx110X-all` -> `gfx110x_all`."""
+    return re.sub(r"[^0-9a-z]", "_", base_target(name))
+
+
+def target_dist_segment(name):
+    """A family or target as it appears in distribution names: `gfx110X-all` -> `gfx110x-all`."""
+    return re.sub(r"[-_.]+", "-", base_target(name))
+
+
+class _CallableBool:
+    """A bool that can also be called: the reference exposes `is_target_specific` as a
+    property, our contract (SPEC §4) as a method; both spellings keep working."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        self._value = bool(value)
+
+    def __bool__(self):
+        return self._value
+
+    def __call__(self):
+        return self._value
+
+    def __eq__(self, other):
+        return bool(other) == self._value
+
+    def __hash__(self):
+        return hash(self._value)
+
+    def __repr__(self):
+        return repr(self._value)
+
+
+class PackageEntry:
+    """A package of the distribution (SPEC §2 package table).
+
+    `dist_package_template` contains `{target_family}` when the package is GPU target
+    specific. `pure_py_package_name` likewise (legacy libraries carry the family in the
+    import name too). `platform_of` names another logical package whose platform directory
+    this one overlays (device wheels overlay the libraries directory).
+    """
+
+    def __init__(
+        self,
+        logical_name,
+        dist_package_template,
+        *,
+        pure_py_package_name,
+        required=False,
+        platform_of=None,
+    ):
+        self.logical_name = logical_name
+        self.dist_package_template = dist_package_template
+        self.pure_py_package_name = pure_py_package_name
+        self.required = required
+        self.platform_of = platform_of
+        # Kept for code written against the reference.
+        self.template_directory = dist_package_template.replace("-{target_family}", "")
+        if logical_name in ALL_PACKAGES:
+            raise ValueError("package already defined: " + logical_name)
+        ALL_PACKAGES[logical_name] = self
+
+    @property
+    def is_target_specific(self):
+        return _CallableBool("{target_family}" in self.dist_package_template)
+
+    def _require_family(self, target_family):
+        if self.is_target_specific and not target_family:
+            raise ValueError(
+                "package %s is target specific, but no target family was given" % self.logical_name
+            )
+
+    def get_dist_package_name(self, target_family=None):
+        self._require_family(target_family)
+        if not self.is_target_specific:
+            return self.dist_package_template
+        return self.dist_package_template.replace("{target_family}", target_dist_segment(target_family))
+
+    def get_dist_package_require(self, target_family=None):
+        return self.get_dist_package_name(target_family) + "==" + __version__
+
+    def get_pure_py_package_name(self, target_family=None):
+        """The importable pure Python package, or None (device wheels have none)."""
+        if self.pure_py_package_name is None:
+            return None
+        if "{target_family}" not in self.pure_py_package_name:
+            return self.pure_py_package_name
+        self._require_family(target_family)
+        return self.pure_py_package_name.replace("{target_family}", target_identifier(target_family))
+
+    def get_py_package_name(self, target_family=None):
+        """The platform package directory in site-packages holding this package's files."""
+        if self.platform_of is not None:
+            return ALL_PACKAGES[self.platform_of].get_py_package_name(target_family)
+        dist_name = self.get_dist_package_name(target_family)
+        return "_" + re.sub(r"[-.]", "_", dist_name) + PY_PACKAGE_SUFFIX_NONCE
+
+    def get_py_package(self, target_family=None):
+        return importlib.util.find_spec(self.get_py_package_name(target_family))
+
+    def has_py_package(self, target_family=None):
+        return self.get_py_package(target_family) is not None
+
+    def __repr__(self):
+        return self.dist_package_template
+
+
+class LibraryEntry:
+    """A public library that `rocm_sdk.find_libraries` locates by short name (SPEC §4)."""
+
+    def __init__(
+        self,
+        shortname,
+        package_name,
+        so_pattern,
+        posix_relpath="lib",
+        *,
+        dll_pattern="",
+        optional=False,
+        deps=(),
+    ):
+        self.shortname = shortname
+        self.package = ALL_PACKAGES[package_name]
+        self.so_pattern = so_pattern
+        self.posix_relpath = posix_relpath
+        self.dll_pattern = dll_pattern
+        self.windows_relpath = "bin"
+        self.optional = optional
+        self.deps = list(deps)
+        if shortname in ALL_LIBRARIES:
+            raise ValueError("library already defined: " + shortname)
+        ALL_LIBRARIES[shortname] = self
+
+    def __repr__(self):
+        return "%s(so_pattern=%s, package=%s)" % (self.shortname, self.so_pattern, self.package)
+
+
+def _offload_arch_candidates():
+    """Core's own `offload-arch`, then one on PATH, then the environment's scripts dir."""
+    found = []
+    core = ALL_PACKAGES["core"].get_py_package()
+    if core is not None and core.origin is not None:
+        candidate = os.path.join(os.path.dirname(core.origin), "lib", "llvm", "bin", "offload-arch")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            found.append(candidate)
+    on_path = shutil.which("offload-arch")
+    if on_path:
+        found.append(on_path)
+    for directory in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        if not directory:
+            continue
+        candidate = os.path.join(directory, "offload-arch")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and candidate not in found:
+            found.append(candidate)
+    return found
+
+
+def match_target_family(requested, available=None):
+    """The available family that `requested` names, or None.
+
+    Targets are compared by base ISA, case-insensitively (issue 13): `gfx90a`, `GFX90A`
+    and `gfx90a:xnack-` all name `gfx90a`.
+    """
+    if available is None:
+        available = AVAILABLE_TARGET_FAMILIES
+    wanted = base_target(requested)
+    for family in available:
+        if base_target(family) == wanted:
+            return family
+    return None
+
+
+def family_for_gpu(reported, available=None):
+    """Maps one `offload-arch` line (`gfx1100`, `gfx90a:xnack-`) to an available family."""
+    if available is None:
+        available = AVAILABLE_TARGET_FAMILIES
+    target = base_target(reported)
+    if not target.startswith("gfx") or len(target) < 4:
+        return None
+    family_stem = target[:-1] + "x"
+    for suffix in FAMILY_SUFFIXES:
+        match = match_target_family(family_stem + suffix, available)
+        if match is not None:
+            return match
+    return match_target_family(target, available)
+
+
+def discover_current_target_family():
+    """The available family of the first GPU `offload-arch` reports, or None."""
+    for executable in _offload_arch_candidates():
+        try:
+            output = subprocess.run(
+                [executable],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            _log("cannot run %s: %s" % (executable, error))
+            continue
+        if output.returncode != 0:
+            _log("%s exited with %d" % (executable, output.returncode))
+            continue
+        for line in output.stdout.decode("utf-8", "replace").splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            family = family_for_gpu(line)
+            if family is not None:
+                _log("offload-arch reported %s: using %s" % (line, family))
+                return family
+        return None
+    return None
+
+
+def resolve_target_family():
+    """(family, source): `ROCM_SDK_TARGET_FAMILY`, else a detected GPU, else the default.
+
+    Raises ValueError naming the available families when the environment names one that
+    this distribution does not have. The family is None only for a distribution that has
+    no target families at all.
+    """
+    requested = os.environ.get("ROCM_SDK_TARGET_FAMILY", "").strip()
+    if requested:
+        family = match_target_family(requested)
+        if family is None:
+            raise ValueError(
+                "ROCM_SDK_TARGET_FAMILY=%s is not available in this distribution (available: %s)"
+                % (requested, ", ".join(AVAILABLE_TARGET_FAMILIES) or "none")
+            )
+        return family, SOURCE_ENVIRONMENT
+    detected = discover_current_target_family()
+    if detected is not None:
+        return detected, SOURCE_DETECTED
+    return DEFAULT_TARGET_FAMILY, SOURCE_DEFAULT
+
+
+def determine_target_family():
+    """The target family for this process (cached): see `resolve_target_family`."""
+    global CACHED_TARGET_FAMILY
+    if CACHED_TARGET_FAMILY is None:
+        CACHED_TARGET_FAMILY = resolve_target_family()[0]
+    return CACHED_TARGET_FAMILY
+
+
+def installed_dist_version(dist_name):
+    """The installed version of a distribution, or None."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def release_without_post(version):
+    """`7.1.0.post2` -> `7.1.0`: device wheels may be re-released as post releases."""
+    return re.sub(r"[.-]?post\d*$", "", version)
+
+
+ALL_PACKAGES = {}  # type: Dict[str, PackageEntry]
+ALL_LIBRARIES = {}  # type: Dict[str, LibraryEntry]
+
+PackageEntry("meta", "rocm", pure_py_package_name="rocm_sdk", required=True)
+PackageEntry("core", "rocm-sdk-core", pure_py_package_name="rocm_sdk_core", required=True)
+if KPACK_SPLIT:
+    PackageEntry("libraries", "rocm-sdk-libraries", pure_py_package_name="rocm_sdk_libraries")
+    PackageEntry(
+        "device",
+        "rocm-sdk-device-{target_family}",
+        pure_py_package_name=None,
+        platform_of="libraries",
+    )
+else:
+    PackageEntry(
+        "libraries",
+        "rocm-sdk-libraries-{target_family}",
+        pure_py_package_name="rocm_sdk_libraries_{target_family}",
+    )
+if DEVEL_TARGET_SPECIFIC:
+    PackageEntry("devel", "rocm-sdk-devel-{target_family}", pure_py_package_name="rocm_sdk_devel_{target_family}")
+else:
+    PackageEntry("devel", "rocm-sdk-devel", pure_py_package_name="rocm_sdk_devel")
+PackageEntry("profiler", "rocm-profiler", pure_py_package_name="rocm_profiler")
+
+# Library table (SPEC §4): shortname, package, posix glob, directory.
+LibraryEntry("amdhip64", "core", "libamdhip64.so*", dll_pattern="amdhip64*.dll")
+LibraryEntry("hipfile", "core", "libhipfile.so*")
+LibraryEntry("hiprtc", "core", "libhiprtc.so*", dll_pattern="hiprtc0*.dll")
+LibraryEntry("roctx64", "core", "libroctx64.so*")
+LibraryEntry("rocprofiler-sdk", "core", "librocprofiler-sdk.so*")
+LibraryEntry("rocprofiler-sdk-roctx", "core", "librocprofiler-sdk-roctx.so*")
+LibraryEntry("roctracer64", "core", "libroctracer64.so*")
+LibraryEntry("rocm_sysdeps_liblzma", "core", "librocm_sysdeps_liblzma.so.*", "lib/rocm_sysdeps/lib")
+LibraryEntry("rocm-openblas", "core", "librocm-openblas.so.*", "lib/host-math/lib", dll_pattern="rocm-openblas*.dll")
+LibraryEntry("amd_comgr", "core", "libamd_comgr.so*", dll_pattern="amd_comgr*.dll")
+LibraryEntry("rocm_kpack", "core", "librocm_kpack.so*")
+LibraryEntry("rocm_smi64", "core", "librocm_smi64.so*")
+LibraryEntry("rocdecode", "core", "librocdecode.so*")
+LibraryEntry("rocjpeg", "core", "librocjpeg.so*")
+LibraryEntry("amd_smi", "core", "libamd_smi.so*")
+LibraryEntry("rocdxg", "core", "librocdxg*.so*", optional=True)
+LibraryEntry("rpp", "libraries", "librpp.so*")
+for _name in ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsparselt", "hipsolver", "rccl"):
+    LibraryEntry(_name, "libraries", "lib%s.so*" % _name)
+del _name
+LibraryEntry("miopen", "libraries", "libMIOpen.so*", dll_pattern="MIOpen*.dll")
+LibraryEntry("origami", "libraries", "liborigami.so*")
+LibraryEntry("hipdnn", "libraries", "libhipdnn_backend.so*", dll_pattern="hipdnn_backend*.dll")
+
+# The entry of the package this copy of `_dist_info.py` ships in (None for a device module).
+THIS_PACKAGE_ENTRY = ALL_PACKAGES.get(THIS_PACKAGE_LOGICAL_NAME)  # type: Optional[PackageEntry]

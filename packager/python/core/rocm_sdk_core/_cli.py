@@ -1,0 +1,121 @@
+"""Console-script trampolines of rocm-sdk-core (SPEC §4, console scripts).
+
+Each console script execs the real tool from the installed tree. System-information
+tools (and `offload-arch`) run from core without touching the devel package; every
+other tool runs from the expanded devel tree when rocm[devel] is installed (expanding it
+on first use), because that tree has the headers and device libraries the compilers
+look for beside themselves, else from core.
+"""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+# Console script -> (path inside the tree, runs from core only). The packager declares
+# one entry point per key, calling the function named by `function_name(key)`.
+TOOLS = {
+    "amdclang": ("lib/llvm/bin/amdclang", False),
+    "amdclang++": ("lib/llvm/bin/amdclang++", False),
+    "amdclang-cpp": ("lib/llvm/bin/amdclang-cpp", False),
+    "amdclang-cl": ("lib/llvm/bin/amdclang-cl", False),
+    "amdflang": ("lib/llvm/bin/amdflang", False),
+    "amdlld": ("lib/llvm/bin/amdlld", False),
+    # Runs from core too: it needs no headers, and install-time GPU detection calls it,
+    # which must not unpack the devel tree as a side effect.
+    "offload-arch": ("lib/llvm/bin/offload-arch", True),
+    "hipcc": ("bin/hipcc", False),
+    "hipconfig": ("bin/hipconfig", False),
+    "hipify-clang": ("bin/hipify-clang", False),
+    "roc-obj": ("bin/roc-obj", False),
+    "roc-obj-extract": ("bin/roc-obj-extract", False),
+    "roc-obj-ls": ("bin/roc-obj-ls", False),
+    # Linux only.
+    "amd-smi": ("bin/amd-smi", True),
+    "hipify-perl": ("bin/hipify-perl", False),
+    "rocm_agent_enumerator": ("bin/rocm_agent_enumerator", True),
+    "rocminfo": ("bin/rocminfo", True),
+    "rocm-smi": ("bin/rocm-smi", True),
+    "roccoremerge": ("bin/roccoremerge", False),
+    "rocgdb": ("bin/rocgdb", False),
+    "rocpd": ("bin/rocpd", False),
+    "rocpd2csv": ("bin/rocpd2csv", False),
+    "rocpd2otf2": ("bin/rocpd2otf2", False),
+    "rocpd2pftrace": ("bin/rocpd2pftrace", False),
+    "rocpd2summary": ("bin/rocpd2summary", False),
+    "rocprofv3": ("bin/rocprofv3", False),
+    "rocprofv3-attach": ("bin/rocprofv3-attach", False),
+    "rocprofv3-avail": ("bin/rocprofv3-avail", False),
+}
+
+# `rocm-sdk test` recognises a trampoline that could not start its tool by this prefix.
+FAILURE_PREFIX = "rocm-sdk-core: cannot run "
+
+
+def function_name(script):
+    """`amdclang++` -> `amdclangpp`, `roc-obj-ls` -> `roc_obj_ls`."""
+    return "".join(c if c.isalnum() else "_" for c in script.replace("++", "pp"))
+
+
+def _fail(script, reason):
+    print(FAILURE_PREFIX + script + ": " + reason, file=sys.stderr)
+    sys.exit(127)
+
+
+def _core_root():
+    from ._dist_info import ALL_PACKAGES
+
+    spec = importlib.util.find_spec(ALL_PACKAGES["core"].get_py_package_name())
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent
+
+
+def _devel_root(script):
+    """The expanded devel tree, or None when rocm[devel] (or rocm itself) is absent."""
+    try:
+        from rocm_sdk import _devel, _device_links
+    except ImportError:
+        return None
+    try:
+        devel = _devel.find_devel_package()
+    except ModuleNotFoundError:
+        return None
+    try:
+        _devel.ensure_expanded(devel)
+        _device_links.reconcile(devel)
+    except Exception as error:  # Any failure to expand must say so, not run a wrong tool.
+        _fail(script, "the devel tree could not be expanded: %s" % error)
+    return devel.root
+
+
+def run(script):
+    """Execs the tool behind `script` with this process's arguments; never returns."""
+    relpath, system_info = TOOLS[script]
+    core = _core_root()
+    if core is None:
+        _fail(script, "the platform package of rocm-sdk-core is missing; reinstall rocm-sdk-core")
+    roots = [core] if system_info else [root for root in (_devel_root(script), core) if root is not None]
+    for root in roots:
+        path = root / relpath
+        if path.is_file():
+            try:
+                os.execv(str(path), [str(path)] + sys.argv[1:])
+            except OSError as error:
+                _fail(script, "%s: %s" % (path, error))
+    _fail(script, "%s is not installed (looked in %s)" % (relpath, ", ".join(str(root) for root in roots)))
+
+
+def _trampoline(script):
+    def trampoline():
+        run(script)
+
+    trampoline.__name__ = function_name(script)
+    trampoline.__doc__ = "Runs %s." % script
+    return trampoline
+
+
+# One module-level function per tool, for the entry points.
+for _script in TOOLS:
+    globals()[function_name(_script)] = _trampoline(_script)
+del _script

@@ -1,0 +1,195 @@
+"""ROCm SDK for Python: find and load the ROCm libraries installed by the `rocm` packages.
+
+Frameworks call `initialize_process()` before loading their own native extensions, so
+the ROCm libraries they link against are already in the process (SPEC §4). Nothing is
+printed unless `ROCM_SDK_VERBOSE=1`.
+"""
+
+import importlib
+import os
+import re
+from pathlib import Path
+
+from ._dist_info import ALL_LIBRARIES, __version__
+
+__all__ = [
+    "__version__",
+    "find_libraries",
+    "initialize_process",
+    "preload_libraries",
+]
+
+# Short name -> loaded `ctypes.CDLL`; read by code outside this project.
+_ALL_CDLLS = {}
+
+
+def _install_hint(logical_names):
+    extras = sorted(name for name in logical_names if name not in ("core", "meta"))
+    if extras:
+        return 'pip install "rocm[%s]"' % ",".join(extras)
+    return "pip install --force-reinstall rocm"
+
+
+def _library_dir(entry):
+    """The directory of `entry`'s package that holds it, or raises ModuleNotFoundError."""
+    from . import _dist_info
+
+    package = entry.package
+    family = _dist_info.determine_target_family() if package.is_target_specific else None
+    name = package.get_py_package_name(family)
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError:
+        module = None
+    if module is None or getattr(module, "__file__", None) is None:
+        raise ModuleNotFoundError(
+            "the ROCm package providing '%s' (%s) is not installed; install it with `%s`"
+            % (entry.shortname, package.get_dist_package_name(family), _install_hint([package.logical_name])),
+            name=name,
+        )
+    return Path(module.__file__).parent / entry.posix_relpath
+
+
+def _find_library(shortname):
+    """The path of one library, or None for an absent optional one."""
+    try:
+        entry = ALL_LIBRARIES[shortname]
+    except KeyError:
+        raise ModuleNotFoundError(
+            "unknown ROCm library '%s' (known: %s)" % (shortname, ", ".join(sorted(ALL_LIBRARIES)))
+        ) from None
+    directory = _library_dir(entry)
+    # Several matches are the versioned names of one library; the shortest sorts first.
+    matches = sorted(directory.glob(entry.so_pattern))
+    if not matches:
+        if entry.optional:
+            return None
+        raise FileNotFoundError(
+            "ROCm library '%s' not found: no '%s' in %s" % (shortname, entry.so_pattern, directory)
+        )
+    return matches[0]
+
+
+def find_libraries(*shortnames):
+    """Absolute paths of the named libraries (see `_dist_info.ALL_LIBRARIES`).
+
+    Unknown names and libraries whose package is not installed raise ModuleNotFoundError;
+    the message says which `pip install rocm[...]` provides them. Absent optional
+    libraries are left out of the result.
+    """
+    paths = []
+    missing = set()
+    missing_modules = []
+    for shortname in shortnames:
+        try:
+            path = _find_library(shortname)
+        except ModuleNotFoundError as error:
+            if shortname not in ALL_LIBRARIES:
+                raise
+            missing.add(ALL_LIBRARIES[shortname].package.logical_name)
+            missing_modules.append(error)
+            continue
+        if path is not None:
+            paths.append(path)
+    if missing:
+        raise ModuleNotFoundError(
+            "ROCm packages missing for %s; install them with `%s`"
+            % (", ".join(shortnames), _install_hint(missing))
+        ) from missing_modules[0]
+    return paths
+
+
+def _with_dependencies(shortnames):
+    """`shortnames` preceded by their declared dependencies, each once, in load order."""
+    ordered = []
+    seen = set()
+
+    def visit(name):
+        if name in seen:
+            return
+        seen.add(name)
+        entry = ALL_LIBRARIES.get(name)
+        for dependency in entry.deps if entry is not None else ():
+            visit(dependency)
+        ordered.append(name)
+
+    for name in shortnames:
+        visit(name)
+    return ordered
+
+
+def preload_libraries(*shortnames, rtld_global=True):
+    """Loads the named libraries (and their dependencies) once per process.
+
+    With `rtld_global` (the default) their symbols become visible to libraries loaded
+    later, so a framework's extension resolves its ROCm dependencies from these copies.
+    """
+    import ctypes
+
+    mode = ctypes.RTLD_GLOBAL if rtld_global else ctypes.RTLD_LOCAL
+    for shortname in _with_dependencies(list(shortnames)):
+        if shortname in _ALL_CDLLS:
+            continue
+        paths = find_libraries(shortname)
+        if not paths:
+            continue
+        _ALL_CDLLS[shortname] = ctypes.CDLL(str(paths[0]), mode=mode)
+
+
+def _split_preload_list(value):
+    return [item.strip() for item in re.split(r"[,;]", value) if item.strip()]
+
+
+def initialize_process(
+    preload_shortnames=None,
+    rtld_global=True,
+    env_override=True,
+    check_version=None,
+    fail_on_version_mismatch=False,
+    **kwargs
+):
+    """Prepares this process for native code built against ROCm.
+
+    Args:
+        preload_shortnames: libraries to load first (see `preload_libraries`).
+        rtld_global: load them with RTLD_GLOBAL (default) or RTLD_LOCAL.
+        env_override: also load the libraries `ROCM_SDK_PRELOAD_LIBRARIES` names
+          (comma or semicolon separated; blanks ignored).
+        check_version: the ROCm version the caller was built against, as a string where
+          `*` matches anything, or a compiled regular expression. A mismatch warns.
+        fail_on_version_mismatch: raise RuntimeError on a mismatch instead of warning.
+    Unknown keyword arguments are accepted and ignored, so newer callers keep working.
+    """
+    del kwargs
+    if preload_shortnames:
+        preload_libraries(*preload_shortnames, rtld_global=rtld_global)
+
+    if env_override:
+        from_env = os.environ.get("ROCM_SDK_PRELOAD_LIBRARIES")
+        names = _split_preload_list(from_env) if from_env is not None else []
+        if names:
+            try:
+                preload_libraries(*names, rtld_global=rtld_global)
+            except Exception as error:
+                raise RuntimeError(
+                    "cannot preload the libraries named by ROCM_SDK_PRELOAD_LIBRARIES=%r: %s; "
+                    "fix or unset that environment variable" % (from_env, error)
+                ) from error
+
+    if check_version:
+        if isinstance(check_version, re.Pattern):
+            pattern = check_version
+            shown = pattern.pattern
+        else:
+            shown = str(check_version)
+            pattern = re.compile("^" + re.escape(shown).replace(r"\*", ".*") + "$")
+        if not pattern.match(__version__):
+            message = (
+                "this program was built against ROCm %r but the ROCm installed in this Python "
+                "environment is %s" % (shown, __version__)
+            )
+            if fail_on_version_mismatch:
+                raise RuntimeError(message)
+            import warnings
+
+            warnings.warn(message + "; this may cause unexpected behavior", stacklevel=2)

@@ -1,0 +1,184 @@
+"""The `rocm-sdk` command (also `python -m rocm_sdk`), SPEC §4."""
+
+import argparse
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from . import _dist_info as di
+from ._devel_tree import UnsafeTarballError
+
+DESCRIPTION = """\
+Inspect and check the ROCm SDK installed in this Python environment.
+
+Typical use after `pip install "rocm[libraries,devel]"`:
+  rocm-sdk test              check that the installation works
+  rocm-sdk path --cmake      the directory to add to CMAKE_PREFIX_PATH
+  rocm-sdk path --bin        the directory holding hipcc, amdclang and friends
+"""
+
+
+def _fail(message, hint=None):
+    print("error: " + message, file=sys.stderr)
+    if hint:
+        print("\nhint: " + hint, file=sys.stderr)
+    return 1
+
+
+def _devel_root():
+    from . import _devel
+
+    return _devel.get_devel_root()
+
+
+def _do_path(args):
+    try:
+        root = _devel_root()
+    except ModuleNotFoundError as error:
+        return _fail(str(error))
+    except (RuntimeError, OSError, UnsafeTarballError) as error:
+        return _fail(str(error))
+    if args.cmake:
+        print(root / "lib" / "cmake")
+    elif args.bin:
+        print(root / "bin")
+    else:
+        print(root)
+    return 0
+
+
+def _do_init(args):
+    try:
+        root = _devel_root()
+    except ModuleNotFoundError as error:
+        return _fail(str(error))
+    except (RuntimeError, OSError, UnsafeTarballError) as error:
+        return _fail(str(error))
+    if not args.quiet:
+        print("ROCm development tree ready at %s" % root)
+    return 0
+
+
+def _do_version(args):
+    del args
+    print(di.__version__)
+    return 0
+
+
+def _do_targets(args):
+    del args
+    core_name = di.ALL_PACKAGES["core"].get_py_package_name()
+    spec = importlib.util.find_spec(core_name)
+    if spec is None or spec.origin is None:
+        return _fail("the ROCm core package (rocm-sdk-core) is not installed", "pip install --force-reinstall rocm")
+    path = Path(spec.origin).parent / "share" / "therock" / "dist_info.json"
+    try:
+        with open(path, encoding="utf-8") as file:
+            targets = json.load(file)["dist_amdgpu_targets"]
+    except (OSError, ValueError, KeyError) as error:
+        return _fail("cannot read the GPU targets from %s: %s" % (path, error))
+    print(targets)
+    return 0
+
+
+def test_module_names():
+    """The `rocm_sdk.tests` modules that apply to what is installed."""
+    names = ["rocm_sdk.tests.base_test", "rocm_sdk.tests.core_test"]
+    notes = []
+    try:
+        family = di.determine_target_family()
+    except ValueError as error:
+        family = None
+        notes.append("NOTE: %s" % error)
+    libraries = di.ALL_PACKAGES["libraries"]
+    if (family is not None or not libraries.is_target_specific) and libraries.has_py_package(family):
+        names.append("rocm_sdk.tests.libraries_test")
+    else:
+        notes.append("NOTE: skipping the libraries tests (rocm[libraries] is not installed for this GPU)")
+    try:
+        from . import _devel
+
+        _devel.find_devel_package()
+        names.append("rocm_sdk.tests.devel_test")
+    except ModuleNotFoundError:
+        notes.append("NOTE: skipping the devel tests (rocm[devel] is not installed)")
+    if di.ALL_PACKAGES["profiler"].has_py_package():
+        names.append("rocm_sdk.tests.profiler_test")
+    else:
+        notes.append("NOTE: skipping the profiler tests (rocm[profiler] is not installed)")
+    return names, notes
+
+
+def _do_test(args):
+    import unittest
+
+    names, notes = test_module_names()
+    for note in notes:
+        print(note)
+    loader = unittest.TestLoader()
+    suite = unittest.TestSuite()
+    for name in names:
+        suite.addTests(loader.loadTestsFromName(name))
+    for error in loader.errors:
+        print("error while loading the tests:\n" + error, file=sys.stderr)
+    result = unittest.TextTestRunner(stream=sys.stdout, verbosity=args.verbosity).run(suite)
+    return 0 if result.wasSuccessful() and not loader.errors else 1
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="rocm-sdk",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    path = commands.add_parser(
+        "path",
+        help="print a directory of the ROCm development tree (needs rocm[devel])",
+        description="Print a directory of the ROCm development tree. The tree is unpacked "
+        "into site-packages the first time it is needed.",
+    )
+    which = path.add_mutually_exclusive_group(required=True)
+    which.add_argument("--cmake", action="store_true", help="the CMake package directory (for CMAKE_PREFIX_PATH)")
+    which.add_argument("--bin", action="store_true", help="the directory of the tools (hipcc, amdclang, ...)")
+    which.add_argument("--root", action="store_true", help="the root of the tree (for ROCM_HOME / ROCM_PATH)")
+    path.set_defaults(func=_do_path)
+
+    version = commands.add_parser("version", help="print the ROCm version installed here")
+    version.set_defaults(func=_do_version)
+
+    targets = commands.add_parser("targets", help="print the GPU targets this ROCm build supports")
+    targets.set_defaults(func=_do_targets)
+
+    init = commands.add_parser(
+        "init",
+        help="unpack the ROCm development tree now (needs rocm[devel])",
+        description="Unpack the ROCm development tree into site-packages and link the "
+        "installed device files into it. Safe to run at any time and from several "
+        "processes at once; later runs do nothing.",
+    )
+    init.add_argument("--quiet", action="store_true", help="print nothing on success")
+    init.set_defaults(func=_do_init)
+
+    test = commands.add_parser(
+        "test",
+        help="check that the installed ROCm packages work",
+        description="Run the bundled self-tests against the installed ROCm packages: "
+        "layout, library loading, console scripts, devel tree, device files, versions.",
+    )
+    test.add_argument("-v", "--verbosity", type=int, default=2, help="unittest verbosity (default 2)")
+    test.set_defaults(func=_do_test)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The development tree: expanded from the devel wheel's tarball on first use (SPEC §4).
+
+Wheels cannot hold symlinks, so the devel wheel carries its tree as
+`{pure package}/_devel.tar[.xz]`, whose first path component is the devel platform
+directory. On first use we unpack it into site-packages beside the runtime packages,
+append every new path to the devel wheel's RECORD (so `pip uninstall` removes it), and
+delete the tarball last: a tarball still present means the expansion has not finished,
+and the next use starts it again. An exclusive lock on that RECORD serialises
+concurrent first uses.
+
+Owns: finding the devel package, the lock, RECORD, retry. Does not own: member safety
+and unpacking (`_devel_tree`), device links (`_device_links`).
+"""
+
+import importlib.util
+import os
+from pathlib import Path
+
+from . import _dist_info as di
+from . import _record
+from ._devel_tree import UnsafeTarballError, expand_tarball
+
+__all__ = ["DevelPackage", "UnsafeTarballError", "find_devel_package", "get_devel_root"]
+
+TARBALL_NAMES = ("_devel.tar.xz", "_devel.tar")
+
+
+class DevelPackage:
+    """An installed devel wheel: where its pure package, tree and RECORD are."""
+
+    def __init__(self, dist_name, pure_dir, platform_name):
+        self.dist_name = dist_name
+        self.pure_dir = pure_dir
+        self.site_dir = pure_dir.parent
+        self.platform_name = platform_name
+        self.root = self.site_dir / platform_name
+
+    def tarball(self):
+        """The tarball still waiting to be expanded, or None."""
+        for name in TARBALL_NAMES:
+            path = self.pure_dir / name
+            if path.exists():
+                return path
+        return None
+
+    def is_expanded(self):
+        return self.tarball() is None and (self.root / "__init__.py").is_file()
+
+
+def _not_installed_error():
+    return ModuleNotFoundError(
+        "the ROCm development package (rocm-sdk-devel) is not installed; "
+        'install it with `pip install "rocm[devel]"`'
+    )
+
+
+def _candidate_families(entry):
+    if not entry.is_target_specific:
+        return [None]
+    try:
+        preferred = [di.determine_target_family()]
+    except ValueError:
+        preferred = []
+    return preferred + [family for family in di.AVAILABLE_TARGET_FAMILIES if family not in preferred]
+
+
+def find_devel_package():
+    """The installed devel package (for the chosen family when it is target specific).
+
+    Raises ModuleNotFoundError with the `pip install` that fixes it.
+    """
+    entry = di.ALL_PACKAGES["devel"]
+    for family in _candidate_families(entry):
+        pure_name = entry.get_pure_py_package_name(family)
+        spec = importlib.util.find_spec(pure_name)
+        if spec is None or spec.origin is None or Path(spec.origin).name != "__init__.py":
+            continue
+        return DevelPackage(
+            entry.get_dist_package_name(family),
+            Path(spec.origin).parent,
+            entry.get_py_package_name(family),
+        )
+    raise _not_installed_error()
+
+
+def ensure_expanded(devel):
+    """Expands the devel tree unless done; safe to call from many processes at once."""
+    if devel.is_expanded():
+        return False
+    record_path = _record.find_record(devel.dist_name)
+    if record_path is None:
+        raise RuntimeError(
+            "cannot expand %s: its RECORD file was not found, so it was not installed by a "
+            "Python package installer; install rocm[devel] in a virtual environment with pip or uv"
+            % devel.dist_name
+        )
+    with _record.locked(record_path) as record:
+        # Another process may have finished while we waited for the lock.
+        tarball = devel.tarball()
+        if tarball is None:
+            if not (devel.root / "__init__.py").is_file():
+                raise RuntimeError(
+                    "%s is damaged: the devel tree %s is missing and there is no tarball to "
+                    "expand it from; reinstall it with `pip install --force-reinstall %s`"
+                    % (devel.dist_name, devel.root, devel.dist_name)
+                )
+            return False
+        di._log("expanding %s into %s" % (tarball, devel.site_dir))
+        created = expand_tarball(tarball, str(devel.site_dir), devel.platform_name)
+        if not (devel.root / "__init__.py").is_file():
+            raise RuntimeError("expanding %s did not produce %s/__init__.py" % (tarball, devel.platform_name))
+        _record.append_paths(record, created)
+        os.fsync(record.fileno())
+        # Last: until the tarball is gone, the next use redoes the expansion.
+        tarball.unlink()
+    return True
+
+
+def get_devel_root():
+    """The devel tree's root directory, expanding it and placing device links first."""
+    from . import _device_links
+
+    devel = find_devel_package()
+    ensure_expanded(devel)
+    _device_links.reconcile(devel)
+    return devel.root

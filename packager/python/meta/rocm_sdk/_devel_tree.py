@@ -1,0 +1,184 @@
+"""Validates and unpacks the devel tarball into site-packages (SPEC §4, devel expansion).
+
+Owns: the safety rules for tar members and how each member lands on disk. Does not own:
+finding the packages, locking, RECORD, or when to expand (`_devel`).
+
+Every member is checked before anything is written; one bad member refuses the whole
+tarball. A member must lie under the devel platform directory, must not pass through a
+symlink of the tarball, and a symlink must resolve, through the tarball's other
+symlinks, to a place inside site-packages.
+"""
+
+import os
+import shutil
+import tarfile
+
+# Compiler drivers stay symlinks: clang picks its mode from the name it was run as, and
+# finds its resources from its real location (SPEC §4).
+COMPILER_DRIVERS = frozenset(["amdclang", "amdclang++", "amdclang-cl", "amdclang-cpp", "amdflang", "amdlld", "amdllvm"])
+
+# Deeper symlink chains than this are treated as loops.
+MAX_LINK_HOPS = 64
+
+
+class UnsafeTarballError(Exception):
+    """The devel tarball has a member that could write outside its tree."""
+
+    def __init__(self, tarball, member, reason):
+        self.tarball = tarball
+        self.member = member
+        self.reason = reason
+        super().__init__(
+            "refusing to expand %s: member %r %s; nothing was extracted. "
+            "The devel package is damaged or was not built by the ROCm packager: "
+            "reinstall it with `pip install --force-reinstall rocm-sdk-devel`" % (tarball, member, reason)
+        )
+
+
+def split_member_name(name):
+    """Path components of a member name; raises ValueError for absolute names and `..`."""
+    if name.startswith("/"):
+        raise ValueError("is an absolute path")
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    if not parts:
+        raise ValueError("has an empty name")
+    if ".." in parts:
+        raise ValueError("contains '..'")
+    return parts
+
+
+def resolve(parts, links):
+    """Resolves a path (components from site-packages) through the tarball's `links`.
+
+    Components not in the tarball are taken as real directories: they belong to wheels,
+    which carry no symlinks. Raises ValueError when the path leaves site-packages, goes
+    through an absolute link, or loops.
+    """
+    resolved = []
+    pending = list(parts)
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not resolved:
+                raise ValueError("leads outside site-packages")
+            resolved.pop()
+            continue
+        resolved.append(part)
+        target = links.get(tuple(resolved))
+        if target is None:
+            continue
+        hops += 1
+        if hops > MAX_LINK_HOPS:
+            raise ValueError("is part of a symlink loop")
+        if target.startswith("/"):
+            raise ValueError("goes through an absolute symlink")
+        resolved.pop()
+        pending = target.split("/") + pending
+    return resolved
+
+
+def validate_members(members, platform_name, tarball="the devel tarball"):
+    """Checks every member; returns `([(parts, member)] in tarball order, {parts: link})`.
+
+    Raises UnsafeTarballError naming the first bad member.
+    """
+    checked = []
+    links = {}
+    seen = set()
+    for member in members:
+        try:
+            parts = split_member_name(member.name)
+        except ValueError as error:
+            raise UnsafeTarballError(tarball, member.name, str(error)) from None
+        if parts[0] != platform_name:
+            raise UnsafeTarballError(tarball, member.name, "is not under %s/" % platform_name)
+        if not (member.isdir() or member.isfile() or member.issym()):
+            raise UnsafeTarballError(tarball, member.name, "is neither a file, a directory nor a symlink")
+        key = tuple(parts)
+        if key in seen:
+            raise UnsafeTarballError(tarball, member.name, "appears twice")
+        seen.add(key)
+        if member.issym():
+            if member.linkname.startswith("/"):
+                raise UnsafeTarballError(tarball, member.name, "is an absolute symlink (-> %s)" % member.linkname)
+            links[key] = member.linkname
+        checked.append((parts, member))
+    for parts, member in checked:
+        for depth in range(1, len(parts)):
+            if tuple(parts[:depth]) in links:
+                raise UnsafeTarballError(
+                    tarball, member.name, "lies under the symlink %s" % "/".join(parts[:depth])
+                )
+        if member.issym():
+            try:
+                resolve(parts[:-1] + member.linkname.split("/"), links)
+            except ValueError as error:
+                raise UnsafeTarballError(
+                    tarball, member.name, "is a symlink (-> %s) that %s" % (member.linkname, error)
+                ) from None
+    return checked, links
+
+
+def _remove(path):
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
+def _extract_file(tar, member, destination):
+    """Writes one regular member. A separate function so tests can interrupt here."""
+    source = tar.extractfile(member)
+    mode = 0o755 if member.mode & 0o111 else 0o644
+    with open(destination, "wb") as output:
+        shutil.copyfileobj(source, output, 1024 * 1024)
+    os.chmod(destination, mode)
+
+
+def _place_link(site_dir, parts, member, links):
+    """A symlink member: hard link for a file, symlink for a directory or a driver."""
+    destination = os.path.join(site_dir, *parts)
+    physical = os.path.join(site_dir, *resolve(parts[:-1] + member.linkname.split("/"), links))
+    is_driver = len(parts) == 3 and parts[1] == "bin" and parts[2] in COMPILER_DRIVERS
+    if is_driver or not os.path.isfile(physical):
+        # Directories, drivers and (validated) dangling links stay symlinks.
+        os.symlink(member.linkname, destination)
+        return
+    try:
+        os.link(physical, destination)
+    except OSError:
+        # Hard links can be refused (another filesystem, some FUSE mounts): copy instead.
+        shutil.copy2(physical, destination)
+
+
+def expand_tarball(tarball_path, site_dir, platform_name):
+    """Validates, then unpacks `tarball_path` into `site_dir`; returns the new relpaths.
+
+    A previous, interrupted expansion's partial tree is removed first: the platform
+    directory only ever holds what this tarball puts there.
+    """
+    tarball = str(tarball_path)
+    with tarfile.open(tarball, "r:*") as tar:
+        members = tar.getmembers()
+        checked, links = validate_members(members, platform_name, tarball)
+        _remove(os.path.join(site_dir, platform_name))
+        created = []
+        deferred_links = []
+        for parts, member in checked:
+            destination = os.path.join(site_dir, *parts)
+            if member.isdir():
+                os.makedirs(destination, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(destination), exist_ok=True)
+            if member.issym():
+                deferred_links.append((parts, member))
+            else:
+                _extract_file(tar, member, destination)
+            created.append("/".join(parts))
+        # Links last: a hard link needs its target file in place.
+        for parts, member in deferred_links:
+            _place_link(site_dir, parts, member, links)
+    return created

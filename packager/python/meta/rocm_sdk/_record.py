@@ -1,0 +1,68 @@
+"""The RECORD files of installed distributions: find, lock, extend (SPEC §4).
+
+Files we create after installation (the expanded devel tree, device links) are appended
+to the RECORD of the distribution that owns them, with empty hash and size, so that
+`pip uninstall` removes them. RECORD is also the lock: it exists for as long as the
+distribution is installed and is never part of what we create.
+"""
+
+import contextlib
+import csv
+import importlib.metadata
+import io
+from pathlib import Path
+
+
+def find_record(dist_name):
+    """The RECORD file of an installed distribution, or None."""
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in dist.files or ():
+        if file.name == "RECORD" and file.parent.name.endswith(".dist-info"):
+            return Path(file.locate())
+    return None
+
+
+@contextlib.contextmanager
+def locked(record_path):
+    """Holds an exclusive lock on `record_path` (blocking) and yields it opened for append."""
+    import fcntl
+
+    with open(record_path, "a+", encoding="utf-8", newline="") as record:
+        fcntl.flock(record.fileno(), fcntl.LOCK_EX)
+        try:
+            yield record
+        finally:
+            fcntl.flock(record.fileno(), fcntl.LOCK_UN)
+
+
+def recorded_paths(record):
+    """The paths listed in an open RECORD file."""
+    record.seek(0)
+    return {row[0] for row in csv.reader(io.StringIO(record.read())) if row}
+
+
+def append_paths(record, relpaths):
+    """Appends each of `relpaths` not yet listed; returns how many were added."""
+    record.seek(0)
+    content = record.read()
+    existing = {row[0] for row in csv.reader(io.StringIO(content)) if row}
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    added = 0
+    for relpath in relpaths:
+        if relpath in existing:
+            continue
+        existing.add(relpath)
+        writer.writerow([relpath, "", ""])
+        added += 1
+    if added:
+        record.seek(0, io.SEEK_END)
+        # A RECORD written without a final newline must not swallow our first row.
+        if content and not content.endswith("\n"):
+            record.write("\n")
+        record.write(buffer.getvalue())
+        record.flush()
+    return added

@@ -1,0 +1,171 @@
+"""Helpers shared by the self-tests."""
+
+import importlib
+import importlib.metadata
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from .. import _dist_info as di
+
+# Libraries that are not meant to be loaded on their own: runtime pieces loaded by a
+# tool into itself, sanitizer runtimes, or plugins that need their host loaded first.
+NOT_STANDALONE = (
+    "clang_rt",
+    "libLLVMOffload",
+    "lib/roctracer/",
+    "share/roctracer/",
+    "lib/rocprofiler-sdk/",
+    "libexec/rocprofiler-sdk/",
+    "libpyrocpd",
+    "libpyroctx",
+    "libtest_linking_lib",
+    "amd_smi",
+    "goamdsmi",
+    "lib/rocprofiler-systems/",
+    "librocprof-sys-dl",
+    "python/site-packages/",
+)
+
+
+def assert_is_physical_package(module):
+    """A regular package with an `__init__.py`, not a namespace package."""
+    assert module.__file__ is not None, "%s is a namespace package (no __init__.py)" % module.__name__
+    assert Path(module.__file__).name == "__init__.py", "%s is not a package directory" % module.__name__
+
+
+def import_platform_package(logical_name, target_family=None):
+    return importlib.import_module(di.ALL_PACKAGES[logical_name].get_py_package_name(target_family))
+
+
+def package_dir(module):
+    return Path(module.__file__).parent
+
+
+def shared_libraries(root):
+    """Every shared library file under `root`, sorted."""
+    found = []
+    for directory, _, files in os.walk(str(root)):
+        for name in files:
+            if name.endswith(".so") or ".so." in name:
+                path = Path(directory) / name
+                if path.is_file() and not path.is_symlink():
+                    found.append(path)
+    return sorted(found)
+
+
+def is_standalone_library(path):
+    text = path.as_posix()
+    return not any(marker in text for marker in NOT_STANDALONE)
+
+
+def load_in_subprocess(path):
+    """(ok, output) of loading one library in a fresh interpreter."""
+    code = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    return result.returncode == 0, result.stdout.decode("utf-8", "replace")
+
+
+def python_in_subprocess(code, env=None):
+    """(returncode, stdout, stderr) of `python -c code`."""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    return result.returncode, result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace")
+
+
+def console_scripts(dist_name):
+    """`[(name, path or None)]` of the console scripts a distribution declares."""
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    scripts = []
+    directories = [sysconfig.get_path("scripts"), sysconfig.get_path("scripts", "posix_user"), os.path.dirname(sys.executable)]
+    for entry in dist.entry_points:
+        if entry.group != "console_scripts":
+            continue
+        path = None
+        for directory in directories:
+            candidate = Path(directory) / entry.name
+            if candidate.is_file():
+                path = candidate
+                break
+        scripts.append((entry.name, path))
+    return sorted(scripts)
+
+
+def run_console_script(path):
+    """(returncode, combined output) of `path --help`."""
+    result = subprocess.run(
+        [str(path), "--help"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    return result.returncode, result.stdout.decode("utf-8", "replace")
+
+
+def installed_versions():
+    """{dist name: version} of every installed distribution this ROCm build knows."""
+    names = ["rocm", di.ALL_PACKAGES["core"].get_dist_package_name(), di.ALL_PACKAGES["profiler"].get_dist_package_name()]
+    for logical in ("libraries", "devel", "device"):
+        entry = di.ALL_PACKAGES.get(logical)
+        if entry is None:
+            continue
+        if entry.is_target_specific:
+            names += [entry.get_dist_package_name(family) for family in di.AVAILABLE_TARGET_FAMILIES]
+        else:
+            names.append(entry.get_dist_package_name())
+    versions = {}
+    for name in names:
+        version = di.installed_dist_version(name)
+        if version is not None:
+            versions[name] = version
+    return versions
+
+
+def dist_files(dist_name):
+    """Absolute paths of the files a distribution's RECORD lists."""
+    dist = importlib.metadata.distribution(dist_name)
+    return [Path(file.locate()) for file in dist.files or ()]
+
+
+# What the core and profiler trampolines print when they cannot start their tool.
+TRAMPOLINE_FAILURES = ("rocm-sdk-core: cannot run ", "rocm-profiler: cannot run ")
+
+
+def check_console_scripts(test, dist_name):
+    """Every console script of `dist_name` exists and starts its tool."""
+    scripts = console_scripts(dist_name)
+    test.assertTrue(scripts, "%s declares no console scripts" % dist_name)
+    for name, path in scripts:
+        with test.subTest(console_script=name):
+            test.assertIsNotNone(path, "console script %s is not installed" % name)
+            # Tools may need a GPU to succeed; what matters here is that the trampoline
+            # found and started the tool.
+            _, output = run_console_script(path)
+            for marker in TRAMPOLINE_FAILURES:
+                test.assertNotIn(marker, output)
+
+
+def check_libraries_load(test, root):
+    """Every standalone shared library under `root` loads in its own process."""
+    libraries = [path for path in shared_libraries(root) if is_standalone_library(path)]
+    for path in libraries:
+        with test.subTest(library=str(path.relative_to(root))):
+            ok, output = load_in_subprocess(path)
+            test.assertTrue(ok, "cannot load %s:\n%s" % (path, output))
+    return libraries

@@ -1,0 +1,65 @@
+"""Console-script trampolines of rocm-profiler (SPEC §4, console scripts).
+
+Each console script execs the real tool from the profiler's platform package.
+"""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+# Console script -> path inside the profiler's platform package.
+TOOLS = {
+    "rocprof-compute": "bin/rocprof-compute",
+    "rocprof-sys-attach": "bin/rocprof-sys-attach",
+    "rocprof-sys-avail": "bin/rocprof-sys-avail",
+    "rocprof-sys-causal": "bin/rocprof-sys-causal",
+    "rocprof-sys-instrument": "bin/rocprof-sys-instrument",
+    "rocprof-sys-python": "bin/rocprof-sys-python",
+    "rocprof-sys-run": "bin/rocprof-sys-run",
+    "rocprof-sys-sample": "bin/rocprof-sys-sample",
+}
+
+# `rocm-sdk test` recognises a trampoline that could not start its tool by this prefix.
+FAILURE_PREFIX = "rocm-profiler: cannot run "
+
+
+def function_name(script):
+    """`rocprof-sys-run` -> `rocprof_sys_run`."""
+    return "".join(c if c.isalnum() else "_" for c in script)
+
+
+def _fail(script, reason):
+    print(FAILURE_PREFIX + script + ": " + reason, file=sys.stderr)
+    sys.exit(127)
+
+
+def run(script):
+    """Execs the tool behind `script` with this process's arguments; never returns."""
+    from ._dist_info import ALL_PACKAGES
+
+    spec = importlib.util.find_spec(ALL_PACKAGES["profiler"].get_py_package_name())
+    if spec is None or spec.origin is None:
+        _fail(script, "the platform package of rocm-profiler is missing; reinstall rocm-profiler")
+    path = Path(spec.origin).parent / TOOLS[script]
+    if not path.is_file():
+        _fail(script, "%s is not installed" % path)
+    try:
+        os.execv(str(path), [str(path)] + sys.argv[1:])
+    except OSError as error:
+        _fail(script, "%s: %s" % (path, error))
+
+
+def _trampoline(script):
+    def trampoline():
+        run(script)
+
+    trampoline.__name__ = function_name(script)
+    trampoline.__doc__ = "Runs %s." % script
+    return trampoline
+
+
+# One module-level function per tool, for the entry points.
+for _script in TOOLS:
+    globals()[function_name(_script)] = _trampoline(_script)
+del _script

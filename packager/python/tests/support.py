@@ -1,0 +1,177 @@
+"""Builds synthetic installations of the shipped Python code, without built wheels.
+
+A test gets a temporary site-packages holding `rocm_sdk`, `rocm_sdk_core` (with a
+`_dist_info.py` made from a hand-built constants header and the real static body), their
+platform directories, and `.dist-info` directories with RECORD files, the way pip leaves
+them. Code under test runs in a subprocess with that directory on `sys.path` and a clean
+environment, so the test process's own environment never changes.
+"""
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+from pathlib import Path
+
+PYTHON_ROOT = Path(__file__).resolve().parent.parent
+BODY = (PYTHON_ROOT / "common" / "_dist_info_body.py").read_text(encoding="utf-8")
+VERSION = "7.12.0.dev0"
+
+
+def dist_info_source(
+    families=("gfx110X-all", "gfx94X-dcgpu"),
+    kpack=False,
+    default=None,
+    linux=(),
+    windows=(),
+    logical="meta",
+    this_family=None,
+    version=VERSION,
+    nonce="",
+    devel_target_specific=False,
+):
+    families = sorted(families)
+    constants = [
+        ("__version__", version),
+        ("PY_PACKAGE_SUFFIX_NONCE", nonce),
+        ("KPACK_SPLIT", kpack),
+        ("DEVEL_TARGET_SPECIFIC", devel_target_specific),
+        ("DEFAULT_TARGET_FAMILY", default if default is not None else (families[0] if families else None)),
+        ("AVAILABLE_TARGET_FAMILIES", families),
+        ("LINUX_TARGET_FAMILIES", sorted(linux)),
+        ("WINDOWS_TARGET_FAMILIES", sorted(windows)),
+        ("DEVICE_TARGETS", families if kpack else []),
+        ("THIS_TARGET_FAMILY", this_family),
+        ("THIS_PACKAGE_LOGICAL_NAME", logical),
+    ]
+    header = "".join("%s = %r\n" % pair for pair in constants)
+    return header + "\n" + BODY
+
+
+def load_dist_info(**options):
+    """A `_dist_info` module object built in memory."""
+    import types
+
+    module = types.ModuleType("_dist_info_under_test")
+    exec(compile(dist_info_source(**options), "_dist_info.py", "exec"), module.__dict__)
+    return module
+
+
+def clean_env(extra=None, path_dirs=()):
+    """An environment without ROCM_SDK_* and with a PATH that finds no offload-arch."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ROCM_SDK_")}
+    env["PATH"] = os.pathsep.join(list(path_dirs) + ["/usr/bin", "/bin"])
+    env.pop("PYTHONPATH", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_python(code, site=None, env=None, args=(), check=False):
+    """Runs `python -c code` (with `site` first on sys.path); returns CompletedProcess."""
+    env = dict(env if env is not None else clean_env())
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    result = subprocess.run(
+        [sys.executable, "-c", code] + [str(arg) for arg in args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        universal_newlines=True,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError("python failed (%d):\n%s\n%s" % (result.returncode, result.stdout, result.stderr))
+    return result
+
+
+def write(path, text, mode=0o644):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    path.write_bytes(data)
+    os.chmod(str(path), mode)
+    return path
+
+
+def add_dist(site, name, version, relpaths):
+    """A pip-style `.dist-info` for `name` whose RECORD lists `relpaths`."""
+    folder = "%s-%s.dist-info" % (name.replace("-", "_"), version)
+    write(Path(site) / folder / "METADATA", "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+    record = [path + ",," for path in relpaths] + [folder + "/METADATA,,", folder + "/RECORD,,"]
+    return write(Path(site) / folder / "RECORD", "\n".join(record) + "\n")
+
+
+def copy_tree(source, destination):
+    shutil.copytree(str(source), str(destination), ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def install_pure(site, source_dir, package, **options):
+    """Copies a shipped pure package and gives it a generated `_dist_info.py`."""
+    copy_tree(source_dir, Path(site) / package)
+    write(Path(site) / package / "_dist_info.py", dist_info_source(**options))
+
+
+def make_site(root, with_core=True, **options):
+    """A site-packages with rocm_sdk (and core) installed; returns its path."""
+    site = Path(root) / "site-packages"
+    site.mkdir(parents=True)
+    install_pure(site, PYTHON_ROOT / "meta" / "rocm_sdk", "rocm_sdk", logical="meta", **options)
+    add_dist(site, "rocm", options.get("version", VERSION), ["rocm_sdk/__init__.py"])
+    if with_core:
+        install_pure(site, PYTHON_ROOT / "core" / "rocm_sdk_core", "rocm_sdk_core", logical="core", **options)
+        write(site / "_rocm_sdk_core" / "__init__.py", (PYTHON_ROOT / "platform_package" / "__init__.py").read_text())
+        add_dist(site, "rocm-sdk-core", options.get("version", VERSION), ["rocm_sdk_core/__init__.py"])
+    return site
+
+
+def compile_shared_library(path, source="int rocm_test_symbol(void) { return 42; }\n"):
+    """A real shared library built with the system C compiler."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        c_file = Path(scratch) / "library.c"
+        c_file.write_text(source)
+        compiler = os.environ.get("CC", "cc")
+        subprocess.run(
+            [compiler, "-shared", "-fPIC", "-o", str(path), str(c_file)],
+            check=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    return path
+
+
+def tar_bytes(entries, compression=""):
+    """A tarball from `[(name, kind, payload)]`: kind "file" (bytes), "exe", "dir", "link"."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w" + (":" + compression if compression else "")) as archive:
+        for name, kind, payload in entries:
+            info = tarfile.TarInfo(name)
+            if kind == "dir":
+                info.type = tarfile.DIRTYPE
+                info.mode = 0o755
+                archive.addfile(info)
+            elif kind == "link":
+                info.type = tarfile.SYMTYPE
+                info.linkname = payload
+                archive.addfile(info)
+            else:
+                info.size = len(payload)
+                info.mode = 0o755 if kind == "exe" else 0o644
+                archive.addfile(info, io.BytesIO(payload))
+    return buffer.getvalue()
+
+
+class TempDirTest(unittest.TestCase):
+    """Gives each test `self.tmp`, removed afterwards."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = Path(self._tmp.name)
+        self.addCleanup(self._tmp.cleanup)

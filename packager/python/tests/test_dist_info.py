@@ -1,0 +1,118 @@
+"""Target family selection and package naming of `_dist_info` (SPEC §3, issue 13)."""
+
+import json
+import unittest
+
+from tests import support
+
+RESOLVE = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("_dist_info", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+try:
+    print(json.dumps(list(module.resolve_target_family())))
+except ValueError as error:
+    print(json.dumps(["error", str(error)]))
+"""
+
+
+class MatchingTest(unittest.TestCase):
+    def test_targets_and_target_ids_select_the_base_target(self):
+        info = support.load_dist_info(families=["gfx1030", "gfx90a"], kpack=True)
+        for requested in ("gfx90a", "GFX90A", "gfx90a:xnack-", "gfx90a:xnack+", " gfx90a "):
+            self.assertEqual(info.match_target_family(requested), "gfx90a", requested)
+        self.assertIsNone(info.match_target_family("gfx942"))
+
+    def test_families_match_case_insensitively(self):
+        info = support.load_dist_info(families=["gfx110X-all"])
+        self.assertEqual(info.match_target_family("gfx110x-all"), "gfx110X-all")
+
+    def test_detected_gpus_map_to_families_or_targets(self):
+        info = support.load_dist_info(families=["gfx110X-all", "gfx94X-dcgpu", "gfx90a", "gfx1151"])
+        self.assertEqual(info.family_for_gpu("gfx1100"), "gfx110X-all")
+        self.assertEqual(info.family_for_gpu("gfx942"), "gfx94X-dcgpu")
+        self.assertEqual(info.family_for_gpu("gfx90a:sramecc+:xnack-"), "gfx90a")
+        self.assertEqual(info.family_for_gpu("gfx1151"), "gfx1151")
+        self.assertIsNone(info.family_for_gpu("gfx803"))
+        self.assertIsNone(info.family_for_gpu("not a gpu"))
+
+    def test_names(self):
+        info = support.load_dist_info(families=["gfx110X-all"], nonce="_n")
+        libraries = info.ALL_PACKAGES["libraries"]
+        self.assertTrue(libraries.is_target_specific)
+        self.assertTrue(libraries.is_target_specific())
+        self.assertFalse(info.ALL_PACKAGES["core"].is_target_specific())
+        self.assertEqual(libraries.get_dist_package_name("gfx110X-all"), "rocm-sdk-libraries-gfx110x-all")
+        self.assertEqual(libraries.get_pure_py_package_name("gfx110X-all"), "rocm_sdk_libraries_gfx110x_all")
+        self.assertEqual(libraries.get_py_package_name("gfx110X-all"), "_rocm_sdk_libraries_gfx110x_all_n")
+        self.assertEqual(libraries.get_dist_package_require("gfx110X-all"), "rocm-sdk-libraries-gfx110x-all==" + support.VERSION)
+        with self.assertRaises(ValueError):
+            libraries.get_dist_package_name()
+        kpack = support.load_dist_info(families=["gfx90a"], kpack=True)
+        self.assertEqual(kpack.ALL_PACKAGES["device"].get_dist_package_name("gfx90a:xnack+"), "rocm-sdk-device-gfx90a")
+        self.assertEqual(kpack.ALL_PACKAGES["device"].get_py_package_name("gfx90a"), "_rocm_sdk_libraries")
+        self.assertIsNone(kpack.ALL_PACKAGES["device"].get_pure_py_package_name("gfx90a"))
+
+    def test_library_table(self):
+        info = support.load_dist_info()
+        self.assertEqual(info.ALL_LIBRARIES["amdhip64"].package.logical_name, "core")
+        self.assertEqual(info.ALL_LIBRARIES["rocm-openblas"].posix_relpath, "lib/host-math/lib")
+        self.assertTrue(info.ALL_LIBRARIES["rocdxg"].optional)
+        self.assertEqual(info.ALL_LIBRARIES["hipdnn"].so_pattern, "libhipdnn_backend.so*")
+        self.assertEqual(info.ALL_LIBRARIES["miopen"].package.logical_name, "libraries")
+
+
+class ResolveTest(support.TempDirTest):
+    def resolve(self, env=None, gpu_lines=None, **options):
+        path = support.write(self.tmp / "_dist_info.py", support.dist_info_source(**options))
+        path_dirs = []
+        if gpu_lines is not None:
+            bin_dir = self.tmp / "bin"
+            support.write(bin_dir / "offload-arch", "#!/bin/sh\nprintf '%s'\n" % "\\n".join(gpu_lines), mode=0o755)
+            path_dirs.append(str(bin_dir))
+        result = support.run_python(RESOLVE, env=support.clean_env(env, path_dirs), args=[path], check=True)
+        return json.loads(result.stdout)
+
+    def test_environment_wins(self):
+        self.assertEqual(
+            self.resolve({"ROCM_SDK_TARGET_FAMILY": "gfx90a:xnack+"}, ["gfx1030"], families=["gfx1030", "gfx90a"], kpack=True),
+            ["gfx90a", "environment"],
+        )
+
+    def test_unknown_family_lists_the_available_ones(self):
+        kind, message = self.resolve({"ROCM_SDK_TARGET_FAMILY": "gfx942"}, families=["gfx1030", "gfx90a"], kpack=True)
+        self.assertEqual(kind, "error")
+        self.assertIn("gfx942", message)
+        self.assertIn("gfx1030, gfx90a", message)
+
+    def test_detected_gpu(self):
+        self.assertEqual(self.resolve(gpu_lines=["gfx1100"], families=["gfx110X-all", "gfx94X-dcgpu"]), ["gfx110X-all", "detected"])
+
+    def test_unmatched_gpu_falls_back_to_the_default(self):
+        self.assertEqual(self.resolve(gpu_lines=["gfx803"], families=["gfx94X-dcgpu"]), ["gfx94X-dcgpu", "default"])
+
+    def test_no_gpu_tool_is_the_default(self):
+        self.assertEqual(self.resolve(families=["gfx1030", "gfx90a"], kpack=True), ["gfx1030", "default"])
+
+    def test_quiet_unless_verbose(self):
+        path = support.write(self.tmp / "_dist_info.py", support.dist_info_source(families=["gfx90a"]))
+        bin_dir = self.tmp / "bin"
+        support.write(bin_dir / "offload-arch", "#!/bin/sh\nexit 3\n", mode=0o755)
+        quiet = support.run_python(RESOLVE, env=support.clean_env(None, [str(bin_dir)]), args=[path], check=True)
+        self.assertEqual(quiet.stderr, "")
+        loud = support.run_python(RESOLVE, env=support.clean_env({"ROCM_SDK_VERBOSE": "1"}, [str(bin_dir)]), args=[path], check=True)
+        self.assertIn("exited with 3", loud.stderr)
+
+
+class CoreOffloadArchTest(support.TempDirTest):
+    def test_core_offload_arch_is_used_without_path(self):
+        site = support.make_site(self.tmp, families=["gfx1030", "gfx90a"], kpack=True)
+        tool = site / "_rocm_sdk_core" / "lib" / "llvm" / "bin" / "offload-arch"
+        support.write(tool, "#!/bin/sh\necho gfx90a:xnack-\n", mode=0o755)
+        result = support.run_python(
+            "import json, rocm_sdk._dist_info as d; print(json.dumps(list(d.resolve_target_family())))",
+            site=site,
+            check=True,
+        )
+        self.assertEqual(json.loads(result.stdout), ["gfx90a", "detected"])

@@ -1,0 +1,321 @@
+//! Turns a [`Plan`] into archives: wheel and sdist specs for the writers, launchers from the
+//! compiled template, RPATH edits planned just before their wheel is written (so at most one
+//! wheel's edits are in memory), and the run's report.
+//!
+//! Owns: the order outputs are written in, `--only`, `--no-build-packages`, the dest-dir lock,
+//! and the completeness check after writing. Does not own: decisions (`plan`), formats (`write`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup};
+use crate::elf::EditStrategy;
+use crate::launcher::LauncherTemplate;
+use crate::plan::{DevelEntry, PackagePlan, Plan, PlanError, PlannedFile};
+use crate::progress::Progress;
+use crate::python::{self, PackageRole};
+use crate::write::{
+    self, ArchiveOptions, CoreMetadata, DevelTarSpec, Member, MemberData, SdistFile, SdistSpec, TarEntry, TarEntryKind,
+    WheelSpec, WriteError,
+};
+
+/// One output file in the summary table.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OutputReport {
+    pub package: String,
+    pub file_name: String,
+    pub path: PathBuf,
+    pub files: usize,
+    pub uncompressed_bytes: u64,
+    pub compressed_bytes: u64,
+    pub sha256: String,
+    pub seconds: f64,
+}
+
+impl OutputReport {
+    fn new(package: &str, written: write::WrittenFile, started: Instant) -> OutputReport {
+        OutputReport {
+            package: package.to_owned(),
+            file_name: written.file_name,
+            path: written.path,
+            files: written.n_members,
+            uncompressed_bytes: written.uncompressed_bytes,
+            compressed_bytes: written.compressed_bytes,
+            sha256: written.sha256,
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+const SUMMARY: &str = "ROCm SDK for Python";
+const REQUIRES_PYTHON: &str = ">=3.9";
+const LICENSE: &str = "MIT";
+
+/// The long description of every package: what it is and how it is meant to be installed.
+fn description(dist_name: &str) -> String {
+    format!(
+        "# {dist_name}\n\nPart of the ROCm SDK for Python, built from a TheRock build by rocm-packager.\n\n\
+         Install it through the `rocm` selector package, which picks the GPU family at install \
+         time: `pip install \"rocm[libraries,devel]\"`. Then run `rocm-sdk test`.\n"
+    )
+}
+
+/// Writes every package of `plan` selected by `config.only` into `config.dest_dir`.
+pub fn write_outputs(
+    plan: &Plan,
+    config: &PackageConfig,
+    progress: &dyn Progress,
+) -> Result<Vec<OutputReport>, crate::Error> {
+    let wanted = |group: PackageGroup| config.only.is_empty() || config.only.contains(&group);
+    let options = ArchiveOptions { compression: config.wheel_compression, build_time: config.build_time };
+    let launcher = compile_launcher_if_needed(plan, config)?;
+    let packages: Vec<&PackagePlan> = plan.packages.iter().filter(|package| wanted(package.group)).collect();
+    let mut outputs = Vec::new();
+    if config.build_packages {
+        outputs = write_wheels(plan, &packages, config, launcher.as_ref(), &options, progress)?;
+    } else {
+        for package in packages {
+            let spec = wheel_spec(plan, package, config, launcher.as_ref())?;
+            let tree = write::write_tree(&config.dest_dir, &spec)?;
+            progress.output_finished(&tree.display().to_string());
+        }
+    }
+    if wanted(PackageGroup::Meta) && config.build_packages {
+        let started = Instant::now();
+        let spec = sdist_spec(plan);
+        let written = write::write_sdist(&config.dest_dir, &spec, &options)?;
+        progress.output_finished(&written.file_name);
+        outputs.push(OutputReport::new(&spec.metadata.name, written, started));
+    }
+    if config.only.is_empty() && config.build_packages {
+        check_complete(plan, &config.dest_dir, &outputs)?;
+    }
+    Ok(outputs)
+}
+
+/// Wheels written at once. Each wheel already compresses on every core; a second writer
+/// keeps the cores busy while the other reads, hashes, plans RPATH edits, drains its
+/// pipeline or syncs its file, which one writer does alone with the cores idle.
+const WHEEL_WRITERS: usize = 2;
+
+/// Writes the wheels of `packages`, [`WHEEL_WRITERS`] at a time, and reports them in plan
+/// order. Each wheel's bytes do not depend on what else is being written.
+fn write_wheels(
+    plan: &Plan,
+    packages: &[&PackagePlan],
+    config: &PackageConfig,
+    launcher: Option<&LauncherTemplate>,
+    options: &ArchiveOptions,
+    progress: &dyn Progress,
+) -> Result<Vec<OutputReport>, crate::Error> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let write_one = |package: &PackagePlan| -> Result<OutputReport, crate::Error> {
+        let started = Instant::now();
+        let spec = wheel_spec(plan, package, config, launcher)?;
+        let written = write::write_wheel(&config.dest_dir, &spec, options, progress)?;
+        Ok(OutputReport::new(&package.dist_name, written, started))
+    };
+    let worker = || {
+        let mut done = Vec::new();
+        // Stop taking packages once one failed: the run fails anyway.
+        while !failed.load(Ordering::Relaxed) {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(package) = packages.get(index) else { break };
+            let result = write_one(package);
+            if result.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            done.push((index, result));
+        }
+        done
+    };
+    let mut results: Vec<(usize, Result<OutputReport, crate::Error>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..WHEEL_WRITERS.min(packages.len())).map(|_| scope.spawn(worker)).collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    // The first failure in plan order is the one reported, as when writing one by one.
+    results.sort_by_key(|(index, _)| *index);
+    let outcome: Result<Vec<OutputReport>, crate::Error> = results.iter_mut().map(|(_, result)| take(result)).collect();
+    if outcome.is_err() {
+        // A failed run publishes nothing of its own: wheels the other writer finished
+        // meanwhile would make a partial set in dist/ (SPEC §2 validations).
+        for (_, result) in &results {
+            if let Ok(report) = result {
+                let _ = std::fs::remove_file(&report.path);
+            }
+        }
+    }
+    outcome
+}
+
+/// Moves an error out of `result` (leaving the successful reports in place for cleanup).
+fn take(result: &mut Result<OutputReport, crate::Error>) -> Result<OutputReport, crate::Error> {
+    match result {
+        Ok(report) => Ok(report.clone()),
+        Err(_) => std::mem::replace(result, Err(PlanError::Invalid { message: "reported".to_owned() }.into())),
+    }
+}
+
+fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Option<LauncherTemplate>, crate::Error> {
+    let needed = plan
+        .packages
+        .iter()
+        .any(|package| package.files.values().any(|file| matches!(file, PlannedFile::Launcher { .. })));
+    if !needed {
+        return Ok(None);
+    }
+    let scratch = match &config.scratch_dir {
+        Some(dir) => tempfile::tempdir_in(dir),
+        None => tempfile::tempdir(),
+    }
+    .map_err(|source| WriteError::Write {
+        path: config.scratch_dir.clone().unwrap_or_else(std::env::temp_dir),
+        source,
+    })?;
+    Ok(Some(LauncherTemplate::compile(scratch.path())?))
+}
+
+fn wheel_spec(
+    plan: &Plan,
+    package: &PackagePlan,
+    config: &PackageConfig,
+    launcher: Option<&LauncherTemplate>,
+) -> Result<WheelSpec, crate::Error> {
+    let python_part = python::python_part(package.role(), &plan.dist_info);
+    let devel_tree_files = python_part.devel_tree_files;
+    let mut members: Vec<Member> = python_part
+        .files
+        .into_iter()
+        .map(|file| Member {
+            name: file.path,
+            data: MemberData::Bytes(Arc::new(file.bytes)),
+            executable: file.executable,
+        })
+        .collect();
+    let platform_dir = package.platform_dir.clone().unwrap_or_default();
+    for (rel, file) in &package.files {
+        let data = member_data(file, launcher)?;
+        members.push(Member { name: format!("{platform_dir}/{rel}"), data, executable: file.is_executable() });
+    }
+    if !package.devel_tree.is_empty() {
+        let py_package = package.py_package.clone().unwrap_or_default();
+        let (file_name, compression) = match config.devel_tarball_compression {
+            DevelTarballCompression::None => ("_devel.tar", config.devel_tarball_compression),
+            DevelTarballCompression::Xz { .. } => ("_devel.tar.xz", config.devel_tarball_compression),
+        };
+        let mut entries = vec![TarEntry { name: platform_dir.clone(), kind: TarEntryKind::Dir }];
+        for file in devel_tree_files {
+            let data = MemberData::Bytes(Arc::new(file.bytes));
+            entries.push(TarEntry { name: file.path, kind: TarEntryKind::File { data, executable: file.executable } });
+        }
+        for (rel, entry) in &package.devel_tree {
+            let kind = match entry {
+                DevelEntry::Dir => TarEntryKind::Dir,
+                DevelEntry::Symlink { target, .. } => TarEntryKind::Symlink { target: target.clone() },
+                DevelEntry::File { file } => {
+                    TarEntryKind::File { data: member_data(file, launcher)?, executable: file.is_executable() }
+                }
+            };
+            entries.push(TarEntry { name: format!("{platform_dir}/{rel}"), kind });
+        }
+        let spec = DevelTarSpec { entries, compression, build_time: config.build_time };
+        members.push(Member {
+            name: format!("{py_package}/{file_name}"),
+            data: MemberData::DevelTar(Arc::new(spec)),
+            executable: false,
+        });
+    }
+    Ok(WheelSpec {
+        metadata: CoreMetadata {
+            name: package.dist_name.clone(),
+            version: plan.version.clone(),
+            summary: format!("{SUMMARY}: {}", package.dist_name),
+            requires_dist: package.requires_dist.clone(),
+            requires_python: Some(REQUIRES_PYTHON.to_owned()),
+            license: Some(LICENSE.to_owned()),
+            provides_extra: Vec::new(),
+            description: Some(description(&package.dist_name)),
+        },
+        platform_tag: config.platform_tag.clone(),
+        entry_points: python_part.entry_points,
+        members,
+    })
+}
+
+/// Where a planned file's bytes come from. RPATH edits are re-planned by the writer as each
+/// member streams, so at most a few edits are in memory at once.
+fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Result<MemberData, crate::Error> {
+    Ok(match file {
+        PlannedFile::Copy { source, len, .. } => MemberData::File { path: source.clone(), len: *len },
+        PlannedFile::PatchRpath { source, len, strategy: EditStrategy::Unchanged, .. } => {
+            MemberData::File { path: source.clone(), len: *len }
+        }
+        PlannedFile::PatchRpath { source, len, rpath, new_len, .. } => {
+            MemberData::PatchRpath { path: source.clone(), len: *len, rpath: rpath.clone(), new_len: *new_len }
+        }
+        PlannedFile::Launcher { target, .. } => {
+            let template =
+                launcher.ok_or_else(|| PlanError::Invalid { message: "launcher was not compiled".to_owned() })?;
+            MemberData::Bytes(Arc::new(template.instantiate(target)?))
+        }
+        PlannedFile::Generated { bytes } => MemberData::Bytes(Arc::new(bytes.clone())),
+    })
+}
+
+fn sdist_spec(plan: &Plan) -> SdistSpec {
+    let files = python::sdist_files(&plan.dist_info)
+        .into_iter()
+        .map(|file| SdistFile { name: file.path, bytes: file.bytes, executable: file.executable })
+        .collect();
+    SdistSpec {
+        metadata: CoreMetadata {
+            name: python::dist_name(PackageRole::Meta, &plan.dist_info),
+            version: plan.version.clone(),
+            summary: SUMMARY.to_owned(),
+            requires_python: Some(REQUIRES_PYTHON.to_owned()),
+            license: Some(LICENSE.to_owned()),
+            description: Some(description("rocm")),
+            ..CoreMetadata::default()
+        },
+        files,
+    }
+}
+
+/// SPEC §2 validations: a kpack-split build must publish the whole set.
+fn check_complete(plan: &Plan, dest: &Path, outputs: &[OutputReport]) -> Result<(), PlanError> {
+    if !plan.kpack_split {
+        return Ok(());
+    }
+    let names: Vec<&str> = outputs.iter().map(|output| output.file_name.as_str()).collect();
+    let version = &plan.version;
+    let mut required: BTreeMap<String, String> = BTreeMap::new();
+    required.insert(format!("rocm-{version}.tar.gz"), format!("rocm-{version}.tar.gz"));
+    required.insert(format!("rocm_sdk_core-{version}-"), format!("rocm_sdk_core-{version}-*.whl"));
+    required.insert(format!("rocm_sdk_libraries-{version}-"), format!("rocm_sdk_libraries-{version}-*.whl"));
+    for target in &plan.families.device_targets {
+        required.insert(
+            format!("rocm_sdk_device_{target}-{version}-"),
+            format!("rocm_sdk_device_{target}-{version}-*.whl"),
+        );
+    }
+    if plan.packages.iter().any(|package| package.group == PackageGroup::Devel) {
+        required.insert(format!("rocm_sdk_devel-{version}-"), format!("rocm_sdk_devel-{version}-*.whl"));
+    }
+    let missing: Vec<String> = required
+        .into_iter()
+        .filter(|(prefix, _)| !names.iter().any(|name| name.starts_with(prefix.as_str())))
+        .map(|(_, pattern)| pattern)
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(PlanError::IncompleteOutput { dest: dest.to_path_buf(), missing })
+    }
+}

@@ -1,0 +1,217 @@
+//! Reads a TheRock artifacts directory (SPEC §1) into a [`Catalog`].
+//!
+//! Owns: artifact directory names, `artifact_manifest.txt` basedirs, the merged relative-path
+//! namespace (artifacts in sorted name order, last one wins), selection predicates and the
+//! include/exclude glob language, the build manifest and its kpack-split flag,
+//! `dist_info.json`, the set of target families, and finding a TheRock checkout.
+//! Does not own: deciding where entries go (`plan`), ELF contents (`elf`).
+
+pub mod glob;
+mod manifest;
+pub mod names;
+mod namespace;
+pub mod therock;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use glob::Glob;
+pub use manifest::{ARTIFACT_MANIFEST, DIST_INFO};
+pub use names::ArtifactName;
+
+use crate::relpath::RelPath;
+
+/// Relative to the artifacts dir: the build manifest whose absence means "not a TheRock build".
+pub const BUILD_MANIFEST: &str = "base_lib_generic/base/aux-overlay/stage/share/therock/therock_manifest.json";
+
+/// One artifact directory, e.g. `blas_lib_gfx110X-all`.
+#[derive(Clone, Debug)]
+pub struct Artifact {
+    pub name: ArtifactName,
+    /// The artifact directory itself.
+    pub dir: PathBuf,
+    /// Every existing prefix of `artifact_manifest.txt`, in manifest order.
+    pub basedirs: Vec<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+pub struct BuildManifest {
+    pub path: PathBuf,
+    /// `flags.KPACK_SPLIT_ARTIFACTS == true`.
+    pub kpack_split: bool,
+}
+
+/// The artifacts directory, read but not yet walked.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    pub artifacts_dir: PathBuf,
+    /// Sorted by directory name, so "last one wins" is reproducible (SPEC §6).
+    pub artifacts: Vec<Artifact>,
+    pub build_manifest: BuildManifest,
+    /// `share/therock/dist_info.json` → `dist_amdgpu_targets`, if the base artifact has it.
+    pub dist_amdgpu_targets: Option<String>,
+    /// Directory entries that are not artifacts (bad names), for the report.
+    pub ignored: Vec<String>,
+}
+
+/// What a path in the merged namespace is on disk (never followed: links stay links).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    Dir,
+    File {
+        len: u64,
+        /// Permission bits only (`st_mode & 0o7777`), file type bits stripped.
+        mode: u32,
+    },
+    /// The link text as read by `readlink`, which must be UTF-8.
+    Symlink {
+        target: String,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub rel: RelPath,
+    /// The path on disk.
+    pub source: PathBuf,
+    /// Index into [`Catalog::artifacts`].
+    pub artifact: usize,
+    pub kind: EntryKind,
+}
+
+/// Which artifacts, and which of their paths, a package takes.
+pub struct Selection<'a> {
+    pub artifacts: &'a (dyn Fn(&ArtifactName) -> bool + Sync),
+    /// A path is kept if it matches some include (or there are none) and no exclude.
+    pub include: Vec<Glob>,
+    pub exclude: Vec<Glob>,
+}
+
+impl Selection<'_> {
+    /// Whether the include/exclude globs keep `path` (SPEC §1).
+    pub fn keeps_path(&self, path: &str) -> bool {
+        namespace::is_selected(self, path)
+    }
+}
+
+/// A path that two selected artifacts both provide; the later artifact (in name order) wins.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Override {
+    pub rel: RelPath,
+    pub winner: String,
+    pub loser: String,
+}
+
+/// The merged namespace of one selection.
+#[derive(Clone, Debug, Default)]
+pub struct Namespace {
+    /// Entries passing the include/exclude globs.
+    pub entries: BTreeMap<RelPath, Entry>,
+    /// Every entry of the selected artifacts, globs ignored: symlinks resolve here (SPEC §2).
+    pub all: BTreeMap<RelPath, Entry>,
+    pub overridden: Vec<Override>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("artifacts directory not found: {}", path.display())]
+    MissingArtifactsDir { path: PathBuf },
+    #[error("build manifest not found: {}", path.display())]
+    MissingBuildManifest { path: PathBuf },
+    #[error("build manifest is not valid JSON: {}: {message}", path.display())]
+    BadBuildManifest { path: PathBuf, message: String },
+    #[error("{} is not valid JSON: {message}", path.display())]
+    BadDistInfo { path: PathBuf, message: String },
+    #[error("manifest line {line} points outside the artifact: {prefix:?} in {}", path.display())]
+    PrefixEscapes { path: PathBuf, line: usize, prefix: String },
+    #[error("file name is not valid UTF-8: {}", escape_non_utf8(path))]
+    NonUtf8Name { path: PathBuf },
+    #[error("unusable path {}: {reason}", path.display())]
+    BadPath { path: PathBuf, reason: String },
+    #[error("invalid glob {pattern:?}: {reason}")]
+    BadGlob { pattern: String, reason: String },
+    #[error("not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}", path.display())]
+    NotACheckout { path: PathBuf },
+    #[error("cannot parse {}: {message}", path.display())]
+    BadCheckoutFile { path: PathBuf, message: String },
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl CatalogError {
+    /// What the user can do next. The CLI prints it as `hint: ...`.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::MissingArtifactsDir { .. } => {
+                Some("pass --artifact-dir pointing at a TheRock build's `artifacts` directory")
+            }
+            Self::MissingBuildManifest { .. } => {
+                Some("point --artifact-dir at a finished TheRock build (the `base` artifact writes this file)")
+            }
+            Self::PrefixEscapes { .. } => {
+                Some("manifest prefixes must be relative paths inside the artifact directory")
+            }
+            Self::NonUtf8Name { .. } => Some("wheels require UTF-8 member names: rename the file in the build"),
+            Self::BadPath { .. } => {
+                Some("packages hold only regular files, directories and symlinks with UTF-8 names: fix or remove this path in the build")
+            }
+            Self::NotACheckout { .. } => Some("pass --therock-dir, or run from inside a TheRock checkout"),
+            _ => None,
+        }
+    }
+}
+
+impl Catalog {
+    /// Reads artifact names, manifests, the build manifest and `dist_info.json`.
+    ///
+    /// Errors: the dir is missing, the build manifest is missing or not JSON, an artifact has
+    /// no `artifact_manifest.txt`, or a manifest prefix leaves its artifact directory.
+    pub fn read(artifacts_dir: &Path) -> Result<Catalog, CatalogError> {
+        manifest::read_catalog(artifacts_dir)
+    }
+
+    /// Walks the selected artifacts (in name order) and merges them into one namespace.
+    ///
+    /// Every directory, file and symlink below each basedir becomes one [`Entry`]; links are
+    /// never followed. A non-directory path provided twice is an [`Override`].
+    pub fn select(&self, selection: &Selection<'_>) -> Result<Namespace, CatalogError> {
+        namespace::select(self, selection)
+    }
+
+    /// The directory name of artifact `index` (as in [`Entry::artifact`]).
+    pub fn artifact_dir_name(&self, index: usize) -> String {
+        self.artifacts[index].name.dir_name()
+    }
+
+    /// `target_family` values other than `generic`, sorted.
+    pub fn target_families(&self) -> BTreeSet<String> {
+        self.artifacts
+            .iter()
+            .map(|artifact| artifact.name.target_family.clone())
+            .filter(|family| family != "generic")
+            .collect()
+    }
+
+    pub fn kpack_split(&self) -> bool {
+        self.build_manifest.kpack_split
+    }
+}
+
+/// A path for an error message: valid UTF-8 as is, each invalid byte as `\xNN`, so the
+/// user can find the file (lossy display would show only U+FFFD).
+fn escape_non_utf8(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut text = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            text.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    text
+}

@@ -1,0 +1,72 @@
+//! Artifact directory names: `{name}_{component}_{target_family}`, each part free of `_`.
+
+/// A parsed artifact directory name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct ArtifactName {
+    pub name: String,
+    pub component: String,
+    /// `generic`, a family (`gfx110X-all`) or a target id (`gfx90a:xnack+`), as the build spells it.
+    pub target_family: String,
+}
+
+impl ArtifactName {
+    /// `None` when `dir_name` is not of the artifact shape (those entries are ignored).
+    pub fn parse(dir_name: &str) -> Option<ArtifactName> {
+        let mut parts = dir_name.split('_');
+        let (name, component, target_family) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || [name, component, target_family].iter().any(|part| part.is_empty()) {
+            return None;
+        }
+        Some(ArtifactName {
+            name: name.to_owned(),
+            component: component.to_owned(),
+            target_family: target_family.to_owned(),
+        })
+    }
+
+    /// The directory name this was parsed from.
+    pub fn dir_name(&self) -> String {
+        format!("{}_{}_{}", self.name, self.component, self.target_family)
+    }
+
+    pub fn is_generic(&self) -> bool {
+        self.target_family == "generic"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(dir_name: &str, expect: Option<(&str, &str, &str)>) {
+        let parsed = ArtifactName::parse(dir_name);
+        let actual = parsed.as_ref().map(|n| (n.name.as_str(), n.component.as_str(), n.target_family.as_str()));
+        assert_eq!(actual, expect, "{dir_name}");
+        if let Some(parsed) = parsed {
+            assert_eq!(parsed.dir_name(), dir_name);
+        }
+    }
+
+    #[test]
+    fn three_parts() {
+        check("core-hip_lib_generic", Some(("core-hip", "lib", "generic")));
+        check("blas_lib_gfx110X-all", Some(("blas", "lib", "gfx110X-all")));
+        check("blas_lib_gfx90a:xnack+", Some(("blas", "lib", "gfx90a:xnack+")));
+    }
+
+    #[test]
+    fn too_many_or_too_few_parts() {
+        check("rocm_smi_lib_generic", None);
+        check("base_lib", None);
+        check("base", None);
+        check("", None);
+    }
+
+    #[test]
+    fn empty_parts() {
+        check("_lib_generic", None);
+        check("base__generic", None);
+        check("base_lib_", None);
+        check("__", None);
+    }
+}

@@ -1,0 +1,105 @@
+//! Walking the basedirs of selected artifacts and merging them into one namespace of
+//! [`RelPath`]s (SPEC §1: "on a clash the last one seen wins").
+//!
+//! Links are never followed and paths never canonicalized: a symlink is an entry holding
+//! its link text, and the plan resolves it in the merged namespace.
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::{Catalog, CatalogError, Entry, EntryKind, Namespace, Override, Selection};
+use crate::relpath::{RelPath, RelPathError};
+
+pub(super) fn select(catalog: &Catalog, selection: &Selection<'_>) -> Result<Namespace, CatalogError> {
+    let selected: Vec<usize> =
+        (0..catalog.artifacts.len()).filter(|&index| (selection.artifacts)(&catalog.artifacts[index].name)).collect();
+    // Walk in parallel; an indexed collect keeps artifact order for the merge.
+    let walked: Vec<Vec<Entry>> = selected
+        .par_iter()
+        .map(|&index| {
+            let mut entries = Vec::new();
+            for basedir in &catalog.artifacts[index].basedirs {
+                walk_dir(basedir, basedir, index, &mut entries)?;
+            }
+            Ok(entries)
+        })
+        .collect::<Result<_, CatalogError>>()?;
+
+    let mut namespace = Namespace::default();
+    for entry in walked.into_iter().flatten() {
+        if let Some(previous) = namespace.all.get(&entry.rel) {
+            // Two directories at one path simply merge; anything else is a real clash.
+            if !(previous.kind == EntryKind::Dir && entry.kind == EntryKind::Dir) {
+                namespace.overridden.push(Override {
+                    rel: entry.rel.clone(),
+                    winner: catalog.artifacts[entry.artifact].name.dir_name(),
+                    loser: catalog.artifacts[previous.artifact].name.dir_name(),
+                });
+            }
+        }
+        namespace.all.insert(entry.rel.clone(), entry);
+    }
+    namespace.entries = namespace
+        .all
+        .iter()
+        .filter(|(rel, _)| is_selected(selection, rel.as_str()))
+        .map(|(rel, entry)| (rel.clone(), entry.clone()))
+        .collect();
+    Ok(namespace)
+}
+
+/// SPEC §1: kept if it matches some include (or there are none) and no exclude.
+pub(super) fn is_selected(selection: &Selection<'_>, path: &str) -> bool {
+    (selection.include.is_empty() || selection.include.iter().any(|glob| glob.matches(path)))
+        && !selection.exclude.iter().any(|glob| glob.matches(path))
+}
+
+/// Appends the entries below `dir` (not `dir` itself) in sorted name order, depth first.
+fn walk_dir(basedir: &Path, dir: &Path, artifact: usize, out: &mut Vec<Entry>) -> Result<(), CatalogError> {
+    let read_error = |source| CatalogError::Read { path: dir.to_owned(), source };
+    let mut children: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(read_error)?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<Result<_, _>>()
+        .map_err(read_error)?;
+    // Byte order of the names, independent of readdir order.
+    children.sort_by(|a, b| a.file_name().map(OsStrExt::as_bytes).cmp(&b.file_name().map(OsStrExt::as_bytes)));
+    for path in children {
+        let metadata =
+            std::fs::symlink_metadata(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
+        let rel = rel_path(basedir, &path)?;
+        let file_type = metadata.file_type();
+        let kind = if file_type.is_symlink() {
+            let target =
+                std::fs::read_link(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
+            let target = target.to_str().ok_or_else(|| CatalogError::BadPath {
+                path: path.clone(),
+                reason: format!("symlink target is not valid UTF-8: {}", super::escape_non_utf8(&target)),
+            })?;
+            EntryKind::Symlink { target: target.to_owned() }
+        } else if file_type.is_dir() {
+            EntryKind::Dir
+        } else if file_type.is_file() {
+            EntryKind::File { len: metadata.len(), mode: metadata.mode() & 0o7777 }
+        } else {
+            let reason = "not a regular file, directory or symlink (a device, socket or FIFO)".to_owned();
+            return Err(CatalogError::BadPath { path, reason });
+        };
+        let is_dir = kind == EntryKind::Dir;
+        out.push(Entry { rel, source: path.clone(), artifact, kind });
+        if is_dir {
+            walk_dir(basedir, &path, artifact, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn rel_path(basedir: &Path, path: &Path) -> Result<RelPath, CatalogError> {
+    RelPath::from_fs(basedir, path).map_err(|error| match error {
+        RelPathError::NonUtf8 => CatalogError::NonUtf8Name { path: path.to_owned() },
+        other => CatalogError::BadPath { path: path.to_owned(), reason: other.to_string() },
+    })
+}

@@ -1,0 +1,103 @@
+//! `PackageConfig`: everything a packaging run needs, as plain data filled in by the CLI.
+//!
+//! The library never reads the environment or the clock: the caller decides
+//! (`SOURCE_DATE_EPOCH`, `ROCM_SDK_WHEEL_PLATFORM_TAG` are read by xtask).
+
+use std::path::PathBuf;
+
+/// Seconds since the Unix epoch stamped on every archive member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct BuildTime(pub u64);
+
+impl BuildTime {
+    /// Used when `SOURCE_DATE_EPOCH` is not set: 2020-01-01T00:00:00Z, inside zip's range.
+    pub const DEFAULT: BuildTime = BuildTime(1_577_836_800);
+}
+
+/// How wheel members are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum WheelCompression {
+    Stored,
+    /// zlib level 0-9; the default (6) stays within a few percent of setuptools' output.
+    Deflate {
+        level: u32,
+    },
+}
+
+/// How the devel tree travels inside the devel wheel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum DevelTarballCompression {
+    /// `_devel.tar`, deflated by the wheel like any member.
+    None,
+    /// `_devel.tar.xz`, xz preset 0-9, multi-threaded.
+    Xz { preset: u32 },
+}
+
+/// Which packages a run builds (`--only`), so a CI matrix can split the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PackageGroup {
+    Meta,
+    Core,
+    Libraries,
+    Device,
+    Devel,
+    Profiler,
+}
+
+impl PackageGroup {
+    pub const ALL: [PackageGroup; 6] = [
+        PackageGroup::Meta,
+        PackageGroup::Core,
+        PackageGroup::Libraries,
+        PackageGroup::Device,
+        PackageGroup::Devel,
+        PackageGroup::Profiler,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PackageGroup::Meta => "meta",
+            PackageGroup::Core => "core",
+            PackageGroup::Libraries => "libraries",
+            PackageGroup::Device => "device",
+            PackageGroup::Devel => "devel",
+            PackageGroup::Profiler => "profiler",
+        }
+    }
+}
+
+/// GPU family lists given on the command line, already expanded to targets where the
+/// checkout's `therock_amdgpu_targets.cmake` says how.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FamilyRequest {
+    /// `--linux-amdgpu-families` as given (families or targets).
+    pub linux: Vec<String>,
+    /// `--windows-amdgpu-families` as given.
+    pub windows: Vec<String>,
+    /// The targets each requested name expands to (family → targets; a target maps to itself).
+    pub expansion: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// Everything `packager::package` needs. No `Default`: the caller decides each field.
+#[derive(Clone, Debug)]
+pub struct PackageConfig {
+    pub artifacts_dir: PathBuf,
+    pub dest_dir: PathBuf,
+    pub version: String,
+    /// `--version-suffix`: the nonce appended to platform package directory names.
+    pub version_suffix: String,
+    pub platform_tag: String,
+    pub build_time: BuildTime,
+    pub wheel_compression: WheelCompression,
+    pub devel_tarball_compression: DevelTarballCompression,
+    /// `--no-build-packages`: lay the package trees out under `dest_dir` instead of archiving.
+    pub build_packages: bool,
+    pub keep_absolute_rpath: bool,
+    /// Empty means every group.
+    pub only: Vec<PackageGroup>,
+    pub families: FamilyRequest,
+    /// Where a C compiler can be found is `cc`'s business; this is the scratch dir for
+    /// the one launcher compilation of a run (a temp dir when `None`).
+    pub scratch_dir: Option<PathBuf>,
+}

@@ -1,0 +1,115 @@
+//! One packaging run at a time per destination: two runs into the same `--dest-dir` would
+//! interleave files, so the second fails fast naming the lock.
+//!
+//! Whoever holds the lock also owns the writers' temp files in the destination
+//! (`.{name}.tmp-*`, see `write::atomic`): a run that was killed (SIGKILL, power loss)
+//! could not remove its own, so the next holder removes them, and a CLI interrupted by
+//! SIGINT removes them through [`DestLock::remove_temp_files`] before it exits.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use crate::write::WriteError;
+
+const LOCK_NAME: &str = ".rocm-packager.lock";
+
+/// Held for the whole write stage; released when dropped (or when the process dies).
+pub struct DestLock {
+    _file: File,
+    dest: PathBuf,
+    /// Temp files of an earlier, killed run removed when the lock was taken.
+    pub removed_stale: usize,
+}
+
+impl DestLock {
+    /// Takes the lock of `dest` (creating the directory), or fails at once if another run
+    /// holds it; then removes temp files left by killed runs.
+    pub fn acquire(dest: &Path) -> Result<DestLock, WriteError> {
+        std::fs::create_dir_all(dest).map_err(|source| WriteError::Write { path: dest.to_path_buf(), source })?;
+        let path: PathBuf = dest.join(LOCK_NAME);
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| WriteError::Write { path: path.clone(), source })?;
+        // SAFETY: flock on a file descriptor we own; no memory is involved.
+        let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if result != 0 {
+            return Err(WriteError::Locked { dest: dest.to_path_buf(), lock: path });
+        }
+        let mut lock = DestLock { _file: file, dest: dest.to_path_buf(), removed_stale: 0 };
+        lock.removed_stale = lock.remove_temp_files()?;
+        Ok(lock)
+    }
+
+    /// The destination this lock guards.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Removes every writer temp file (and `--no-build-packages` temp tree) in the
+    /// destination. Only the lock holder may: those of a live run belong to that run.
+    /// Returns how many were removed.
+    pub fn remove_temp_files(&self) -> Result<usize, WriteError> {
+        let read_error = |source| WriteError::Write { path: self.dest.clone(), source };
+        let mut removed = 0;
+        for entry in std::fs::read_dir(&self.dest).map_err(read_error)? {
+            let entry = entry.map_err(read_error)?;
+            if !is_temp_name(&entry.file_name().to_string_lossy()) {
+                continue;
+            }
+            let path = entry.path();
+            let is_dir = entry.file_type().is_ok_and(|file_type| file_type.is_dir());
+            let result = if is_dir { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+            match result {
+                Ok(()) => removed += 1,
+                // Renamed into place or removed by its writer meanwhile.
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(WriteError::Write { path, source }),
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// `.{output name}.tmp-{random}`, as `write::atomic` and `write::tree` name them.
+fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".tmp-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names() {
+        assert!(is_temp_name(".rocm-7.0.tar.gz.tmp-Ab3xYz"));
+        assert!(is_temp_name(".rocm_sdk_core-7.0-py3-none-linux_x86_64.tmp-q1w2e3"));
+        assert!(!is_temp_name(LOCK_NAME));
+        assert!(!is_temp_name("rocm_sdk_core-7.0.tmp-1.whl"));
+        assert!(!is_temp_name("rocm-7.0.tar.gz"));
+    }
+
+    #[test]
+    fn the_holder_removes_stale_temp_files_and_a_second_run_fails_fast() {
+        let dest = tempfile::tempdir().expect("tempdir");
+        fs_err::write(dest.path().join(".rocm-7.0.tar.gz.tmp-abc123"), "half").expect("write");
+        fs_err::create_dir_all(dest.path().join(".rocm_sdk_core-7.0-py3-none-any.tmp-xyz/lib")).expect("mkdir");
+        fs_err::write(dest.path().join("rocm-7.0.tar.gz"), "complete").expect("write");
+        let lock = DestLock::acquire(dest.path()).expect("lock");
+        assert_eq!(lock.removed_stale, 2);
+        let mut left: Vec<String> = fs_err::read_dir(dest.path())
+            .expect("read")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [LOCK_NAME, "rocm-7.0.tar.gz"]);
+        let error = DestLock::acquire(dest.path()).err().expect("held");
+        assert!(error.to_string().contains("another packaging run is writing to"), "{error}");
+        drop(lock);
+        DestLock::acquire(dest.path()).expect("free again");
+    }
+}

@@ -1,0 +1,181 @@
+//! ELF surgery without patchelf: classify files, read their dynamic section, and plan an
+//! RPATH change as a list of byte edits that [`splice::SplicedReader`] applies while the
+//! file streams into an archive.
+//!
+//! Owns: reading ELF headers (never the whole file), deciding in-place vs grown layouts,
+//! and the bytes of the edit. Does not own: which entries the RPATH gets (`plan`).
+//!
+//! Children: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy,
+//! in-place edit, self-check), `grow` (the appended-segment layout), `references` (who
+//! else points into `.dynstr`), `splice` (streaming an edit).
+
+mod grow;
+mod parse;
+mod references;
+mod rpath;
+mod source;
+pub mod splice;
+
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use parse::{ElfFile, DF_1_PIE, DT_FLAGS_1, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, ET_DYN, ET_EXEC};
+use source::{FileSource, Source};
+pub use splice::{BytePatch, EditStrategy, RpathEdit, SplicedReader};
+
+/// `e_machine` of AMDGPU code objects: never ours to edit (SPEC §6).
+pub const EM_AMDGPU: u16 = 224;
+
+/// What an ELF file is, decided from its headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ElfKind {
+    /// `ET_EXEC`, or `ET_DYN` with `DF_1_PIE`.
+    Executable,
+    /// `ET_DYN` without `DF_1_PIE`.
+    SharedLibrary,
+    /// Relocatable objects, core files, and anything for another machine (GPU code objects).
+    Other,
+}
+
+/// What the packager needs to know about one ELF file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElfInfo {
+    pub kind: ElfKind,
+    pub machine: u16,
+    pub is_64: bool,
+    pub little_endian: bool,
+    pub soname: Option<String>,
+    pub needed: Vec<String>,
+    pub rpath: Option<String>,
+    pub runpath: Option<String>,
+    pub interpreter: Option<String>,
+}
+
+impl ElfInfo {
+    /// Whether the RPATH rules apply: an executable or shared library for the host's machine.
+    pub fn is_patchable(&self) -> bool {
+        self.kind != ElfKind::Other && self.machine != EM_AMDGPU
+    }
+
+    /// The search path in effect (DT_RUNPATH wins over DT_RPATH when both exist).
+    pub fn search_path(&self) -> Option<&str> {
+        self.runpath.as_deref().or(self.rpath.as_deref())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    #[error("malformed ELF file {}: {reason}", path.display())]
+    Malformed { path: PathBuf, reason: String },
+    #[error("unsupported ELF file {}: {reason}", path.display())]
+    Unsupported { path: PathBuf, reason: String },
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl ElfError {
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::Malformed { .. } => Some(
+                "the file is truncated or corrupt: rebuild the artifact, or leave the file out with an exclude glob",
+            ),
+            Self::Unsupported { .. } => Some("only 64-bit little-endian ELF (x86_64, aarch64) can be patched"),
+            Self::Read { .. } => None,
+        }
+    }
+}
+
+/// CPUs we classify as executables or libraries; anything else (GPU code objects, BPF) is
+/// `Other` whatever its type, so it is never edited.
+const HOST_MACHINES: &[u16] = &[
+    2,   // EM_SPARC
+    3,   // EM_386
+    8,   // EM_MIPS
+    20,  // EM_PPC
+    21,  // EM_PPC64
+    22,  // EM_S390
+    40,  // EM_ARM
+    43,  // EM_SPARCV9
+    62,  // EM_X86_64
+    183, // EM_AARCH64
+    243, // EM_RISCV
+    258, // EM_LOONGARCH
+];
+
+/// Reads the headers and dynamic section of `path`. `Ok(None)` when it is not an ELF file.
+/// Reads only the bytes it needs (headers, tables, `.dynstr`), never the whole file.
+pub fn read_elf(path: &Path) -> Result<Option<ElfInfo>, ElfError> {
+    let source = FileSource::open(path)?;
+    match parse::parse(&source)? {
+        Some(elf) => info_from(&source, &elf).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Plans setting the whole search path of `path` to `rpath`, stored as DT_RPATH (a DT_RUNPATH
+/// becomes DT_RPATH). Deterministic; planning the same request on the result is `Unchanged`.
+/// The planned result is read back and checked before it is returned (see `rpath`).
+pub fn plan_set_rpath(path: &Path, rpath: &str) -> Result<RpathEdit, ElfError> {
+    let source = FileSource::open(path)?;
+    let Some(elf) = parse::parse(&source)? else {
+        return Err(ElfError::Unsupported { path: path.to_path_buf(), reason: "not an ELF file".into() });
+    };
+    let edit = rpath::plan_edit(&source, &elf, rpath)?;
+    if !edit.is_unchanged() {
+        rpath::check_edit(&source, &elf, &edit, rpath)?;
+    }
+    Ok(edit)
+}
+
+/// Applies `edit` to the file itself (for `cargo xtask elf`): patches, then the appended
+/// block, then fsync. The packager never does this; it streams with [`SplicedReader`].
+pub fn apply_edit_in_place(path: &Path, edit: &RpathEdit) -> Result<(), ElfError> {
+    let write_error = |source| ElfError::Read { path: path.to_path_buf(), source };
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(write_error)?;
+    let len = file.metadata().map_err(write_error)?.len();
+    if len != edit.original_len {
+        return Err(ElfError::Unsupported {
+            path: path.to_path_buf(),
+            reason: format!("the file is {len} bytes but the edit was planned for {}", edit.original_len),
+        });
+    }
+    for patch in &edit.patches {
+        file.write_all_at(&patch.bytes, patch.offset).map_err(write_error)?;
+    }
+    file.write_all_at(&edit.appended, edit.original_len).map_err(write_error)?;
+    file.sync_all().map_err(write_error)
+}
+
+/// Classifies a parsed file and reads its names (SPEC §6: other machines are `Other`).
+fn info_from(source: &dyn Source, elf: &ElfFile) -> Result<ElfInfo, ElfError> {
+    let header = &elf.header;
+    let flags_1 = elf.dynamic.as_ref().and_then(|dynamic| dynamic.value(DT_FLAGS_1)).unwrap_or(0);
+    let kind = match header.e_type {
+        _ if !HOST_MACHINES.contains(&header.machine) => ElfKind::Other,
+        ET_EXEC => ElfKind::Executable,
+        ET_DYN if flags_1 & DF_1_PIE != 0 => ElfKind::Executable,
+        ET_DYN => ElfKind::SharedLibrary,
+        _ => ElfKind::Other,
+    };
+    let joined = |tag| -> Result<Option<String>, ElfError> {
+        let values = elf.dynamic_strings(source, tag)?;
+        Ok((!values.is_empty()).then(|| values.join(":")))
+    };
+    Ok(ElfInfo {
+        kind,
+        machine: header.machine,
+        is_64: header.is_64,
+        little_endian: header.endian.little,
+        soname: elf.dynamic_strings(source, DT_SONAME)?.into_iter().next(),
+        needed: elf.dynamic_strings(source, DT_NEEDED)?,
+        rpath: joined(DT_RPATH)?,
+        runpath: joined(DT_RUNPATH)?,
+        interpreter: elf.interpreter.clone(),
+    })
+}

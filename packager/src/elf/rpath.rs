@@ -1,0 +1,304 @@
+//! Plans "make the search path exactly this, as DT_RPATH" as an [`RpathEdit`], and checks
+//! the planned result by reading it back before anyone writes it.
+//!
+//! Strategy, smallest change first:
+//! 1. *Unchanged*: one DT_RPATH entry already says exactly this, and no DT_RUNPATH.
+//! 2. *In place*: the file has a DT_RPATH or DT_RUNPATH entry whose string slot in
+//!    `.dynstr` is at least as long as the new string, and no other name (dynamic entry,
+//!    symbol, symbol version) points into the bytes we overwrite. The string is written
+//!    over the slot (rest padded with NULs), the entry retagged DT_RPATH, and a second
+//!    RPATH/RUNPATH entry dropped by shifting the later entries up one slot:
+//!
+//!    ```text
+//!    .dynstr   ... l i b c . s o \0 / b u i l d / t r e e / l i b \0 ...
+//!                                   ^ DT_RUNPATH points here
+//!          ->  ... l i b c . s o \0 $ O R I G I N \0 \0 \0 \0 \0 \0 \0 ...
+//!                                   ^ now DT_RPATH, same offset
+//!    .dynamic  NEEDED NEEDED RUNPATH FLAGS ... NULL NULL   (same size, same place)
+//!          ->  NEEDED NEEDED RPATH   FLAGS ... NULL NULL
+//!    ```
+//! 3. *Grown*: everything else; see [`super::grow`].
+//!
+//! Whatever the strategy, the edited file is parsed again through [`EditedSource`] and must
+//! read back the requested DT_RPATH with everything else unchanged, and planning again on it
+//! must be `Unchanged`; otherwise the plan is refused rather than written.
+//!
+//! Owns: the choice of strategy, the in-place edit, and the self-check. Does not own: the
+//! grown layout (`grow`) or which entries the RPATH gets (`plan`).
+
+use super::parse::{
+    self, section_headers, DynEntry, Dynamic, ElfFile, ProgramHeader, DT_RPATH, DT_RUNPATH, PT_DYNAMIC, PT_LOAD,
+    PT_PHDR,
+};
+use super::references::other_references_inside;
+use super::source::{EditedSource, FileSource, Source};
+use super::splice::{BytePatch, EditStrategy};
+use super::{grow, info_from, ElfError, RpathEdit};
+
+/// Plans the edit without the read-back check.
+pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Result<RpathEdit, ElfError> {
+    let unsupported = |reason: String| ElfError::Unsupported { path: source.path().to_path_buf(), reason };
+    if !elf.header.is_64 || !elf.header.endian.little {
+        let class = if elf.header.is_64 { "64-bit" } else { "32-bit" };
+        let order = if elf.header.endian.little { "little-endian" } else { "big-endian" };
+        return Err(unsupported(format!("{class} {order} ELF cannot be patched")));
+    }
+    let info = info_from(source, elf)?;
+    if !info.is_patchable() {
+        return Err(unsupported(format!(
+            "{:?} ELF for machine {} is not ours to edit (only host executables and shared libraries)",
+            info.kind, info.machine
+        )));
+    }
+    if rpath.contains('\0') {
+        return Err(unsupported("the requested RPATH contains a NUL byte".into()));
+    }
+    let Some(dynamic) = &elf.dynamic else {
+        return Err(unsupported("no dynamic section (a static executable has no search path)".into()));
+    };
+    check_loads(source, &elf.phdrs)?;
+    let path_entries: Vec<&DynEntry> =
+        dynamic.entries.iter().filter(|entry| entry.tag == DT_RPATH || entry.tag == DT_RUNPATH).collect();
+    if let [only] = path_entries.as_slice() {
+        if only.tag == DT_RPATH && elf.dynamic_string(source, only)? == rpath {
+            return Ok(RpathEdit::unchanged(source.len()));
+        }
+    }
+    let sections = section_headers(source, &elf.header)?;
+    if let Some(edit) = plan_in_place(source, elf, dynamic, &sections, &path_entries, rpath)? {
+        return Ok(edit);
+    }
+    grow::plan_grown(source, elf, dynamic, &sections, rpath)
+}
+
+/// Reads the edited file back and refuses the edit unless it says exactly what was asked
+/// and keeps everything else.
+pub(crate) fn check_edit(base: &FileSource, before: &ElfFile, edit: &RpathEdit, rpath: &str) -> Result<(), ElfError> {
+    let failed = |reason: String| ElfError::Unsupported {
+        path: base.path().to_path_buf(),
+        reason: format!("the planned edit failed its own check ({reason}); the file is left as it is"),
+    };
+    let edited = EditedSource { base, edit };
+    let after = parse::parse(&edited)?.ok_or_else(|| failed("the result is not ELF".into()))?;
+    let (old, new) = (info_from(base, before)?, info_from(&edited, &after)?);
+    if new.rpath.as_deref() != Some(rpath) || new.runpath.is_some() {
+        return Err(failed(format!("it reads back RPATH {:?} and RUNPATH {:?}", new.rpath, new.runpath)));
+    }
+    let same = old.kind == new.kind
+        && old.machine == new.machine
+        && old.soname == new.soname
+        && old.needed == new.needed
+        && old.interpreter == new.interpreter;
+    if !same {
+        return Err(failed("its kind, SONAME, NEEDED or interpreter changed".into()));
+    }
+    check_loads(&edited, &after.phdrs).map_err(|error| failed(error.to_string()))?;
+    let first_load = |phdrs: &[ProgramHeader]| phdrs.iter().find(|phdr| phdr.p_type == PT_LOAD).copied();
+    if first_load(&before.phdrs) != first_load(&after.phdrs) {
+        return Err(failed("the first PT_LOAD changed".into()));
+    }
+    let phdr_size = u64::from(after.header.phnum) * 56;
+    // Kernels such as RHEL 8's 4.18 pass AT_PHDR = bias + first PT_LOAD's (vaddr - offset) +
+    // e_phoff; the table must really be mapped there.
+    if let Some(first) = first_load(&after.phdrs) {
+        let at_phdr = (first.vaddr.wrapping_sub(first.offset)).wrapping_add(after.header.phoff);
+        if parse::vaddr_to_offset(&after.phdrs, at_phdr, phdr_size) != Some(after.header.phoff) {
+            return Err(failed(format!("the program header table is not mapped at {at_phdr:#x}")));
+        }
+    }
+    let mut seen_load = false;
+    for phdr in &after.phdrs {
+        let mapped = parse::vaddr_to_offset(&after.phdrs, phdr.vaddr, phdr.filesz);
+        seen_load |= phdr.p_type == PT_LOAD;
+        match phdr.p_type {
+            // The ELF spec wants PT_PHDR before every PT_LOAD; ld.so derives the load bias from it.
+            PT_PHDR if phdr.offset != after.header.phoff || phdr.filesz != phdr_size || seen_load => {
+                return Err(failed("PT_PHDR does not describe the program header table".into()));
+            }
+            PT_PHDR | PT_DYNAMIC if mapped != Some(phdr.offset) => {
+                return Err(failed(format!("segment type {} is not mapped by a PT_LOAD", phdr.p_type)));
+            }
+            _ => {}
+        }
+    }
+    let again = plan_edit(&edited, &after, rpath)?;
+    if !again.is_unchanged() {
+        return Err(failed("planning the same change again would change the file again".into()));
+    }
+    Ok(())
+}
+
+/// PT_LOADs must lie inside the file, be sorted by address and not overlap in memory.
+pub(crate) fn check_loads(source: &dyn Source, phdrs: &[ProgramHeader]) -> Result<(), ElfError> {
+    let mut previous_end = 0u64;
+    let mut any = false;
+    for phdr in phdrs.iter().filter(|phdr| phdr.p_type == PT_LOAD) {
+        any = true;
+        let file_end = phdr.offset.checked_add(phdr.filesz);
+        let memory_end = phdr.vaddr.checked_add(phdr.memsz);
+        let (Some(file_end), Some(memory_end)) = (file_end, memory_end) else {
+            return Err(source.malformed("a PT_LOAD's size overflows".into()));
+        };
+        if file_end > source.len() {
+            return Err(source.malformed(format!("a PT_LOAD ends at byte {file_end}, past the end of the file")));
+        }
+        if phdr.filesz > phdr.memsz {
+            return Err(source.malformed("a PT_LOAD has more file bytes than memory bytes".into()));
+        }
+        if phdr.vaddr < previous_end {
+            return Err(source.malformed(format!("PT_LOAD at {:#x} overlaps or precedes the one before", phdr.vaddr)));
+        }
+        if phdr.align > 1 && (!phdr.align.is_power_of_two() || phdr.vaddr % phdr.align != phdr.offset % phdr.align) {
+            return Err(source.malformed(format!("PT_LOAD at {:#x} is not aligned as it says", phdr.vaddr)));
+        }
+        previous_end = memory_end;
+    }
+    if !any {
+        return Err(source.malformed("a dynamic file without any PT_LOAD".into()));
+    }
+    Ok(())
+}
+
+fn plan_in_place(
+    source: &dyn Source,
+    elf: &ElfFile,
+    dynamic: &Dynamic,
+    sections: &[parse::SectionHeader],
+    path_entries: &[&DynEntry],
+    rpath: &str,
+) -> Result<Option<RpathEdit>, ElfError> {
+    let Some((dynstr_offset, _)) = &elf.dynstr else { return Ok(None) };
+    for entry in path_entries {
+        let old = elf.dynamic_string(source, entry)?;
+        if rpath.len() > old.len() {
+            continue;
+        }
+        let slot_end = entry.value + old.len() as u64;
+        if other_references_inside(source, elf, sections, entry.value, slot_end)? != Some(false) {
+            continue;
+        }
+        let mut old_slot = old.into_bytes();
+        old_slot.push(0);
+        let mut new_slot = rpath.as_bytes().to_vec();
+        new_slot.resize(old_slot.len(), 0);
+        let old_dynamic = encode_dynamic(&dynamic.entries, dynamic.slots);
+        let new_dynamic = encode_dynamic(&with_rpath(&dynamic.entries, entry.value), dynamic.slots);
+        let patches = [
+            diff_patch(dynstr_offset + entry.value, &old_slot, &new_slot),
+            diff_patch(dynamic.offset, &old_dynamic, &new_dynamic),
+        ];
+        let patches = sorted_patches(source, patches.into_iter().flatten().collect())?;
+        return Ok(Some(RpathEdit {
+            original_len: source.len(),
+            patches,
+            appended: Vec::new(),
+            strategy: EditStrategy::InPlace,
+        }));
+    }
+    Ok(None)
+}
+
+/// The dynamic entries with exactly one DT_RPATH pointing at `rpath_offset`: the first
+/// RPATH/RUNPATH entry is retagged in its place, the others dropped; with none, it is added
+/// last.
+pub(crate) fn with_rpath(entries: &[DynEntry], rpath_offset: u64) -> Vec<DynEntry> {
+    let rpath = DynEntry { tag: DT_RPATH, value: rpath_offset };
+    let mut out = Vec::with_capacity(entries.len() + 1);
+    let mut placed = false;
+    for entry in entries {
+        if entry.tag == DT_RPATH || entry.tag == DT_RUNPATH {
+            if !placed {
+                out.push(rpath);
+                placed = true;
+            }
+        } else {
+            out.push(*entry);
+        }
+    }
+    if !placed {
+        out.push(rpath);
+    }
+    out
+}
+
+/// 64-bit little-endian dynamic entries, padded with DT_NULL to `slots` entries.
+pub(crate) fn encode_dynamic(entries: &[DynEntry], slots: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(slots as usize * 16);
+    for entry in entries {
+        out.extend_from_slice(&entry.tag.to_le_bytes());
+        out.extend_from_slice(&entry.value.to_le_bytes());
+    }
+    out.resize((slots as usize * 16).max(out.len() + 16), 0);
+    out
+}
+
+/// The smallest patch turning `old` (at `offset`) into `new`, or `None` when they agree.
+pub(crate) fn diff_patch(offset: u64, old: &[u8], new: &[u8]) -> Option<BytePatch> {
+    let first = old.iter().zip(new).position(|(a, b)| a != b)?;
+    let last = old.iter().zip(new).rposition(|(a, b)| a != b)?;
+    Some(BytePatch { offset: offset + first as u64, bytes: new[first..=last].to_vec() })
+}
+
+/// Sorts patches by offset and refuses overlapping ones (two tables sharing bytes).
+pub(crate) fn sorted_patches(source: &dyn Source, mut patches: Vec<BytePatch>) -> Result<Vec<BytePatch>, ElfError> {
+    patches.sort_by_key(|patch| patch.offset);
+    for pair in patches.windows(2) {
+        if pair[0].offset + pair[0].bytes.len() as u64 > pair[1].offset {
+            return Err(source.malformed(format!("tables to be edited overlap at byte {}", pair[1].offset)));
+        }
+    }
+    if let Some(last) = patches.last() {
+        if last.offset + last.bytes.len() as u64 > source.len() {
+            return Err(source.malformed("a table to be edited lies past the end of the file".into()));
+        }
+    }
+    Ok(patches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::elf::parse::{DT_NEEDED, DT_SONAME};
+
+    fn entry(tag: u64, value: u64) -> DynEntry {
+        DynEntry { tag, value }
+    }
+
+    fn check_with_rpath(entries: &[DynEntry], expect: &[DynEntry]) {
+        assert_eq!(with_rpath(entries, 99), expect);
+    }
+
+    #[test]
+    fn a_runpath_is_retagged_in_its_place() {
+        check_with_rpath(
+            &[entry(DT_NEEDED, 1), entry(DT_RUNPATH, 5), entry(DT_SONAME, 9)],
+            &[entry(DT_NEEDED, 1), entry(DT_RPATH, 99), entry(DT_SONAME, 9)],
+        );
+    }
+
+    #[test]
+    fn rpath_and_runpath_become_one_rpath() {
+        check_with_rpath(
+            &[entry(DT_RPATH, 5), entry(DT_NEEDED, 1), entry(DT_RUNPATH, 5)],
+            &[entry(DT_RPATH, 99), entry(DT_NEEDED, 1)],
+        );
+    }
+
+    #[test]
+    fn a_missing_rpath_is_added_last() {
+        check_with_rpath(&[entry(DT_NEEDED, 1)], &[entry(DT_NEEDED, 1), entry(DT_RPATH, 99)]);
+    }
+
+    #[test]
+    fn diff_patch_covers_only_changed_bytes() {
+        let patch = diff_patch(100, b"abcdef", b"abXdYf").expect("they differ");
+        assert_eq!((patch.offset, patch.bytes.as_slice()), (102, &b"XdY"[..]));
+        assert_eq!(diff_patch(0, b"same", b"same"), None);
+    }
+
+    #[test]
+    fn encoded_dynamic_keeps_its_slot_count_and_a_terminator() {
+        assert_eq!(encode_dynamic(&[entry(DT_NEEDED, 1)], 3).len(), 48);
+        assert_eq!(encode_dynamic(&[entry(DT_NEEDED, 1), entry(DT_SONAME, 2)], 2).len(), 48);
+    }
+}

@@ -1,0 +1,113 @@
+//! `packager::Error`: one enum over the stages' errors, forwarding their hints.
+
+use std::path::Path;
+
+use crate::catalog::CatalogError;
+use crate::elf::ElfError;
+use crate::launcher::LauncherError;
+use crate::plan::PlanError;
+use crate::write::WriteError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Elf(#[from] ElfError),
+    #[error(transparent)]
+    Launcher(#[from] LauncherError),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+impl Error {
+    /// What the user can do next, printed by the CLI as `hint: ...`.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Error::Catalog(error) => error.hint(),
+            Error::Plan(error) => error.hint(),
+            Error::Elf(error) => error.hint(),
+            Error::Launcher(error) => error.hint(),
+            Error::Write(error) => error.hint(),
+        }
+    }
+}
+
+impl Error {
+    /// The file or directory the error is about, if it names one (CI annotations point at it).
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Error::Catalog(error) => error.path(),
+            Error::Plan(error) => error.path(),
+            Error::Elf(error) => error.path(),
+            Error::Launcher(error) => error.path(),
+            Error::Write(error) => error.path(),
+        }
+    }
+}
+
+impl CatalogError {
+    /// The file or directory the error is about, if it names one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            CatalogError::MissingArtifactsDir { path }
+            | CatalogError::MissingBuildManifest { path }
+            | CatalogError::BadBuildManifest { path, .. }
+            | CatalogError::BadDistInfo { path, .. }
+            | CatalogError::PrefixEscapes { path, .. }
+            | CatalogError::NonUtf8Name { path }
+            | CatalogError::BadPath { path, .. }
+            | CatalogError::NotACheckout { path }
+            | CatalogError::BadCheckoutFile { path, .. }
+            | CatalogError::Read { path, .. } => Some(path),
+            CatalogError::BadGlob { .. } => None,
+        }
+    }
+}
+
+impl PlanError {
+    /// The file or directory the error is about, if it names one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            PlanError::NoProfiler { dir } => Some(dir),
+            PlanError::IncompleteOutput { dest, .. } => Some(dest),
+            _ => None,
+        }
+    }
+}
+
+impl ElfError {
+    /// The file the error is about.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            ElfError::Malformed { path, .. } | ElfError::Unsupported { path, .. } | ElfError::Read { path, .. } => {
+                Some(path)
+            }
+        }
+    }
+}
+
+impl LauncherError {
+    /// The file the error is about, if it names one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            LauncherError::Read { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+}
+
+impl WriteError {
+    /// The file the error is about, if it names one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            WriteError::Read { path, .. } | WriteError::Write { path, .. } | WriteError::Changed { path, .. } => {
+                Some(path)
+            }
+            WriteError::Locked { lock, .. } => Some(lock),
+            WriteError::Invalid { .. } => None,
+        }
+    }
+}

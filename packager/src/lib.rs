@@ -1,0 +1,84 @@
+//! Turns a TheRock ROCm artifacts directory into installable Python packages.
+//!
+//! The pipeline, one module per stage:
+//! `catalog` (read the artifacts dir) → `plan` (decide every member of every package) →
+//! `elf` (RPATH edits as byte ranges) → `assemble` + `write` (wheels, sdist, devel tarball,
+//! atomically) → `verify` (read a `dist/` back and check it against the contract).
+//! `python` holds the Python code we ship, `launcher` the compiled executable-symlink
+//! replacement, `example` the bundled example build.
+
+pub mod assemble;
+pub mod catalog;
+pub mod config;
+pub mod elf;
+pub mod example;
+pub mod index;
+pub mod launcher;
+pub mod plan;
+pub mod progress;
+pub mod python;
+pub mod relpath;
+pub mod report;
+pub mod verify;
+pub mod write;
+
+mod dest_lock;
+mod error;
+
+use std::time::Instant;
+
+pub use config::{BuildTime, PackageConfig};
+pub use dest_lock::DestLock;
+pub use error::Error;
+pub use plan::Plan;
+pub use progress::{Progress, Silent};
+pub use relpath::RelPath;
+pub use report::Report;
+
+/// Reads the catalog and decides every package, writing nothing (`--plan`).
+pub fn plan(config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, Error> {
+    progress.stage("catalog", 0);
+    let catalog = catalog::Catalog::read(&config.artifacts_dir)?;
+    progress.stage("plan", 0);
+    plan::plan_packages(&catalog, config, progress)
+}
+
+/// Runs the whole pipeline: catalog → plan → write. Outputs appear in `config.dest_dir`
+/// only when complete, and one run at a time may write there.
+pub fn package(config: &PackageConfig, progress: &dyn Progress) -> Result<Report, Error> {
+    let started = Instant::now();
+    let plan = plan(config, progress)?;
+    let stages = vec![report::StageTime { stage: "catalog+plan".to_owned(), seconds: started.elapsed().as_secs_f64() }];
+    let lock = DestLock::acquire(&config.dest_dir)?;
+    write_planned(&plan, config, progress, &lock, stages)
+}
+
+/// The write stage alone, for a caller that planned with [`plan`] and then took the
+/// destination's lock itself (the CLI, so that on SIGINT it may remove the temp files
+/// there). The report's stages hold only the write stage.
+pub fn write_locked(
+    plan: &Plan,
+    config: &PackageConfig,
+    progress: &dyn Progress,
+    lock: &DestLock,
+) -> Result<Report, Error> {
+    if lock.dest() != config.dest_dir {
+        let reason = format!("the lock held is for {}, not {}", lock.dest().display(), config.dest_dir.display());
+        return Err(write::WriteError::Invalid { reason }.into());
+    }
+    write_planned(plan, config, progress, lock, Vec::new())
+}
+
+fn write_planned(
+    plan: &Plan,
+    config: &PackageConfig,
+    progress: &dyn Progress,
+    _lock: &DestLock,
+    mut stages: Vec<report::StageTime>,
+) -> Result<Report, Error> {
+    let written = Instant::now();
+    progress.stage("write", 0);
+    let outputs = assemble::write_outputs(plan, config, progress)?;
+    stages.push(report::StageTime { stage: "write".to_owned(), seconds: written.elapsed().as_secs_f64() });
+    Ok(Report::new(plan, outputs, stages))
+}

@@ -1,0 +1,61 @@
+//! Device packages (kpack-split, SPEC §2 "Device population"): one wheel per base target,
+//! overlaying the libraries platform dir, plus the `.devel_links/{target}.json` manifest that
+//! links its files into an expanded devel tree.
+
+use super::runtime::Builder;
+use super::targets::Target;
+use super::{rules, PackagePlan, PlannedFile};
+use crate::catalog::{ArtifactName, Selection};
+use crate::config::PackageGroup;
+use crate::python::{self, PackageRole};
+use crate::relpath::RelPath;
+
+pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<PackagePlan, crate::Error> {
+    let predicate = |name: &ArtifactName| rules::is_device_artifact(name, target);
+    let namespace = builder.select(&Selection { artifacts: &predicate, include: Vec::new(), exclude: Vec::new() })?;
+    let role = PackageRole::Device { target: target.as_str() };
+    let mut plan = builder.package_from(role, PackageGroup::Device, Some(target.to_string()), &namespace)?;
+    plan.requires_dist = vec![format!(
+        "{}=={}",
+        python::dist_name(PackageRole::Libraries { family: None }, builder.dist_info),
+        builder.dist_info.version
+    )];
+    let platform_dir = plan.platform_dir.clone().unwrap_or_default();
+    let manifest = devel_links_manifest(&builder.dist_info.version, &platform_dir, plan.files.keys());
+    if let Ok(rel) = RelPath::new(&format!(".devel_links/{target}.json")) {
+        plan.files.insert(rel, PlannedFile::Generated { bytes: manifest });
+    }
+    Ok(plan)
+}
+
+/// `{"version": V, "links": [{"relpath": R, "target": "../"*depth + platform/R}]}`: where
+/// each file of this wheel appears in the devel tree, relative to that place.
+fn devel_links_manifest<'a>(version: &str, platform_dir: &str, rels: impl Iterator<Item = &'a RelPath>) -> Vec<u8> {
+    let links: Vec<serde_json::Value> = rels
+        .map(|rel| {
+            let target = format!("{}{platform_dir}/{rel}", "../".repeat(rel.depth() + 1));
+            serde_json::json!({ "relpath": rel.as_str(), "target": target })
+        })
+        .collect();
+    let manifest = serde_json::json!({ "version": version, "links": links });
+    let mut bytes = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_links_reach_the_libraries_dir() {
+        let rels = [RelPath::new("lib/rocblas/library/TensileLibrary_gfx90a.co").expect("rel")];
+        let bytes = devel_links_manifest("7.0.0", "_rocm_sdk_libraries", rels.iter());
+        let value: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(
+            value["links"][0]["target"],
+            "../../../../_rocm_sdk_libraries/lib/rocblas/library/TensileLibrary_gfx90a.co"
+        );
+        assert_eq!(value["version"], "7.0.0");
+    }
+}

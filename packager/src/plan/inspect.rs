@@ -1,0 +1,81 @@
+//! What the population rules need to know about a file's contents: its ELF facts and
+//! whether it is a `#!` script. Read once per file per run, in parallel.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::elf::{self, ElfError, ElfInfo, ElfKind};
+
+#[derive(Clone, Debug, Default)]
+pub struct FileFacts {
+    pub elf: Option<ElfInfo>,
+    pub shebang: bool,
+}
+
+impl FileFacts {
+    /// A shared library for this machine with a SONAME: the SONAME rules apply.
+    pub fn soname(&self) -> Option<&str> {
+        let elf = self.elf.as_ref()?;
+        if elf.kind == ElfKind::SharedLibrary && elf.is_patchable() {
+            elf.soname.as_deref()
+        } else {
+            None
+        }
+    }
+
+    /// An executable in SPEC §2's sense: an ELF executable, or a `#!` script with exec bits.
+    pub fn is_executable(&self, mode: u32) -> bool {
+        match &self.elf {
+            Some(elf) => elf.kind == ElfKind::Executable,
+            None => self.shebang && mode & 0o111 != 0,
+        }
+    }
+
+    /// Gets the RPATH treatment (host executables and shared libraries only).
+    pub fn is_patchable_elf(&self) -> bool {
+        self.elf.as_ref().is_some_and(ElfInfo::is_patchable)
+    }
+}
+
+/// Facts by source path, filled in bulk and shared across packages.
+#[derive(Default)]
+pub struct FactCache {
+    facts: HashMap<PathBuf, Arc<FileFacts>>,
+}
+
+impl FactCache {
+    /// Inspects every path not seen yet, on all cores.
+    pub fn fill(&mut self, paths: Vec<&Path>) -> Result<(), ElfError> {
+        let missing: Vec<&Path> = paths.into_iter().filter(|path| !self.facts.contains_key(*path)).collect();
+        let results: Vec<(PathBuf, FileFacts)> = missing
+            .par_iter()
+            .map(|path| inspect(path).map(|facts| (path.to_path_buf(), facts)))
+            .collect::<Result<_, ElfError>>()?;
+        for (path, facts) in results {
+            self.facts.insert(path, Arc::new(facts));
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, path: &Path) -> Arc<FileFacts> {
+        self.facts.get(path).cloned().unwrap_or_default()
+    }
+}
+
+fn inspect(path: &Path) -> Result<FileFacts, ElfError> {
+    let elf = elf::read_elf(path)?;
+    let shebang = if elf.is_none() {
+        let mut head = [0u8; 2];
+        let read = std::fs::File::open(path)
+            .and_then(|mut file| file.read(&mut head))
+            .map_err(|source| ElfError::Read { path: path.to_path_buf(), source })?;
+        read == 2 && &head == b"#!"
+    } else {
+        false
+    };
+    Ok(FileFacts { elf, shebang })
+}

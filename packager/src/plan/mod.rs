@@ -1,0 +1,336 @@
+//! Decides where every catalog entry goes (SPEC §2 "What goes where"), before any byte is
+//! written.
+//!
+//! Owns: package assignment, SONAME aliasing, symlink resolution in the merged namespace,
+//! RPATH lists, devel entries, family and target lists, validations.
+//! Does not own: reading the disk (`catalog`), editing bytes (`elf`), archive formats (`write`).
+
+mod devel;
+mod device;
+mod families;
+mod inspect;
+mod resolve;
+pub mod rpath;
+pub mod rules;
+mod runtime;
+pub mod targets;
+pub mod version;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::catalog::{Catalog, CatalogError, Override};
+use crate::config::{PackageConfig, PackageGroup};
+use crate::elf::{EditStrategy, ElfError, ElfKind};
+use crate::progress::Progress;
+use crate::python::{DistInfo, PackageRole};
+use crate::relpath::RelPath;
+
+pub use families::FamilyPlan;
+pub use targets::Target;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("version {version:?} is not a valid PEP 440 version: {reason}")]
+    BadVersion { version: String, reason: String },
+    /// `artifact` is quoted and escaped: it is untrusted and may hold newlines.
+    #[error("artifact {artifact:?} in {} has a target family name that cannot be used in package names", dir.display())]
+    BadFamilyName { artifact: String, dir: PathBuf },
+    #[error("version suffix {suffix:?} cannot be part of a Python package name")]
+    BadVersionSuffix { suffix: String },
+    #[error("no profiler artifacts (rocprofiler-compute, rocprofiler-systems) found in {}", dir.display())]
+    NoProfiler { dir: PathBuf },
+    #[error(
+        "requested GPU targets have no device artifacts: {} (targets with artifacts: {})",
+        missing.join(", "),
+        available.join(", ")
+    )]
+    MissingTargets { missing: Vec<String>, available: Vec<String> },
+    #[error(
+        "requested family {family:?} is not known (not in cmake/therock_amdgpu_targets.cmake and not a gfx target)"
+    )]
+    UnknownFamily { family: String },
+    #[error("{path} would be shipped by both {first} and {second}")]
+    DuplicateMember { path: String, first: String, second: String },
+    #[error("the build is incomplete, missing from {}: {}", dest.display(), missing.join(", "))]
+    IncompleteOutput { dest: PathBuf, missing: Vec<String> },
+    #[error("{message}")]
+    Invalid { message: String },
+}
+
+impl PlanError {
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
+            Self::BadFamilyName { .. } => Some(
+                "a target family may hold only ASCII letters, digits and `-:+.`: rename or remove the artifact directory",
+            ),
+            Self::BadVersionSuffix { .. } => {
+                Some("pass a --version-suffix of ASCII letters, digits and `_` only (it ends directory and module names)")
+            }
+            Self::NoProfiler { .. } => Some("build the rocprofiler-systems and rocprofiler-compute artifacts, or leave the profiler out with --only"),
+            Self::MissingTargets { .. } => Some("fetch the device artifacts of every requested target, or narrow --linux-amdgpu-families"),
+            Self::UnknownFamily { .. } => Some("use a family or target from cmake/therock_amdgpu_targets.cmake, e.g. gfx110X-all or gfx1100"),
+            Self::DuplicateMember { .. } => Some("two artifacts feeding different wheels provide this path; each installed path must belong to one wheel, so remove it from one artifact"),
+            _ => None,
+        }
+    }
+}
+
+/// What happens to one file of a platform package.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum PlannedFile {
+    /// Copied byte for byte.
+    Copy { source: PathBuf, len: u64, executable: bool },
+    /// Copied with its search path set to `rpath` as DT_RPATH.
+    PatchRpath {
+        source: PathBuf,
+        len: u64,
+        executable: bool,
+        kind: ElfKind,
+        rpath: String,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        removed: Vec<String>,
+        strategy: EditStrategy,
+        /// Length after the edit (filled in when the edit is planned).
+        new_len: u64,
+    },
+    /// A compiled launcher that execs `target` (relative to its own directory).
+    Launcher { target: String, link: PathBuf },
+    /// Generated text (device link manifests).
+    Generated {
+        #[serde(skip)]
+        bytes: Vec<u8>,
+    },
+}
+
+impl PlannedFile {
+    pub fn is_executable(&self) -> bool {
+        match self {
+            PlannedFile::Copy { executable, .. } | PlannedFile::PatchRpath { executable, .. } => *executable,
+            PlannedFile::Launcher { .. } => true,
+            PlannedFile::Generated { .. } => false,
+        }
+    }
+
+    pub fn input_len(&self) -> u64 {
+        match self {
+            PlannedFile::Copy { len, .. } | PlannedFile::PatchRpath { len, .. } => *len,
+            PlannedFile::Launcher { .. } => 0,
+            PlannedFile::Generated { bytes } => bytes.len() as u64,
+        }
+    }
+}
+
+/// One entry of the devel tree (`_rocm_sdk_devel/...` in the tarball).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DevelEntry {
+    Dir,
+    Symlink { target: String, why: LinkReason },
+    File { file: PlannedFile },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkReason {
+    /// A library whose name is not its SONAME points at the SONAME.
+    SonameAlias,
+    /// The file is shipped by a runtime package; the link reaches it across site-packages.
+    RuntimePackage,
+    /// The artifact had this symlink.
+    Source,
+}
+
+/// Something a release engineer should know about: counted in the summary, listed in --json.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Finding {
+    pub package: String,
+    pub path: RelPath,
+    #[serde(flatten)]
+    pub what: FindingKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(tag = "finding", rename_all = "kebab-case")]
+pub enum FindingKind {
+    Dropped {
+        reason: String,
+    },
+    Alias {
+        soname: String,
+    },
+    Launcher {
+        target: String,
+    },
+    RpathRemoved {
+        entries: Vec<String>,
+    },
+    /// A device artifact for a target nobody requested (still packaged).
+    UnrequestedTarget {
+        target: String,
+    },
+}
+
+/// One package of the build, fully decided.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PackagePlan {
+    pub group: PackageGroup,
+    pub dist_name: String,
+    /// The legacy family, or the device target.
+    pub family: Option<String>,
+    pub py_package: Option<String>,
+    pub platform_dir: Option<String>,
+    pub requires_dist: Vec<String>,
+    /// Files inside the platform dir.
+    pub files: BTreeMap<RelPath, PlannedFile>,
+    /// The devel tree (devel packages only), paths inside the devel platform dir.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub devel_tree: BTreeMap<RelPath, DevelEntry>,
+}
+
+impl PackagePlan {
+    pub fn role(&self) -> PackageRole<'_> {
+        match self.group {
+            PackageGroup::Meta => PackageRole::Meta,
+            PackageGroup::Core => PackageRole::Core,
+            PackageGroup::Libraries => PackageRole::Libraries { family: self.family.as_deref() },
+            PackageGroup::Devel => PackageRole::Devel { family: self.family.as_deref() },
+            PackageGroup::Profiler => PackageRole::Profiler,
+            PackageGroup::Device => PackageRole::Device { target: self.family.as_deref().unwrap_or_default() },
+        }
+    }
+}
+
+/// Every decision of a run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Plan {
+    pub version: String,
+    pub kpack_split: bool,
+    pub families: FamilyPlan,
+    #[serde(skip)]
+    pub dist_info: DistInfo,
+    pub packages: Vec<PackagePlan>,
+    pub overrides: Vec<Override>,
+    pub findings: Vec<Finding>,
+}
+
+impl Plan {
+    /// Counts per finding kind, for the summary line.
+    pub fn finding_counts(&self) -> BTreeMap<&'static str, usize> {
+        let mut counts = BTreeMap::new();
+        for finding in &self.findings {
+            let key = match finding.what {
+                FindingKind::Dropped { .. } => "dropped",
+                FindingKind::Alias { .. } => "aliased",
+                FindingKind::Launcher { .. } => "launchers",
+                FindingKind::RpathRemoved { .. } => "rpath entries removed",
+                FindingKind::UnrequestedTarget { .. } => "unrequested targets",
+            };
+            *counts.entry(key).or_insert(0) += 1;
+        }
+        counts
+    }
+}
+
+/// Decides every package of the build from the catalog.
+pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, crate::Error> {
+    version::check_pep440(&config.version)
+        .map_err(|reason| PlanError::BadVersion { version: config.version.clone(), reason })?;
+    // The suffix ends every platform directory name, which Python imports as a module.
+    if !config.version_suffix.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_') {
+        return Err(PlanError::BadVersionSuffix { suffix: config.version_suffix.clone() }.into());
+    }
+    for artifact in &catalog.artifacts {
+        if !targets::is_valid_family_name(&artifact.name.target_family) {
+            let artifact = artifact.dir.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+            return Err(PlanError::BadFamilyName { artifact, dir: catalog.artifacts_dir.clone() }.into());
+        }
+    }
+    let families = families::plan_families(catalog, &config.families)?;
+    let dist_info = families::dist_info(&families, config, catalog.kpack_split());
+    let mut builder = runtime::Builder::new(catalog, config, &dist_info, progress);
+    let mut packages = Vec::new();
+    let mut findings = Vec::new();
+    let mut overrides = Vec::new();
+
+    let core = builder.runtime_package(PackageRole::Core)?;
+    packages.push(core);
+    if catalog.kpack_split() {
+        packages.push(builder.runtime_package(PackageRole::Libraries { family: None })?);
+        for target in &families.device_targets {
+            packages.push(device::device_package(&mut builder, target)?);
+        }
+    } else {
+        for family in &families.legacy_families {
+            packages.push(builder.runtime_package(PackageRole::Libraries { family: Some(family) })?);
+        }
+    }
+    if let Some(profiler) = builder.profiler_package()? {
+        packages.push(profiler);
+    }
+    let devel_families: Vec<Option<&str>> = if families.devel_target_specific() {
+        families.legacy_families.iter().map(|family| Some(family.as_str())).collect()
+    } else {
+        vec![families.legacy_families.first().map(String::as_str).filter(|_| !catalog.kpack_split())]
+    };
+    for family in devel_families {
+        if let Some(devel) = devel::devel_package(&mut builder, &packages, family)? {
+            packages.push(devel);
+        }
+    }
+    findings.append(&mut builder.findings);
+    overrides.append(&mut builder.overrides);
+    for target in &families.unrequested_targets {
+        findings.push(Finding {
+            package: "rocm-sdk-device".to_owned(),
+            path: RelPath::root(),
+            what: FindingKind::UnrequestedTarget { target: target.to_string() },
+        });
+    }
+    check_no_shared_members(&packages)?;
+    findings.sort();
+    findings.dedup();
+    overrides.sort_by(|a, b| a.rel.cmp(&b.rel));
+    overrides.dedup();
+    Ok(Plan {
+        version: config.version.clone(),
+        kpack_split: catalog.kpack_split(),
+        families,
+        dist_info,
+        packages,
+        overrides,
+        findings,
+    })
+}
+
+/// No two wheels may ship the same member path (SPEC §6): uninstalling one would delete
+/// the other's file.
+fn check_no_shared_members(packages: &[PackagePlan]) -> Result<(), PlanError> {
+    let mut owners: BTreeMap<String, &str> = BTreeMap::new();
+    for package in packages {
+        let Some(platform_dir) = &package.platform_dir else { continue };
+        for rel in package.files.keys() {
+            let member = format!("{platform_dir}/{rel}");
+            if let Some(first) = owners.insert(member.clone(), &package.dist_name) {
+                if first != package.dist_name {
+                    return Err(PlanError::DuplicateMember {
+                        path: member,
+                        first: first.to_owned(),
+                        second: package.dist_name.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn catalog_error(error: CatalogError) -> crate::Error {
+    crate::Error::Catalog(error)
+}
+
+pub(crate) fn elf_error(error: ElfError) -> crate::Error {
+    crate::Error::Elf(error)
+}

@@ -1,0 +1,310 @@
+//! Runtime population (SPEC §2 "Runtime population rules"): core, libraries, profiler and
+//! device packages hold only real files: SONAME-named libraries, launchers instead of
+//! executable symlinks, and contents instead of other symlinks.
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+
+use super::inspect::{FactCache, FileFacts};
+use super::resolve::resolve;
+use super::rpath::decide_rpath;
+use super::{catalog_error, elf_error, rules, Finding, FindingKind, PackagePlan, PlanError, PlannedFile};
+use crate::catalog::{Catalog, Entry, EntryKind, Glob, Namespace, Override, Selection};
+use crate::config::{PackageConfig, PackageGroup};
+use crate::elf;
+use crate::progress::Progress;
+use crate::python::{self, DistInfo, PackageRole};
+use crate::relpath::RelPath;
+
+/// Shared state of one planning run: the catalog, the file facts cache, and what the
+/// packages decided so far (SONAME aliases feed the devel tree).
+pub struct Builder<'a> {
+    pub catalog: &'a Catalog,
+    pub config: &'a PackageConfig,
+    pub dist_info: &'a DistInfo,
+    pub progress: &'a dyn Progress,
+    pub facts: FactCache,
+    pub findings: Vec<Finding>,
+    pub overrides: Vec<Override>,
+    /// Per dist name: relpath → the SONAME it stands for.
+    pub aliases: BTreeMap<String, BTreeMap<RelPath, String>>,
+}
+
+/// The outcome of populating one package's files.
+pub struct Population {
+    pub files: BTreeMap<RelPath, PlannedFile>,
+    pub aliases: BTreeMap<RelPath, String>,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(
+        catalog: &'a Catalog,
+        config: &'a PackageConfig,
+        dist_info: &'a DistInfo,
+        progress: &'a dyn Progress,
+    ) -> Builder<'a> {
+        Builder {
+            catalog,
+            config,
+            dist_info,
+            progress,
+            facts: FactCache::default(),
+            findings: Vec::new(),
+            overrides: Vec::new(),
+            aliases: BTreeMap::new(),
+        }
+    }
+
+    pub fn select(&mut self, selection: &Selection<'_>) -> Result<Namespace, crate::Error> {
+        let namespace = self.catalog.select(selection).map_err(catalog_error)?;
+        self.overrides.extend(namespace.overridden.iter().cloned());
+        Ok(namespace)
+    }
+
+    /// The platform dir that RPATH dependencies point into (always core's).
+    pub fn core_platform_dir(&self) -> String {
+        python::platform_dir_name(PackageRole::Core, self.dist_info).unwrap_or_else(|| "_rocm_sdk_core".to_owned())
+    }
+
+    /// Core, or a libraries package (legacy per family, kpack-split arch-neutral).
+    pub fn runtime_package(&mut self, role: PackageRole<'_>) -> Result<PackagePlan, crate::Error> {
+        let (group, family) = match role {
+            PackageRole::Core => (PackageGroup::Core, None),
+            PackageRole::Libraries { family } => (PackageGroup::Libraries, family),
+            _ => {
+                return Err(PlanError::Invalid { message: "runtime_package takes core or libraries".to_owned() }.into())
+            }
+        };
+        let excludes =
+            if group == PackageGroup::Core { rules::core_excludes().map_err(catalog_error)? } else { Vec::new() };
+        let predicate = move |name: &crate::catalog::ArtifactName| match group {
+            PackageGroup::Core => rules::is_core_artifact(name),
+            _ => rules::is_libraries_artifact(name, family),
+        };
+        let namespace = self.select(&Selection { artifacts: &predicate, include: Vec::new(), exclude: excludes })?;
+        self.package_from(role, group, family.map(str::to_owned), &namespace)
+    }
+
+    /// The profiler package, or `None` when `--only` leaves it out.
+    pub fn profiler_package(&mut self) -> Result<Option<PackagePlan>, crate::Error> {
+        if !self.config.only.is_empty() && !self.config.only.contains(&PackageGroup::Profiler) {
+            return Ok(None);
+        }
+        if !self.catalog.artifacts.iter().any(|artifact| rules::is_profiler_artifact(&artifact.name)) {
+            return Err(PlanError::NoProfiler { dir: self.catalog.artifacts_dir.clone() }.into());
+        }
+        let includes: Vec<Glob> = rules::profiler_includes().map_err(catalog_error)?;
+        let namespace = self.select(&Selection {
+            artifacts: &rules::is_profiler_artifact,
+            include: includes,
+            exclude: Vec::new(),
+        })?;
+        let mut plan = self.package_from(PackageRole::Profiler, PackageGroup::Profiler, None, &namespace)?;
+        add_profiler_links(&mut plan.files);
+        Ok(Some(plan))
+    }
+
+    pub fn package_from(
+        &mut self,
+        role: PackageRole<'_>,
+        group: PackageGroup,
+        family: Option<String>,
+        namespace: &Namespace,
+    ) -> Result<PackagePlan, crate::Error> {
+        let dist_name = python::dist_name(role, self.dist_info);
+        let population = self.populate(namespace, group, &dist_name)?;
+        self.aliases.insert(dist_name.clone(), population.aliases);
+        let mut plan = PackagePlan {
+            group,
+            dist_name,
+            family,
+            py_package: python::py_package_name(role, self.dist_info),
+            platform_dir: python::platform_dir_name(role, self.dist_info),
+            requires_dist: Vec::new(),
+            files: population.files,
+            devel_tree: BTreeMap::new(),
+        };
+        plan_edits(plan.files.values_mut())?;
+        self.progress.explain(&format!("{}: {} files", plan.dist_name, plan.files.len()));
+        Ok(plan)
+    }
+
+    /// Applies the runtime rules to every selected entry, in path order.
+    pub fn populate(
+        &mut self,
+        namespace: &Namespace,
+        group: PackageGroup,
+        dist_name: &str,
+    ) -> Result<Population, crate::Error> {
+        self.inspect_namespace(namespace)?;
+        let deps = rules::rpath_deps(group);
+        let core_dir = self.core_platform_dir();
+        let mut population = Population { files: BTreeMap::new(), aliases: BTreeMap::new() };
+        for (rel, entry) in &namespace.entries {
+            if population.files.contains_key(rel) {
+                continue;
+            }
+            let (source, len, mode) = match &entry.kind {
+                EntryKind::Dir => continue,
+                EntryKind::File { len, mode } => (entry, *len, *mode),
+                EntryKind::Symlink { target } => match resolve(&namespace.all, rel, target) {
+                    Ok(resolved) => match &resolved.kind {
+                        EntryKind::File { len, mode } => (resolved, *len, *mode),
+                        _ => {
+                            self.drop_finding(dist_name, rel, "symlink to a directory (wheels cannot hold links)");
+                            continue;
+                        }
+                    },
+                    Err(unresolved) => {
+                        self.drop_finding(dist_name, rel, &unresolved.describe());
+                        continue;
+                    }
+                },
+            };
+            let facts = self.facts.get(&source.source);
+            let is_link = matches!(entry.kind, EntryKind::Symlink { .. });
+            if is_link && facts.soname().is_none() && facts.is_executable(mode) {
+                // SPEC §2: an executable symlink becomes a launcher of its target, as long as
+                // the target ships in the same package; otherwise the contents are copied.
+                if namespace.entries.contains_key(&source.rel) {
+                    let target = rel.relative_link_to(&source.rel);
+                    self.findings.push(Finding {
+                        package: dist_name.to_owned(),
+                        path: rel.clone(),
+                        what: FindingKind::Launcher { target: target.clone() },
+                    });
+                    population.files.insert(rel.clone(), PlannedFile::Launcher { target, link: entry.source.clone() });
+                    continue;
+                }
+            }
+            if let Some(soname) = facts.soname() {
+                if rel.file_name() != soname {
+                    population.aliases.insert(rel.clone(), soname.to_owned());
+                    self.findings.push(Finding {
+                        package: dist_name.to_owned(),
+                        path: rel.clone(),
+                        what: FindingKind::Alias { soname: soname.to_owned() },
+                    });
+                    // A library whose SONAME file is missing from the build would be lost
+                    // entirely; ship it under its SONAME instead.
+                    let soname_rel = rel.parent().and_then(|dir| dir.join(soname).ok());
+                    if let Some(soname_rel) = soname_rel {
+                        if !namespace.entries.contains_key(&soname_rel) && !population.files.contains_key(&soname_rel) {
+                            let file =
+                                self.planned_file(&soname_rel, source, len, mode, &facts, &core_dir, deps, dist_name);
+                            population.files.insert(soname_rel, file);
+                        }
+                    }
+                    continue;
+                }
+            }
+            let file = self.planned_file(rel, source, len, mode, &facts, &core_dir, deps, dist_name);
+            population.files.insert(rel.clone(), file);
+        }
+        Ok(population)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn planned_file(
+        &mut self,
+        rel: &RelPath,
+        source: &Entry,
+        len: u64,
+        mode: u32,
+        facts: &FileFacts,
+        core_dir: &str,
+        deps: &[&str],
+        dist_name: &str,
+    ) -> PlannedFile {
+        let executable = mode & 0o111 != 0;
+        let Some(elf) = facts.elf.as_ref().filter(|_| facts.is_patchable_elf()) else {
+            return PlannedFile::Copy { source: source.source.clone(), len, executable };
+        };
+        let decision = decide_rpath(rel, elf.search_path(), core_dir, deps, self.config.keep_absolute_rpath);
+        if !decision.removed.is_empty() {
+            self.findings.push(Finding {
+                package: dist_name.to_owned(),
+                path: rel.clone(),
+                what: FindingKind::RpathRemoved { entries: decision.removed.clone() },
+            });
+        }
+        PlannedFile::PatchRpath {
+            source: source.source.clone(),
+            len,
+            executable,
+            kind: elf.kind,
+            rpath: decision.rpath,
+            removed: decision.removed,
+            strategy: elf::EditStrategy::Unchanged,
+            new_len: len,
+        }
+    }
+
+    /// Reads the facts of every regular file the namespace can reach.
+    pub fn inspect_namespace(&mut self, namespace: &Namespace) -> Result<(), crate::Error> {
+        let paths: Vec<&std::path::Path> = namespace
+            .all
+            .values()
+            .filter(|entry| matches!(entry.kind, EntryKind::File { .. }))
+            .map(|entry| entry.source.as_path())
+            .collect();
+        self.facts.fill(paths).map_err(elf_error)
+    }
+
+    pub fn drop_finding(&mut self, dist_name: &str, rel: &RelPath, reason: &str) {
+        self.progress.explain(&format!("{dist_name}: dropped {rel}: {reason}"));
+        self.findings.push(Finding {
+            package: dist_name.to_owned(),
+            path: rel.clone(),
+            what: FindingKind::Dropped { reason: reason.to_owned() },
+        });
+    }
+}
+
+/// Plans every RPATH edit on all cores, so a corrupt ELF file fails the run before
+/// anything is written, and records how each edit will be made.
+pub fn plan_edits<'p>(files: impl Iterator<Item = &'p mut PlannedFile>) -> Result<(), crate::Error> {
+    let mut edits: Vec<&mut PlannedFile> =
+        files.filter(|file| matches!(file, PlannedFile::PatchRpath { .. })).collect();
+    edits
+        .par_iter_mut()
+        .try_for_each(|file| {
+            if let PlannedFile::PatchRpath { source, rpath, strategy, new_len, .. } = &mut **file {
+                let edit = elf::plan_set_rpath(source, rpath)?;
+                *strategy = edit.strategy;
+                *new_len = edit.new_len();
+            }
+            Ok::<(), elf::ElfError>(())
+        })
+        .map_err(elf_error)
+}
+
+/// SPEC §2: the profiler wheel also carries unversioned names of its libraries (loaded by
+/// name at run time) and `bin/rocprof-compute`.
+fn add_profiler_links(files: &mut BTreeMap<RelPath, PlannedFile>) {
+    let mut extra = Vec::new();
+    for (rel, file) in files.iter() {
+        let name = rel.file_name();
+        let versioned =
+            (name.starts_with("librocprof-sys") || name.starts_with("libprofiler-hub")) && name.contains(".so.");
+        if rel.depth() == 1 && rel.as_str().starts_with("lib/") && versioned {
+            if let Some((stem, _)) = name.split_once(".so.") {
+                if let Ok(unversioned) = RelPath::new(&format!("lib/{stem}.so")) {
+                    extra.push((unversioned, file.clone()));
+                }
+            }
+        }
+    }
+    let compute = RelPath::new("libexec/rocprofiler-compute/rocprof-compute").ok();
+    let link = RelPath::new("bin/rocprof-compute").ok();
+    if let (Some(compute), Some(link)) = (compute, link) {
+        if files.contains_key(&compute) {
+            let target = link.relative_link_to(&compute);
+            extra.push((link, PlannedFile::Launcher { target, link: std::path::PathBuf::new() }));
+        }
+    }
+    for (rel, file) in extra {
+        files.entry(rel).or_insert(file);
+    }
+}

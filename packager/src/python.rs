@@ -1,0 +1,351 @@
+//! The Python code shipped inside the packages (files under `packager/python/`, embedded
+//! with `include_str!`) and the generated `_dist_info.py` (SPEC §2, §3, §4).
+//!
+//! Owns: which Python files each package carries, the package naming rules (distribution
+//! name, pure package, platform directory), the console-script entry points, and the one
+//! way untrusted text enters Python source ([`str_literal`]). Does not own: which native
+//! files go where (`plan`), or archive formats (`write`).
+//!
+//! The Python side computes the same names at run time (`_dist_info_body.py`); the tests
+//! below run both and compare.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use crate::write::EntryPoint;
+
+mod embedded;
+
+use embedded::{CORE_CLI, DIST_INFO_BODY, PROFILER_CLI};
+
+/// What `_dist_info.py` says about the whole build; one value per run, shared by every
+/// package so that they all agree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DistInfo {
+    pub version: String,
+    /// `--version-suffix`, appended to every platform directory name (usually empty).
+    pub nonce: String,
+    pub kpack_split: bool,
+    pub default_target_family: Option<String>,
+    /// Legacy: families (`gfx110X-all`); kpack-split: base targets (`gfx90a`).
+    pub available_target_families: Vec<String>,
+    pub linux_target_families: Vec<String>,
+    pub windows_target_families: Vec<String>,
+    /// Kpack-split: the base targets that have a device wheel.
+    pub device_targets: Vec<String>,
+    /// Multi-family legacy builds: one `rocm-sdk-devel-{family}` per family (SPEC §2).
+    pub devel_target_specific: bool,
+}
+
+/// A package of the build (SPEC §2 package table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PackageRole<'a> {
+    Meta,
+    Core,
+    /// `family` is used (and required) in legacy builds only.
+    Libraries {
+        family: Option<&'a str>,
+    },
+    /// `family` is used (and required) when `DistInfo::devel_target_specific`.
+    Devel {
+        family: Option<&'a str>,
+    },
+    Profiler,
+    /// Kpack-split: one wheel per base target (`gfx90a`; a `:xnack±` suffix is dropped).
+    Device {
+        target: &'a str,
+    },
+}
+
+/// A file to place in a package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PythonFile {
+    /// '/'-separated member path inside the wheel, the sdist root or the devel tarball.
+    pub path: String,
+    pub bytes: Vec<u8>,
+    pub executable: bool,
+}
+
+/// The Python side of one package.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PythonPart {
+    /// Wheel members: the pure package (with its `_dist_info.py`) and the platform
+    /// directory's `__init__.py`.
+    pub files: Vec<PythonFile>,
+    /// Devel only: entries for the devel tarball (its platform directory's `__init__.py`);
+    /// paths start with the devel platform directory.
+    pub devel_tree_files: Vec<PythonFile>,
+    pub entry_points: Vec<EntryPoint>,
+}
+
+/// A Python string literal for `value` that evaluates back to exactly `value`.
+///
+/// Every character outside printable ASCII is escaped, so the literal is one line of
+/// ASCII whatever the input: a quote, backslash or newline in a directory name cannot
+/// end the literal or the line.
+pub fn str_literal(value: &str) -> String {
+    let mut literal = String::with_capacity(value.len() + 2);
+    literal.push('\'');
+    for c in value.chars() {
+        let code = u32::from(c);
+        match c {
+            '\\' => literal.push_str("\\\\"),
+            '\'' => literal.push_str("\\'"),
+            '\n' => literal.push_str("\\n"),
+            '\r' => literal.push_str("\\r"),
+            '\t' => literal.push_str("\\t"),
+            ' '..='~' => literal.push(c),
+            _ if code < 0x100 => {
+                let _ = write!(literal, "\\x{code:02x}");
+            }
+            _ if code < 0x1_0000 => {
+                let _ = write!(literal, "\\u{code:04x}");
+            }
+            _ => {
+                let _ = write!(literal, "\\U{code:08x}");
+            }
+        }
+    }
+    literal.push('\'');
+    literal
+}
+
+fn optional_literal(value: Option<&str>) -> String {
+    value.map_or_else(|| "None".to_owned(), str_literal)
+}
+
+/// A sorted, de-duplicated Python list literal (order is defined, SPEC §6).
+fn list_literal(values: &[String]) -> String {
+    let sorted: BTreeSet<&str> = values.iter().map(String::as_str).collect();
+    let items: Vec<String> = sorted.into_iter().map(str_literal).collect();
+    format!("[{}]", items.join(", "))
+}
+
+fn bool_literal(value: bool) -> &'static str {
+    if value {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// The base of a target id or family, ASCII lower-cased: `gfx90a:xnack+` → `gfx90a`.
+pub fn base_target(name: &str) -> String {
+    name.split(':').next().unwrap_or_default().trim().to_ascii_lowercase()
+}
+
+/// A family or target inside Python identifiers: `gfx110X-all` → `gfx110x_all`.
+pub fn target_identifier(name: &str) -> String {
+    base_target(name).chars().map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '_' }).collect()
+}
+
+/// A family or target inside distribution names: `gfx110X-all` → `gfx110x-all` (runs
+/// of `-_.` become one `-`, as name normalisation does).
+pub fn target_dist_segment(name: &str) -> String {
+    let mut segment = String::new();
+    for c in base_target(name).chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !segment.ends_with('-') {
+                segment.push('-');
+            }
+        } else {
+            segment.push(c);
+        }
+    }
+    segment
+}
+
+/// The logical name of a role, as `_dist_info.ALL_PACKAGES` keys it.
+fn logical_name(role: PackageRole<'_>) -> &'static str {
+    match role {
+        PackageRole::Meta => "meta",
+        PackageRole::Core => "core",
+        PackageRole::Libraries { .. } => "libraries",
+        PackageRole::Devel { .. } => "devel",
+        PackageRole::Profiler => "profiler",
+        PackageRole::Device { .. } => "device",
+    }
+}
+
+/// The family a role's names carry, if its kind of package is target specific in this build.
+fn naming_family<'a>(role: PackageRole<'a>, info: &DistInfo) -> Option<&'a str> {
+    match role {
+        PackageRole::Libraries { family } if !info.kpack_split => family,
+        PackageRole::Devel { family } if info.devel_target_specific => family,
+        PackageRole::Device { target } => Some(target),
+        _ => None,
+    }
+}
+
+/// The distribution name (SPEC §2): `rocm-sdk-libraries-gfx110x-all`, `rocm-sdk-device-gfx90a`.
+pub fn dist_name(role: PackageRole<'_>, info: &DistInfo) -> String {
+    let stem = match role {
+        PackageRole::Meta => return "rocm".to_owned(),
+        PackageRole::Core => return "rocm-sdk-core".to_owned(),
+        PackageRole::Profiler => return "rocm-profiler".to_owned(),
+        PackageRole::Libraries { .. } => "rocm-sdk-libraries",
+        PackageRole::Devel { .. } => "rocm-sdk-devel",
+        PackageRole::Device { .. } => "rocm-sdk-device",
+    };
+    match naming_family(role, info) {
+        Some(family) => format!("{stem}-{}", target_dist_segment(family)),
+        None => stem.to_owned(),
+    }
+}
+
+/// The pure Python package (`rocm_sdk_core`, `rocm_sdk_libraries_gfx110x_all`); None for
+/// device wheels, which have none.
+pub fn py_package_name(role: PackageRole<'_>, info: &DistInfo) -> Option<String> {
+    let stem = match role {
+        PackageRole::Meta => "rocm_sdk",
+        PackageRole::Core => "rocm_sdk_core",
+        PackageRole::Profiler => "rocm_profiler",
+        PackageRole::Libraries { .. } => "rocm_sdk_libraries",
+        PackageRole::Devel { .. } => "rocm_sdk_devel",
+        PackageRole::Device { .. } => return None,
+    };
+    Some(match naming_family(role, info) {
+        Some(family) => format!("{stem}_{}", target_identifier(family)),
+        None => stem.to_owned(),
+    })
+}
+
+/// The platform directory in site-packages holding the package's native files:
+/// `_` + dist name with `-` → `_` + nonce. Device wheels overlay the libraries directory;
+/// the meta package has none.
+pub fn platform_dir_name(role: PackageRole<'_>, info: &DistInfo) -> Option<String> {
+    match role {
+        PackageRole::Meta => None,
+        PackageRole::Device { .. } => platform_dir_name(PackageRole::Libraries { family: None }, info),
+        _ => Some(format!("_{}{}", dist_name(role, info).replace(['-', '.'], "_"), info.nonce)),
+    }
+}
+
+/// `_dist_info.py` for one package: the generated constants, then the static body.
+pub fn render_dist_info(role: PackageRole<'_>, info: &DistInfo) -> String {
+    let this_family = match role {
+        PackageRole::Libraries { family } | PackageRole::Devel { family } => family,
+        PackageRole::Device { target } => Some(target),
+        _ => None,
+    };
+    let mut source = String::new();
+    source.push_str(
+        "\"\"\"Distribution information of the ROCm Python packages (SPEC section 2).\n\n\
+         Generated by the ROCm packager: the constants describe this build; the code after\n\
+         them is the same in every package. Do not edit.\n\"\"\"\n\n",
+    );
+    let constants: [(&str, String); 11] = [
+        ("__version__", str_literal(&info.version)),
+        ("PY_PACKAGE_SUFFIX_NONCE", str_literal(&info.nonce)),
+        ("KPACK_SPLIT", bool_literal(info.kpack_split).to_owned()),
+        ("DEVEL_TARGET_SPECIFIC", bool_literal(info.devel_target_specific).to_owned()),
+        ("DEFAULT_TARGET_FAMILY", optional_literal(info.default_target_family.as_deref())),
+        ("AVAILABLE_TARGET_FAMILIES", list_literal(&info.available_target_families)),
+        ("LINUX_TARGET_FAMILIES", list_literal(&info.linux_target_families)),
+        ("WINDOWS_TARGET_FAMILIES", list_literal(&info.windows_target_families)),
+        ("DEVICE_TARGETS", list_literal(&info.device_targets)),
+        ("THIS_TARGET_FAMILY", optional_literal(this_family)),
+        ("THIS_PACKAGE_LOGICAL_NAME", str_literal(logical_name(role))),
+    ];
+    for (name, value) in constants {
+        let _ = writeln!(source, "{name} = {value}");
+    }
+    source.push('\n');
+    source.push_str(DIST_INFO_BODY);
+    source
+}
+
+fn file(path: String, contents: &str) -> PythonFile {
+    PythonFile { path, bytes: contents.as_bytes().to_vec(), executable: false }
+}
+
+/// The console scripts a trampoline module declares: the keys of its `TOOLS` table, in
+/// source order. The table is ours, embedded at compile time; the tests check the parse.
+fn console_scripts(cli_source: &str) -> Vec<&str> {
+    cli_source
+        .lines()
+        .skip_while(|line| !line.starts_with("TOOLS = {"))
+        .skip(1)
+        .take_while(|line| !line.starts_with('}'))
+        .filter_map(|line| line.trim_start().strip_prefix('"')?.split('"').next())
+        .collect()
+}
+
+/// The trampoline function of a console script, as the modules' `function_name` computes it.
+fn trampoline_function(script: &str) -> String {
+    script.replace("++", "pp").chars().map(|c| if c.is_alphanumeric() { c } else { '_' }).collect()
+}
+
+fn entry_points(module: &str, cli_source: &str) -> Vec<EntryPoint> {
+    console_scripts(cli_source)
+        .into_iter()
+        .map(|script| EntryPoint {
+            name: script.to_owned(),
+            target: format!("{module}:{}", trampoline_function(script)),
+        })
+        .collect()
+}
+
+/// The Python files and console scripts of one package (see [`PythonPart`]).
+///
+/// Device wheels get nothing: every file they carry must be theirs alone (SPEC §6), and
+/// `.devel_links/{target}.json` is the plan's.
+pub fn python_part(role: PackageRole<'_>, info: &DistInfo) -> PythonPart {
+    let Some(package) = py_package_name(role, info) else {
+        return PythonPart::default();
+    };
+    let mut part = PythonPart::default();
+    let init = match role {
+        PackageRole::Meta => {
+            part.files = embedded::META_PACKAGE
+                .iter()
+                .map(|(path, contents)| file(format!("rocm_sdk/{path}"), contents))
+                .collect();
+            None
+        }
+        PackageRole::Core => {
+            part.files.push(file(format!("{package}/_cli.py"), CORE_CLI));
+            part.entry_points = entry_points(&format!("{package}._cli"), CORE_CLI);
+            Some(embedded::CORE_INIT)
+        }
+        PackageRole::Profiler => {
+            part.files.push(file(format!("{package}/_cli.py"), PROFILER_CLI));
+            part.entry_points = entry_points(&format!("{package}._cli"), PROFILER_CLI);
+            Some(embedded::PROFILER_INIT)
+        }
+        PackageRole::Libraries { .. } => Some(embedded::LIBRARIES_INIT),
+        PackageRole::Devel { .. } => Some(embedded::DEVEL_INIT),
+        PackageRole::Device { .. } => None,
+    };
+    if let Some(init) = init {
+        part.files.push(file(format!("{package}/__init__.py"), init));
+    }
+    part.files.push(file(format!("{package}/_dist_info.py"), &render_dist_info(role, info)));
+    if let Some(platform_dir) = platform_dir_name(role, info) {
+        let platform_init = file(format!("{platform_dir}/__init__.py"), embedded::PLATFORM_INIT);
+        if matches!(role, PackageRole::Devel { .. }) {
+            part.devel_tree_files.push(platform_init);
+        } else {
+            part.files.push(platform_init);
+        }
+    }
+    part.files.sort_by(|a, b| a.path.cmp(&b.path));
+    part
+}
+
+/// Everything in the `rocm` sdist except PKG-INFO (which the writer renders), with paths
+/// relative to the sdist's `rocm-{version}/` root.
+///
+/// PKG-INFO must not claim Requires-Dist statically: use Metadata-Version 2.1, or 2.2+
+/// with `Dynamic: Requires-Dist` and `Dynamic: Provides-Extra`, or installers (uv) may
+/// skip the build that selects the GPU packages.
+pub fn sdist_files(info: &DistInfo) -> Vec<PythonFile> {
+    let mut files = python_part(PackageRole::Meta, info).files;
+    files.push(file("pyproject.toml".to_owned(), embedded::META_PYPROJECT));
+    files.push(file("_rocm_build_backend.py".to_owned(), embedded::META_BACKEND));
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
+}
+
+#[cfg(test)]
+mod tests;

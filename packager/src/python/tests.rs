@@ -1,0 +1,322 @@
+//! Unit tests of the Python embedding and `_dist_info.py` rendering.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::*;
+
+fn python(args: &[&str]) -> String {
+    let output = Command::new("python3")
+        .args(args)
+        .output()
+        .expect("python3 is needed by these tests (apt-get install python3)");
+    assert!(output.status.success(), "python3 {args:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("python3 printed UTF-8")
+}
+
+fn legacy_info(families: &[&str]) -> DistInfo {
+    DistInfo {
+        version: "7.12.0.dev0".to_owned(),
+        nonce: String::new(),
+        kpack_split: false,
+        default_target_family: families.first().map(|f| (*f).to_owned()),
+        available_target_families: families.iter().map(|f| (*f).to_owned()).collect(),
+        linux_target_families: Vec::new(),
+        windows_target_families: Vec::new(),
+        device_targets: Vec::new(),
+        devel_target_specific: families.len() > 1,
+    }
+}
+
+fn kpack_info(targets: &[&str], nonce: &str) -> DistInfo {
+    DistInfo {
+        version: "7.12.0".to_owned(),
+        nonce: nonce.to_owned(),
+        kpack_split: true,
+        default_target_family: targets.first().map(|f| (*f).to_owned()),
+        available_target_families: targets.iter().map(|f| (*f).to_owned()).collect(),
+        linux_target_families: targets.iter().map(|f| (*f).to_owned()).collect(),
+        windows_target_families: Vec::new(),
+        device_targets: targets.iter().map(|f| (*f).to_owned()).collect(),
+        devel_target_specific: false,
+    }
+}
+
+fn write_dist_info(dir: &Path, role: PackageRole<'_>, info: &DistInfo) -> PathBuf {
+    let path = dir.join("_dist_info.py");
+    fs_err::write(&path, render_dist_info(role, info)).expect("write _dist_info.py");
+    path
+}
+
+/// Parses, then executes the rendered file and prints the named values as JSON.
+const EVALUATE: &str = "import ast, json, sys\n\
+    source = open(sys.argv[1], encoding='utf-8').read()\n\
+    ast.parse(source)\n\
+    namespace = {'__name__': '_dist_info'}\n\
+    exec(compile(source, sys.argv[1], 'exec'), namespace)\n\
+    print(json.dumps([namespace[name] for name in sys.argv[2:]]))\n";
+
+fn evaluate(path: &Path, names: &[&str]) -> serde_json::Value {
+    let mut args = vec!["-c", EVALUATE, path.to_str().expect("UTF-8 temp path")];
+    args.extend_from_slice(names);
+    serde_json::from_str(&python(&args)).expect("JSON from python")
+}
+
+#[test]
+fn str_literal_escapes_what_could_break_out() {
+    let check = |value: &str, expected: &str| assert_eq!(str_literal(value), expected, "for {value:?}");
+    check("gfx110X-all", "'gfx110X-all'");
+    check("it's", "'it\\'s'");
+    check("back\\slash", "'back\\\\slash'");
+    check("two\nlines\r\t", "'two\\nlines\\r\\t'");
+    check("nul\0 del\x7f", "'nul\\x00 del\\x7f'");
+    check("é€😀", "'\\xe9\\u20ac\\U0001f600'");
+    check("\u{2028}", "'\\u2028'");
+}
+
+#[test]
+fn injected_family_names_round_trip_through_python() {
+    let evil = [
+        "x\"; import os; os.system(\"echo pwned\") #",
+        "x'; import os; os.system('echo pwned') #",
+        "line\nimport os; os.system('echo pwned')",
+        "\\'\\\"\u{2028}\u{85}\0é😀",
+    ];
+    let mut info = legacy_info(&evil);
+    info.version = "1.0'\nraise SystemExit(3)\n#".to_owned();
+    info.nonce = "_n'\"\\".to_owned();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write_dist_info(dir.path(), PackageRole::Libraries { family: Some(evil[2]) }, &info);
+    let values = evaluate(
+        &path,
+        &[
+            "AVAILABLE_TARGET_FAMILIES",
+            "DEFAULT_TARGET_FAMILY",
+            "__version__",
+            "PY_PACKAGE_SUFFIX_NONCE",
+            "THIS_TARGET_FAMILY",
+        ],
+    );
+    let mut sorted: Vec<&str> = evil.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(values[0], serde_json::json!(sorted));
+    assert_eq!(values[1], serde_json::json!(info.default_target_family));
+    assert_eq!(values[2], serde_json::json!(info.version));
+    assert_eq!(values[3], serde_json::json!(info.nonce));
+    assert_eq!(values[4], serde_json::json!(evil[2]));
+    let source = render_dist_info(PackageRole::Core, &info);
+    let header_end = source.find("# --- Static body").expect("body marker");
+    assert!(source[..header_end].is_ascii(), "the generated header is plain ASCII");
+}
+
+/// Rust and Python must name every package alike, or the wheels and the runtime disagree.
+#[test]
+fn python_computes_the_names_rust_gives_the_packages() {
+    const NAMES: &str = "import json, sys\n\
+        namespace = {'__name__': '_dist_info'}\n\
+        exec(open(sys.argv[1], encoding='utf-8').read(), namespace)\n\
+        result = {}\n\
+        for logical, entry in namespace['ALL_PACKAGES'].items():\n\
+        \x20   families = namespace['AVAILABLE_TARGET_FAMILIES'] if entry.is_target_specific else [None]\n\
+        \x20   for family in families:\n\
+        \x20       result['%s/%s' % (logical, family)] = [entry.get_dist_package_name(family),\n\
+        \x20           entry.get_pure_py_package_name(family), entry.get_py_package_name(family)]\n\
+        print(json.dumps(result))\n";
+    let infos = [
+        legacy_info(&["gfx110X-all"]),
+        legacy_info(&["gfx110X-all", "gfx94X-dcgpu"]),
+        kpack_info(&["gfx1030", "gfx90a"], "_n1"),
+    ];
+    for info in infos {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = write_dist_info(dir.path(), PackageRole::Core, &info);
+        let from_python: BTreeMap<String, Vec<Option<String>>> =
+            serde_json::from_str(&python(&["-c", NAMES, path.to_str().expect("UTF-8 temp path")]))
+                .expect("JSON from python");
+        let mut from_rust = BTreeMap::new();
+        let families: Vec<&str> = info.available_target_families.iter().map(String::as_str).collect();
+        let mut roles: Vec<(String, PackageRole<'_>)> = vec![
+            ("meta/None".to_owned(), PackageRole::Meta),
+            ("core/None".to_owned(), PackageRole::Core),
+            ("profiler/None".to_owned(), PackageRole::Profiler),
+        ];
+        for family in &families {
+            if !info.kpack_split {
+                roles.push((format!("libraries/{family}"), PackageRole::Libraries { family: Some(family) }));
+            } else {
+                roles.push((format!("device/{family}"), PackageRole::Device { target: family }));
+            }
+            if info.devel_target_specific {
+                roles.push((format!("devel/{family}"), PackageRole::Devel { family: Some(family) }));
+            }
+        }
+        if info.kpack_split {
+            roles.push(("libraries/None".to_owned(), PackageRole::Libraries { family: None }));
+        }
+        if !info.devel_target_specific {
+            roles.push(("devel/None".to_owned(), PackageRole::Devel { family: None }));
+        }
+        for (key, role) in roles {
+            let platform = platform_dir_name(role, &info).unwrap_or_else(|| format!("_rocm{}", info.nonce));
+            from_rust.insert(key, vec![Some(dist_name(role, &info)), py_package_name(role, &info), Some(platform)]);
+        }
+        assert_eq!(from_python, from_rust, "for {info:?}");
+    }
+}
+
+#[test]
+fn names_follow_the_package_table() {
+    let legacy = legacy_info(&["gfx110X-all", "gfx94X-dcgpu"]);
+    let family = PackageRole::Libraries { family: Some("gfx110X-all") };
+    assert_eq!(dist_name(family, &legacy), "rocm-sdk-libraries-gfx110x-all");
+    assert_eq!(py_package_name(family, &legacy).as_deref(), Some("rocm_sdk_libraries_gfx110x_all"));
+    assert_eq!(platform_dir_name(family, &legacy).as_deref(), Some("_rocm_sdk_libraries_gfx110x_all"));
+    let devel = PackageRole::Devel { family: Some("gfx94X-dcgpu") };
+    assert_eq!(dist_name(devel, &legacy), "rocm-sdk-devel-gfx94x-dcgpu");
+    assert_eq!(platform_dir_name(devel, &legacy).as_deref(), Some("_rocm_sdk_devel_gfx94x_dcgpu"));
+
+    let kpack = kpack_info(&["gfx90a"], "_v2");
+    let device = PackageRole::Device { target: "gfx90a:xnack+" };
+    assert_eq!(dist_name(device, &kpack), "rocm-sdk-device-gfx90a");
+    assert_eq!(py_package_name(device, &kpack), None);
+    assert_eq!(platform_dir_name(device, &kpack).as_deref(), Some("_rocm_sdk_libraries_v2"));
+    assert_eq!(dist_name(PackageRole::Devel { family: Some("gfx90a") }, &kpack), "rocm-sdk-devel");
+    assert_eq!(platform_dir_name(PackageRole::Profiler, &kpack).as_deref(), Some("_rocm_profiler_v2"));
+    assert_eq!(platform_dir_name(PackageRole::Meta, &kpack), None);
+}
+
+/// SPEC §6: no member path appears in two wheels of one build.
+#[test]
+fn no_two_packages_share_a_python_file() {
+    let info = kpack_info(&["gfx1030", "gfx90a"], "");
+    let roles = [
+        PackageRole::Core,
+        PackageRole::Libraries { family: None },
+        PackageRole::Devel { family: None },
+        PackageRole::Profiler,
+        PackageRole::Device { target: "gfx1030" },
+        PackageRole::Device { target: "gfx90a" },
+    ];
+    let mut owners = BTreeMap::new();
+    for role in roles {
+        for file in python_part(role, &info).files {
+            if let Some(previous) = owners.insert(file.path.clone(), role) {
+                panic!("{} is in both {previous:?} and {role:?}", file.path);
+            }
+        }
+    }
+    assert!(python_part(PackageRole::Device { target: "gfx90a" }, &info).files.is_empty());
+    let devel = python_part(PackageRole::Devel { family: None }, &info);
+    let tree: Vec<&str> = devel.devel_tree_files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(tree, ["_rocm_sdk_devel/__init__.py"]);
+    let wheel: Vec<&str> = devel.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(wheel, ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py"]);
+}
+
+#[test]
+fn console_scripts_match_the_trampoline_modules() {
+    const TOOLS: &str = "import json, sys\n\
+        namespace = {}\n\
+        exec(open(sys.argv[1], encoding='utf-8').read(), namespace)\n\
+        print(json.dumps([[name, namespace['function_name'](name)] for name in namespace['TOOLS']]))\n";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
+    let info = legacy_info(&["gfx110X-all"]);
+    for (role, file, module) in [
+        (PackageRole::Core, "core/rocm_sdk_core/_cli.py", "rocm_sdk_core._cli"),
+        (PackageRole::Profiler, "profiler/rocm_profiler/_cli.py", "rocm_profiler._cli"),
+    ] {
+        let source = root.join(file);
+        let expected: Vec<(String, String)> =
+            serde_json::from_str(&python(&["-c", TOOLS, source.to_str().expect("UTF-8 path")])).expect("JSON");
+        let actual: Vec<(String, String)> = python_part(role, &info)
+            .entry_points
+            .into_iter()
+            .map(|entry| {
+                let function = entry.target.strip_prefix(&format!("{module}:")).expect("module prefix").to_owned();
+                (entry.name, function)
+            })
+            .collect();
+        assert_eq!(actual, expected);
+    }
+    let core = python_part(PackageRole::Core, &info);
+    assert!(core.entry_points.iter().any(|e| e.name == "amdclang++" && e.target == "rocm_sdk_core._cli:amdclangpp"));
+    assert_eq!(core.entry_points.len(), 28);
+}
+
+#[test]
+fn every_rocm_sdk_file_is_embedded() {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/meta/rocm_sdk");
+    let mut on_disk = Vec::new();
+    let mut pending = vec![package.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs_err::read_dir(&dir).expect("read rocm_sdk") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                if path.file_name() != Some("__pycache__".as_ref()) {
+                    pending.push(path);
+                }
+            } else if path.extension() == Some("py".as_ref()) {
+                let relative = path.strip_prefix(&package).expect("under package");
+                on_disk.push(relative.to_str().expect("UTF-8 name").replace('\\', "/"));
+            }
+        }
+    }
+    on_disk.sort();
+    let embedded: Vec<&str> = embedded::META_PACKAGE.iter().map(|(path, _)| *path).collect();
+    assert_eq!(embedded, on_disk, "packager/src/python/embedded.rs must list every rocm_sdk file");
+}
+
+#[test]
+fn sdist_has_the_backend_and_a_generated_dist_info() {
+    let info = kpack_info(&["gfx90a"], "");
+    let paths: Vec<String> = sdist_files(&info).into_iter().map(|f| f.path).collect();
+    for expected in [
+        "pyproject.toml",
+        "_rocm_build_backend.py",
+        "rocm_sdk/_dist_info.py",
+        "rocm_sdk/__main__.py",
+        "rocm_sdk/tests/base_test.py",
+    ] {
+        assert!(paths.iter().any(|p| p == expected), "{expected} missing from {paths:?}");
+    }
+    assert!(!paths.iter().any(|p| p == "PKG-INFO"));
+}
+
+/// Shipped code must run on Python 3.9: parse it with the 3.9 grammar and refuse
+/// `X | Y` annotations, which 3.9 evaluates and rejects at import time.
+#[test]
+fn shipped_python_parses_as_python_3_9() {
+    const CHECK: &str = "import ast, sys\n\
+        for path in sys.argv[1:]:\n\
+        \x20   tree = ast.parse(open(path, encoding='utf-8').read(), path, feature_version=(3, 9))\n\
+        \x20   for node in ast.walk(tree):\n\
+        \x20       notes = [getattr(node, 'returns', None)] + [a.annotation for a in getattr(getattr(node, 'args', None), 'args', [])]\n\
+        \x20       if isinstance(node, ast.AnnAssign):\n\
+        \x20           notes.append(node.annotation)\n\
+        \x20       for note in notes:\n\
+        \x20           if note is not None and any(isinstance(n, ast.BinOp) for n in ast.walk(note)):\n\
+        \x20               sys.exit('%s:%d: X | Y annotation' % (path, note.lineno))\n";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let info = kpack_info(&["gfx90a"], "");
+    let mut paths = Vec::new();
+    let roles = [
+        PackageRole::Core,
+        PackageRole::Profiler,
+        PackageRole::Libraries { family: None },
+        PackageRole::Devel { family: None },
+    ];
+    for (index, file) in sdist_files(&info)
+        .into_iter()
+        .chain(roles.into_iter().flat_map(|role| python_part(role, &info).files))
+        .filter(|file| file.path.ends_with(".py"))
+        .enumerate()
+    {
+        let path = dir.path().join(format!("{index}.py"));
+        fs_err::write(&path, &file.bytes).expect("write");
+        paths.push(path.to_str().expect("UTF-8 temp path").to_owned());
+    }
+    let mut args = vec!["-c", CHECK];
+    args.extend(paths.iter().map(String::as_str));
+    python(&args);
+}

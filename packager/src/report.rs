@@ -1,0 +1,58 @@
+//! `Report`: what a run did, for the summary table and `--json`.
+
+use std::collections::BTreeMap;
+
+use crate::assemble::OutputReport;
+use crate::catalog::Override;
+use crate::plan::{Finding, Plan, PlannedFile};
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StageTime {
+    pub stage: String,
+    pub seconds: f64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Report {
+    pub version: String,
+    pub kpack_split: bool,
+    pub outputs: Vec<OutputReport>,
+    pub stages: Vec<StageTime>,
+    /// Counts per finding kind ("dropped", "aliased", "launchers", ...).
+    pub counts: BTreeMap<&'static str, usize>,
+    /// Counts of RPATH edits per strategy ("in-place", "grown", "unchanged").
+    pub rpath_edits: BTreeMap<String, usize>,
+    pub findings: Vec<Finding>,
+    pub overrides: Vec<Override>,
+}
+
+impl Report {
+    pub fn new(plan: &Plan, outputs: Vec<OutputReport>, stages: Vec<StageTime>) -> Report {
+        let mut rpath_edits = BTreeMap::new();
+        for package in &plan.packages {
+            let devel_files = package.devel_tree.values().filter_map(|entry| match entry {
+                crate::plan::DevelEntry::File { file } => Some(file),
+                _ => None,
+            });
+            for file in package.files.values().chain(devel_files) {
+                if let PlannedFile::PatchRpath { strategy, .. } = file {
+                    let key = serde_json::to_value(strategy)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    *rpath_edits.entry(key).or_insert(0) += 1;
+                }
+            }
+        }
+        Report {
+            version: plan.version.clone(),
+            kpack_split: plan.kpack_split,
+            outputs,
+            stages,
+            counts: plan.finding_counts(),
+            rpath_edits,
+            findings: plan.findings.clone(),
+            overrides: plan.overrides.clone(),
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Per-file ELF rules: a sound layout the kernel and ld.so accept, and hermetic search
+//! paths (SPEC §2 "RPATH dependencies", SPEC §6 "A grown layout keeps the kernel's rules").
+//!
+//! Owns: judging one parsed [`ElfFile`]. Does not own: parsing (`elf_parse`), resolving
+//! libraries across packages (`closure`), symbol versions (`glibc`).
+
+use super::elf_parse::{ElfFile, Segment, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC, PT_INTERP, PT_NOTE, PT_PHDR};
+use super::report::{Check, Findings};
+
+/// Reports structure and RPATH violations of one host ELF file.
+pub(crate) fn check_elf(file: &str, path: &str, elf: &ElfFile, findings: &mut Findings) {
+    for problem in &elf.problems {
+        findings.violation(file, Some(path), Check::ElfStructure, problem.clone());
+    }
+    for part in &elf.unchecked {
+        findings.warning(file, Some(path), Check::ElfStructure, format!("not checked: {part}"));
+    }
+    if elf.elf_type != ET_EXEC && elf.elf_type != ET_DYN {
+        return;
+    }
+    check_segments(file, path, elf, findings);
+    check_search_path(file, path, elf, findings);
+}
+
+fn segment_name(kind: u32) -> String {
+    match kind {
+        1 => "PT_LOAD".to_owned(),
+        PT_DYNAMIC => "PT_DYNAMIC".to_owned(),
+        PT_INTERP => "PT_INTERP".to_owned(),
+        PT_NOTE => "PT_NOTE".to_owned(),
+        PT_PHDR => "PT_PHDR".to_owned(),
+        other => format!("segment type {other:#x}"),
+    }
+}
+
+fn check_segments(file: &str, path: &str, elf: &ElfFile, findings: &mut Findings) {
+    for segment in &elf.segments {
+        if segment.file_end() > elf.len {
+            findings.violation(
+                file,
+                Some(path),
+                Check::ElfStructure,
+                format!(
+                    "{} (file range {:#x}..{:#x}) extends past the end of the file ({} bytes)",
+                    segment_name(segment.kind),
+                    segment.offset,
+                    segment.file_end(),
+                    elf.len
+                ),
+            );
+        }
+    }
+    for segment in elf.segments.iter().filter(|segment| is_loaded_table(segment.kind) && segment.filesz > 0) {
+        let in_file_range =
+            elf.loads().any(|load| segment.offset >= load.offset && segment.file_end() <= load.file_end());
+        if !in_file_range {
+            findings.violation(
+                file,
+                Some(path),
+                Check::ElfStructure,
+                format!(
+                    "{} (file range {:#x}..{:#x}) is outside every PT_LOAD",
+                    segment_name(segment.kind),
+                    segment.offset,
+                    segment.file_end()
+                ),
+            );
+        }
+    }
+    if let Some(phdr) = elf.segments.iter().find(|segment| segment.kind == PT_PHDR) {
+        check_phdr(file, path, elf, phdr, findings);
+    }
+    for &(tag, vaddr) in &elf.dynamic_addresses {
+        if elf.offset_of(vaddr).is_none() {
+            findings.violation(
+                file,
+                Some(path),
+                Check::ElfStructure,
+                format!("{tag} address {vaddr:#x} is outside every PT_LOAD"),
+            );
+        }
+    }
+    if elf.elf_type == ET_EXEC {
+        if let Some(first) = elf.loads().next() {
+            if first.flags & PF_W != 0 {
+                findings.violation(
+                    file,
+                    Some(path),
+                    Check::ElfStructure,
+                    "the first PT_LOAD of a non-PIE executable is writable (some kernels refuse to run it)",
+                );
+            }
+        }
+    }
+}
+
+/// Segments the loader reads from memory, so they must lie inside a loaded segment.
+fn is_loaded_table(kind: u32) -> bool {
+    matches!(kind, PT_PHDR | PT_DYNAMIC | PT_INTERP | PT_NOTE)
+}
+
+/// ld.so finds the program headers through PT_PHDR's address, so it must describe the
+/// table at `e_phoff` and be mapped.
+fn check_phdr(file: &str, path: &str, elf: &ElfFile, phdr: &Segment, findings: &mut Findings) {
+    if phdr.offset != elf.phoff {
+        findings.violation(
+            file,
+            Some(path),
+            Check::ElfStructure,
+            format!("PT_PHDR offset {:#x} is not the program header table's offset {:#x}", phdr.offset, elf.phoff),
+        );
+    }
+    let end = phdr.vaddr.saturating_add(phdr.memsz);
+    let mapped = elf.loads().any(|load| phdr.vaddr >= load.vaddr && end <= load.vaddr.saturating_add(load.memsz));
+    if !mapped {
+        findings.violation(
+            file,
+            Some(path),
+            Check::ElfStructure,
+            format!("PT_PHDR (addresses {:#x}..{end:#x}) is not covered by any PT_LOAD", phdr.vaddr),
+        );
+    }
+}
+
+/// DT_RPATH with `$ORIGIN`-relative entries only (SPEC §2).
+fn check_search_path(file: &str, path: &str, elf: &ElfFile, findings: &mut Findings) {
+    if let Some(runpath) = &elf.runpath {
+        findings.violation(
+            file,
+            Some(path),
+            Check::Rpath,
+            format!("has DT_RUNPATH `{runpath}`; it must be DT_RPATH so LD_LIBRARY_PATH cannot override it"),
+        );
+    }
+    for entry in elf.search_path_entries() {
+        if is_origin_relative(entry) {
+            continue;
+        }
+        let message = if entry.starts_with('/') {
+            format!("absolute RPATH entry `{entry}`: whoever creates that directory can inject a library")
+        } else {
+            format!("RPATH entry `{entry}` is relative to the working directory, not `$ORIGIN`")
+        };
+        findings.violation(file, Some(path), Check::Rpath, message);
+    }
+}
+
+pub(crate) fn is_origin_relative(entry: &str) -> bool {
+    origin_rest(entry).is_some()
+}
+
+/// What follows `$ORIGIN` / `${ORIGIN}` in an entry (`""` or `/...`).
+pub(crate) fn origin_rest(entry: &str) -> Option<&str> {
+    let rest = entry.strip_prefix("$ORIGIN").or_else(|| entry.strip_prefix("${ORIGIN}"))?;
+    (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+}
+
+impl ElfFile {
+    /// Entries of the search path in effect (DT_RUNPATH wins over DT_RPATH, as in ld.so).
+    pub fn search_path_entries(&self) -> impl Iterator<Item = &str> {
+        self.runpath.as_deref().or(self.rpath.as_deref()).into_iter().flat_map(|text| text.split(':'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_entries() {
+        assert_eq!(origin_rest("$ORIGIN"), Some(""));
+        assert_eq!(origin_rest("${ORIGIN}/../lib"), Some("/../lib"));
+        assert_eq!(origin_rest("$ORIGINAL/lib"), None);
+        assert_eq!(origin_rest("/opt/rocm/lib"), None);
+        assert_eq!(origin_rest(""), None);
+    }
+}

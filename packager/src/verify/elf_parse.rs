@@ -1,0 +1,546 @@
+//! Reads what verification needs from an ELF file that streams past once: headers,
+//! program and section header tables, the dynamic section, `.gnu.version_r`.
+//!
+//! Owns: [`ElfWindow`] (the first and last few MiB of a member, so memory stays bounded
+//! whatever the file size) and parsing it into [`ElfFile`], for 32/64-bit, either endian.
+//! Does not own: judging what it read (`elf_checks`, `glibc`, `closure`).
+//!
+//! Headers, `.dynamic`, `.dynstr` and `.gnu.version_r` sit at the start of a file as
+//! linkers lay it out, and at its end after patchelf (or our own writer) grew the layout,
+//! so the head and the tail hold them; anything in the middle of a huge file is reported as
+//! not checked rather than read.
+
+/// `\x7fELF`.
+pub(crate) const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
+/// How much of each end of an ELF member is kept in memory.
+pub(crate) const WINDOW_BYTES: usize = 8 << 20;
+/// The marker the lead's launcher embeds before its relative target path (and a NUL).
+pub(crate) const LAUNCHER_MARKER: &[u8] = b"ROCM_SDK_LAUNCHER_TARGET=";
+/// Files larger than this are not searched for [`LAUNCHER_MARKER`].
+const LAUNCHER_MAX_BYTES: u64 = 4 << 20;
+
+pub(crate) const ET_EXEC: u16 = 2;
+pub(crate) const ET_DYN: u16 = 3;
+pub(crate) const PT_LOAD: u32 = 1;
+pub(crate) const PT_DYNAMIC: u32 = 2;
+pub(crate) const PT_INTERP: u32 = 3;
+pub(crate) const PT_NOTE: u32 = 4;
+pub(crate) const PT_PHDR: u32 = 6;
+pub(crate) const PF_W: u32 = 2;
+
+const DT_NULL: u64 = 0;
+const DT_NEEDED: u64 = 1;
+const DT_STRTAB: u64 = 5;
+const DT_SYMTAB: u64 = 6;
+const DT_STRSZ: u64 = 10;
+const DT_SONAME: u64 = 14;
+const DT_RPATH: u64 = 15;
+const DT_RUNPATH: u64 = 29;
+const DT_VERNEED: u64 = 0x6fff_fffe;
+const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
+/// Upper bound on loops driven by file contents, so a corrupt file cannot spin forever.
+const MAX_ENTRIES: usize = 1 << 16;
+
+/// The first and last [`WINDOW_BYTES`] of a streamed file, and its length.
+#[derive(Debug, Default)]
+pub(crate) struct ElfWindow {
+    head: Vec<u8>,
+    /// Bytes after `head`, trimmed from the front to the last `WINDOW_BYTES`.
+    tail: Vec<u8>,
+    len: u64,
+}
+
+impl ElfWindow {
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        if self.head.len() < WINDOW_BYTES {
+            let take = bytes.len().min(WINDOW_BYTES - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if bytes.is_empty() {
+            return;
+        }
+        self.tail.extend_from_slice(bytes);
+        // Trim only when twice the window has piled up, so trimming stays amortised O(1).
+        if self.tail.len() > 2 * WINDOW_BYTES {
+            let excess = self.tail.len() - WINDOW_BYTES;
+            self.tail.drain(..excess);
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// `len` bytes at `offset`, when they are all in memory.
+    pub fn read_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        let end = offset.checked_add(len)?;
+        if end <= self.head.len() as u64 {
+            return self.head.get(offset as usize..end as usize);
+        }
+        let tail_start = self.len - self.tail.len() as u64;
+        if offset >= tail_start && end <= self.len {
+            return self.tail.get((offset - tail_start) as usize..(end - tail_start) as usize);
+        }
+        None
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Segment {
+    pub kind: u32,
+    pub flags: u32,
+    pub offset: u64,
+    pub vaddr: u64,
+    pub filesz: u64,
+    pub memsz: u64,
+}
+
+impl Segment {
+    pub fn file_end(&self) -> u64 {
+        self.offset.saturating_add(self.filesz)
+    }
+}
+
+/// What verification reads from one ELF file.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ElfFile {
+    pub elf_type: u16,
+    pub machine: u16,
+    pub is_64: bool,
+    pub little_endian: bool,
+    pub len: u64,
+    pub phoff: u64,
+    pub phentsize: u64,
+    pub phnum: u64,
+    pub shoff: u64,
+    pub shentsize: u64,
+    pub shnum: u64,
+    pub segments: Vec<Segment>,
+    pub soname: Option<String>,
+    pub needed: Vec<String>,
+    pub rpath: Option<String>,
+    pub runpath: Option<String>,
+    /// `DT_STRTAB`, `DT_SYMTAB`, `DT_VERNEED` addresses, by tag name.
+    pub dynamic_addresses: Vec<(&'static str, u64)>,
+    /// Version names from `.gnu.version_r` (`GLIBC_2.34`, `GLIBCXX_3.4.30`, ...).
+    pub needed_versions: Vec<String>,
+    /// Launcher target after [`LAUNCHER_MARKER`], when present.
+    pub launcher_target: Option<String>,
+    /// Structural problems found while reading (tables out of bounds, truncated data).
+    pub problems: Vec<String>,
+    /// Parts that could not be read because they lie outside the in-memory window.
+    pub unchecked: Vec<String>,
+}
+
+impl ElfFile {
+    pub fn loads(&self) -> impl Iterator<Item = &Segment> {
+        self.segments.iter().filter(|segment| segment.kind == PT_LOAD)
+    }
+
+    /// File offset of a virtual address inside a `PT_LOAD`'s file-backed range.
+    pub fn offset_of(&self, vaddr: u64) -> Option<u64> {
+        self.loads()
+            .find(|load| vaddr >= load.vaddr && vaddr < load.vaddr.saturating_add(load.filesz))
+            .map(|load| load.offset.saturating_add(vaddr - load.vaddr))
+    }
+}
+
+/// Field reader for one class and byte order.
+#[derive(Clone, Copy)]
+struct Fields {
+    little_endian: bool,
+    is_64: bool,
+}
+
+impl Fields {
+    fn u16(self, bytes: &[u8], at: usize) -> u64 {
+        let raw = [bytes[at], bytes[at + 1]];
+        u64::from(if self.little_endian { u16::from_le_bytes(raw) } else { u16::from_be_bytes(raw) })
+    }
+
+    fn u32(self, bytes: &[u8], at: usize) -> u64 {
+        let raw = [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
+        u64::from(if self.little_endian { u32::from_le_bytes(raw) } else { u32::from_be_bytes(raw) })
+    }
+
+    fn u64(self, bytes: &[u8], at: usize) -> u64 {
+        let mut raw = [0u8; 8];
+        raw.copy_from_slice(&bytes[at..at + 8]);
+        if self.little_endian {
+            u64::from_le_bytes(raw)
+        } else {
+            u64::from_be_bytes(raw)
+        }
+    }
+
+    /// An address-sized field.
+    fn word(self, bytes: &[u8], at: usize) -> u64 {
+        if self.is_64 {
+            self.u64(bytes, at)
+        } else {
+            self.u32(bytes, at)
+        }
+    }
+}
+
+/// Parses the window. `Err` when even the ELF header is unusable (the caller reports it).
+pub(crate) fn parse_elf(window: &ElfWindow) -> Result<ElfFile, String> {
+    let head = window.head();
+    if head.len() < 52 || &head[..4] != ELF_MAGIC {
+        return Err("shorter than an ELF header".to_owned());
+    }
+    let is_64 = match head[4] {
+        1 => false,
+        2 => true,
+        class => return Err(format!("unknown ELF class {class}")),
+    };
+    let little_endian = match head[5] {
+        1 => true,
+        2 => false,
+        data => return Err(format!("unknown ELF byte order {data}")),
+    };
+    if is_64 && head.len() < 64 {
+        return Err("shorter than an ELF64 header".to_owned());
+    }
+    let fields = Fields { little_endian, is_64 };
+    let mut elf = ElfFile {
+        elf_type: fields.u16(head, 16) as u16,
+        machine: fields.u16(head, 18) as u16,
+        is_64,
+        little_endian,
+        len: window.len(),
+        ..ElfFile::default()
+    };
+    if is_64 {
+        elf.phoff = fields.u64(head, 32);
+        elf.shoff = fields.u64(head, 40);
+        elf.phentsize = fields.u16(head, 54);
+        elf.phnum = fields.u16(head, 56);
+        elf.shentsize = fields.u16(head, 58);
+        elf.shnum = fields.u16(head, 60);
+    } else {
+        elf.phoff = fields.u32(head, 28);
+        elf.shoff = fields.u32(head, 32);
+        elf.phentsize = fields.u16(head, 42);
+        elf.phnum = fields.u16(head, 44);
+        elf.shentsize = fields.u16(head, 46);
+        elf.shnum = fields.u16(head, 48);
+    }
+    read_extended_counts(window, fields, &mut elf);
+    if check_table_bounds(&mut elf) {
+        read_segments(window, fields, &mut elf);
+    }
+    read_dynamic(window, fields, &mut elf);
+    // Launchers are small; scanning only small files keeps huge libraries cheap.
+    if window.len() <= LAUNCHER_MAX_BYTES {
+        elf.launcher_target = find_launcher_target(head);
+    }
+    Ok(elf)
+}
+
+/// `e_shnum == 0` and `e_phnum == 0xffff` move the real counts into section header 0.
+fn read_extended_counts(window: &ElfWindow, fields: Fields, elf: &mut ElfFile) {
+    let needs_shnum = elf.shnum == 0 && elf.shoff != 0;
+    let needs_phnum = elf.phnum == 0xffff;
+    if !(needs_shnum || needs_phnum) {
+        return;
+    }
+    let size = if elf.is_64 { 64 } else { 40 };
+    let Some(section0) = window.read_at(elf.shoff, size) else {
+        elf.unchecked.push("extended header counts in section header 0 (outside the window)".to_owned());
+        return;
+    };
+    if needs_shnum {
+        elf.shnum = if elf.is_64 { fields.u64(section0, 32) } else { fields.u32(section0, 20) };
+    }
+    if needs_phnum {
+        elf.phnum = fields.u32(section0, if elf.is_64 { 44 } else { 28 });
+    }
+}
+
+/// Reports tables past the end of the file; returns whether the program header table
+/// can be read (right entry size, inside the file).
+fn check_table_bounds(elf: &mut ElfFile) -> bool {
+    let mut pht_ok = true;
+    let expected_phentsize = if elf.is_64 { 56 } else { 32 };
+    if elf.phnum > 0 && elf.phentsize != expected_phentsize {
+        elf.problems.push(format!("e_phentsize is {} (expected {expected_phentsize})", elf.phentsize));
+        pht_ok = false;
+    }
+    let pht_end = elf.phoff.checked_add(elf.phnum.saturating_mul(elf.phentsize));
+    if elf.phnum > 0 && pht_end.is_none_or(|end| end > elf.len) {
+        pht_ok = false;
+        elf.problems.push(format!(
+            "program header table (offset {:#x}, {} entries) extends past the end of the file ({} bytes)",
+            elf.phoff, elf.phnum, elf.len
+        ));
+    }
+    if elf.shoff != 0 {
+        let sht_end = elf.shoff.checked_add(elf.shnum.saturating_mul(elf.shentsize));
+        if sht_end.is_none_or(|end| end > elf.len) {
+            elf.problems.push(format!(
+                "section header table (offset {:#x}, {} entries) extends past the end of the file ({} bytes)",
+                elf.shoff, elf.shnum, elf.len
+            ));
+        }
+    }
+    pht_ok
+}
+
+fn read_segments(window: &ElfWindow, fields: Fields, elf: &mut ElfFile) {
+    if elf.phnum == 0 {
+        return;
+    }
+    let entry = elf.phentsize;
+    let Some(table) = window.read_at(elf.phoff, elf.phnum * entry) else {
+        elf.unchecked.push("program header table (outside the window)".to_owned());
+        return;
+    };
+    for index in 0..elf.phnum as usize {
+        let at = index * entry as usize;
+        let segment = if elf.is_64 {
+            Segment {
+                kind: fields.u32(table, at) as u32,
+                flags: fields.u32(table, at + 4) as u32,
+                offset: fields.u64(table, at + 8),
+                vaddr: fields.u64(table, at + 16),
+                filesz: fields.u64(table, at + 32),
+                memsz: fields.u64(table, at + 40),
+            }
+        } else {
+            Segment {
+                kind: fields.u32(table, at) as u32,
+                offset: fields.u32(table, at + 4),
+                vaddr: fields.u32(table, at + 8),
+                filesz: fields.u32(table, at + 16),
+                memsz: fields.u32(table, at + 20),
+                flags: fields.u32(table, at + 24) as u32,
+            }
+        };
+        elf.segments.push(segment);
+    }
+}
+
+struct DynamicEntries {
+    strtab: Option<u64>,
+    strsz: Option<u64>,
+    verneed: Option<u64>,
+    verneednum: u64,
+    needed: Vec<u64>,
+    soname: Option<u64>,
+    rpath: Option<u64>,
+    runpath: Option<u64>,
+}
+
+fn read_dynamic(window: &ElfWindow, fields: Fields, elf: &mut ElfFile) {
+    let Some(dynamic) = elf.segments.iter().find(|segment| segment.kind == PT_DYNAMIC).copied() else {
+        return;
+    };
+    if dynamic.file_end() > elf.len {
+        return; // Reported by the structure checks.
+    }
+    let Some(bytes) = window.read_at(dynamic.offset, dynamic.filesz) else {
+        elf.unchecked.push("dynamic section (outside the window)".to_owned());
+        return;
+    };
+    let entry_size = if elf.is_64 { 16 } else { 8 };
+    let mut entries = DynamicEntries {
+        strtab: None,
+        strsz: None,
+        verneed: None,
+        verneednum: 0,
+        needed: Vec::new(),
+        soname: None,
+        rpath: None,
+        runpath: None,
+    };
+    for entry in bytes.chunks_exact(entry_size).take(MAX_ENTRIES) {
+        let tag = fields.word(entry, 0);
+        let value = fields.word(entry, entry_size / 2);
+        match tag {
+            DT_NULL => break,
+            DT_NEEDED => entries.needed.push(value),
+            DT_STRTAB => {
+                entries.strtab = Some(value);
+                elf.dynamic_addresses.push(("DT_STRTAB", value));
+            }
+            DT_SYMTAB => elf.dynamic_addresses.push(("DT_SYMTAB", value)),
+            DT_STRSZ => entries.strsz = Some(value),
+            DT_SONAME => entries.soname = Some(value),
+            DT_RPATH => entries.rpath = Some(value),
+            DT_RUNPATH => entries.runpath = Some(value),
+            DT_VERNEED => {
+                entries.verneed = Some(value);
+                elf.dynamic_addresses.push(("DT_VERNEED", value));
+            }
+            DT_VERNEEDNUM => entries.verneednum = value,
+            _ => {}
+        }
+    }
+    let Some(strtab_vaddr) = entries.strtab else {
+        if !entries.needed.is_empty() {
+            elf.problems.push("dynamic section has DT_NEEDED but no DT_STRTAB".to_owned());
+        }
+        return;
+    };
+    let Some(strtab_offset) = elf.offset_of(strtab_vaddr) else {
+        return; // Reported by the structure checks (DT_STRTAB outside every PT_LOAD).
+    };
+    let strsz = entries.strsz.unwrap_or(0);
+    let Some(strtab) = window.read_at(strtab_offset, strsz) else {
+        elf.unchecked.push("dynamic string table (outside the window or past the end of the file)".to_owned());
+        return;
+    };
+    let string = |offset: u64, what: &str, elf: &mut ElfFile| -> Option<String> {
+        let found = strtab.get(offset as usize..).and_then(|rest| {
+            let end = rest.iter().position(|&byte| byte == 0)?;
+            Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+        });
+        if found.is_none() {
+            elf.problems.push(format!("{what} string at {offset:#x} is outside the dynamic string table"));
+        }
+        found
+    };
+    for offset in std::mem::take(&mut entries.needed) {
+        if let Some(name) = string(offset, "DT_NEEDED", elf) {
+            elf.needed.push(name);
+        }
+    }
+    elf.soname = entries.soname.and_then(|offset| string(offset, "DT_SONAME", elf));
+    elf.rpath = entries.rpath.and_then(|offset| string(offset, "DT_RPATH", elf));
+    elf.runpath = entries.runpath.and_then(|offset| string(offset, "DT_RUNPATH", elf));
+    if let Some(verneed) = entries.verneed {
+        read_verneed(window, fields, elf, verneed, entries.verneednum, strtab);
+    }
+}
+
+/// Walks `Elf_Verneed` / `Elf_Vernaux` (same layout for 32 and 64 bit).
+fn read_verneed(window: &ElfWindow, fields: Fields, elf: &mut ElfFile, vaddr: u64, count: u64, strtab: &[u8]) {
+    let Some(mut offset) = elf.offset_of(vaddr) else {
+        return; // Reported by the structure checks.
+    };
+    let mut budget = MAX_ENTRIES;
+    for _ in 0..count.min(MAX_ENTRIES as u64) {
+        let Some(verneed) = window.read_at(offset, 16) else {
+            elf.unchecked.push("symbol version requirements (outside the window)".to_owned());
+            return;
+        };
+        let n_aux = fields.u16(verneed, 2);
+        let mut aux_offset = offset.saturating_add(fields.u32(verneed, 8));
+        for _ in 0..n_aux {
+            budget = budget.saturating_sub(1);
+            let Some(aux) = window.read_at(aux_offset, 16).filter(|_| budget > 0) else {
+                elf.unchecked.push("symbol version requirements (outside the window)".to_owned());
+                return;
+            };
+            let name_offset = fields.u32(aux, 8) as usize;
+            if let Some(rest) = strtab.get(name_offset..) {
+                let end = rest.iter().position(|&byte| byte == 0).unwrap_or(rest.len());
+                elf.needed_versions.push(String::from_utf8_lossy(&rest[..end]).into_owned());
+            }
+            let next = fields.u32(aux, 12);
+            if next == 0 {
+                break;
+            }
+            aux_offset = aux_offset.saturating_add(next);
+        }
+        let next = fields.u32(verneed, 12);
+        if next == 0 {
+            break;
+        }
+        offset = offset.saturating_add(next);
+    }
+}
+
+fn find_launcher_target(head: &[u8]) -> Option<String> {
+    let start = head.windows(LAUNCHER_MARKER.len()).position(|window| window == LAUNCHER_MARKER)?;
+    let rest = &head[start + LAUNCHER_MARKER.len()..];
+    let end = rest.iter().position(|&byte| byte == 0)?;
+    String::from_utf8(rest[..end].to_vec()).ok()
+}
+
+/// The wheel platform architecture name for an `e_machine`.
+pub(crate) fn arch_name(machine: u16, little_endian: bool) -> Option<&'static str> {
+    Some(match machine {
+        3 => "i686",
+        40 => "armv7l",
+        62 => "x86_64",
+        183 => "aarch64",
+        21 if little_endian => "ppc64le",
+        21 => "ppc64",
+        22 => "s390x",
+        243 => "riscv64",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Corrupt input is reported, never a panic or an endless loop.
+        #[test]
+        fn arbitrary_headers_never_panic(
+            class in 1u8..=2,
+            data in 1u8..=2,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..4096),
+        ) {
+            let mut bytes = vec![0x7f, b'E', b'L', b'F', class, data];
+            bytes.extend(body);
+            let mut window = ElfWindow::default();
+            window.push(&bytes);
+            let _ = parse_elf(&window);
+        }
+
+        /// A sane ELF64 header over random tables, so segment, dynamic and version
+        /// parsing see arbitrary offsets.
+        #[test]
+        fn arbitrary_tables_never_panic(
+            phnum in 0u16..8,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 512..4096),
+        ) {
+            let mut bytes = body;
+            bytes[..6].copy_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1]);
+            bytes[16..18].copy_from_slice(&ET_DYN.to_le_bytes());
+            bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
+            bytes[54..56].copy_from_slice(&56u16.to_le_bytes());
+            bytes[56..58].copy_from_slice(&phnum.to_le_bytes());
+            // Make the first entries PT_LOAD, PT_DYNAMIC, PT_PHDR so their paths run.
+            for (index, kind) in [PT_LOAD, PT_DYNAMIC, PT_PHDR].into_iter().enumerate() {
+                let at = 64 + index * 56;
+                bytes[at..at + 4].copy_from_slice(&kind.to_le_bytes());
+            }
+            let mut window = ElfWindow::default();
+            window.push(&bytes);
+            if let Ok(elf) = parse_elf(&window) {
+                let mut findings = crate::verify::report::Findings::default();
+                crate::verify::elf_checks::check_elf("f", "p", &elf, &mut findings);
+            }
+        }
+    }
+
+    #[test]
+    fn window_keeps_both_ends_of_a_large_stream() {
+        let mut window = ElfWindow::default();
+        let total = 3 * WINDOW_BYTES + 12345;
+        let byte_at = |offset: usize| (offset % 251) as u8;
+        let data: Vec<u8> = (0..total).map(byte_at).collect();
+        for chunk in data.chunks(100_003) {
+            window.push(chunk);
+        }
+        assert_eq!(window.len(), total as u64);
+        assert_eq!(window.read_at(10, 4), Some(&data[10..14]));
+        let near_end = (total - 100) as u64;
+        assert_eq!(window.read_at(near_end, 100), Some(&data[total - 100..]));
+        assert_eq!(window.read_at((total / 2) as u64, 16), None);
+        assert_eq!(window.read_at(near_end, 101), None);
+        assert!(window.head.len() + window.tail.len() <= 3 * WINDOW_BYTES);
+    }
+}

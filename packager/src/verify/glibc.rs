@@ -1,0 +1,194 @@
+//! Portability: the newest `GLIBC_`/`GLIBCXX_`/`CXXABI_`/`GCC_` symbol versions a wheel
+//! needs, the manylinux tag that allows (PEP 600, with auditwheel's policies), and the
+//! system libraries a manylinux wheel may leave to the host (PEP 599/600).
+//!
+//! Owns: symbol-version arithmetic and the policy tables. Does not own: reading
+//! `.gnu.version_r` (`elf_parse`).
+
+use super::report::Portability;
+
+/// Libraries every manylinux system provides (auditwheel's `lib_whitelist` of all policies,
+/// plus the dynamic loaders and `libcrypt.so.1`, which every glibc distribution ships).
+pub(crate) const SYSTEM_LIBRARIES: &[&str] = &[
+    "libc.so.6",
+    "libm.so.6",
+    "libmvec.so.1",
+    "libdl.so.2",
+    "librt.so.1",
+    "libpthread.so.0",
+    "libanl.so.1",
+    "libutil.so.1",
+    "libnsl.so.1",
+    "libresolv.so.2",
+    "libcrypt.so.1",
+    "libgcc_s.so.1",
+    "libstdc++.so.6",
+    "libatomic.so.1",
+    "libz.so.1",
+    "libexpat.so.1",
+    "libX11.so.6",
+    "libXext.so.6",
+    "libXrender.so.1",
+    "libICE.so.6",
+    "libSM.so.6",
+    "libGL.so.1",
+    "libgobject-2.0.so.0",
+    "libgthread-2.0.so.0",
+    "libglib-2.0.so.0",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+    "ld-linux.so.2",
+    "ld-linux-armhf.so.3",
+    "ld64.so.2",
+    "ld64.so.1",
+    "ld-linux-riscv64-lp64d.so.1",
+];
+
+pub(crate) fn is_system_library(name: &str) -> bool {
+    SYSTEM_LIBRARIES.contains(&name)
+}
+
+/// One manylinux policy: the newest versions its reference distribution provides.
+struct Policy {
+    glibc_minor: u32,
+    glibcxx: &'static str,
+    cxxabi: &'static str,
+    gcc: &'static str,
+    /// manylinux1 and manylinux2010 exist for Intel only.
+    intel_only: bool,
+}
+
+/// From auditwheel 6.8's `manylinux-policy.json`, oldest first.
+const POLICIES: &[Policy] = &[
+    Policy { glibc_minor: 5, glibcxx: "3.4.8", cxxabi: "1.3.1", gcc: "4.2.0", intel_only: true },
+    Policy { glibc_minor: 12, glibcxx: "3.4.13", cxxabi: "1.3.3", gcc: "4.3.0", intel_only: true },
+    Policy { glibc_minor: 17, glibcxx: "3.4.19", cxxabi: "1.3.7", gcc: "4.8.0", intel_only: false },
+    Policy { glibc_minor: 24, glibcxx: "3.4.22", cxxabi: "1.3.10", gcc: "4.8.0", intel_only: false },
+    Policy { glibc_minor: 26, glibcxx: "3.4.22", cxxabi: "1.3.10", gcc: "4.8.0", intel_only: false },
+    Policy { glibc_minor: 27, glibcxx: "3.4.24", cxxabi: "1.3.11", gcc: "7.0.0", intel_only: false },
+    Policy { glibc_minor: 28, glibcxx: "3.4.24", cxxabi: "1.3.11", gcc: "7.0.0", intel_only: false },
+    Policy { glibc_minor: 31, glibcxx: "3.4.28", cxxabi: "1.3.12", gcc: "7.0.0", intel_only: false },
+    Policy { glibc_minor: 34, glibcxx: "3.4.29", cxxabi: "1.3.13", gcc: "7.0.0", intel_only: false },
+    Policy { glibc_minor: 35, glibcxx: "3.4.30", cxxabi: "1.3.13", gcc: "12.0.0", intel_only: false },
+    Policy { glibc_minor: 36, glibcxx: "3.4.30", cxxabi: "1.3.13", gcc: "12.0.0", intel_only: false },
+    Policy { glibc_minor: 38, glibcxx: "3.4.30", cxxabi: "1.3.13", gcc: "12.0.0", intel_only: false },
+    Policy { glibc_minor: 39, glibcxx: "3.4.33", cxxabi: "1.3.15", gcc: "14.0.0", intel_only: false },
+    Policy { glibc_minor: 40, glibcxx: "3.4.33", cxxabi: "1.3.15", gcc: "14.0.0", intel_only: false },
+    Policy { glibc_minor: 41, glibcxx: "3.4.33", cxxabi: "1.3.15", gcc: "14.0.0", intel_only: false },
+];
+
+/// Newest versions needed so far, per prefix.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct VersionNeeds {
+    glibc: Option<Vec<u32>>,
+    glibcxx: Option<Vec<u32>>,
+    cxxabi: Option<Vec<u32>>,
+    gcc: Option<Vec<u32>>,
+    arch: Option<&'static str>,
+}
+
+impl VersionNeeds {
+    /// Adds one file's needed version names (`GLIBC_2.34`, ...) and its architecture.
+    pub fn add(&mut self, versions: &[String], arch: Option<&'static str>) {
+        if self.arch.is_none() {
+            self.arch = arch;
+        }
+        for name in versions {
+            let Some((prefix, number)) = name.split_once('_') else { continue };
+            let Some(number) = parse_version(number) else { continue };
+            let slot = match prefix {
+                "GLIBC" => &mut self.glibc,
+                "GLIBCXX" => &mut self.glibcxx,
+                "CXXABI" => &mut self.cxxabi,
+                "GCC" => &mut self.gcc,
+                _ => continue,
+            };
+            if slot.as_ref().is_none_or(|current| number > *current) {
+                *slot = Some(number);
+            }
+        }
+    }
+
+    pub fn glibc_minor(&self) -> Option<u32> {
+        self.glibc.as_ref().and_then(|version| version.get(1).copied())
+    }
+
+    /// The facts for the report: newest needs and the oldest policy that satisfies them.
+    pub fn to_portability(&self) -> Portability {
+        Portability {
+            glibc: self.glibc.as_deref().map(format_version),
+            glibcxx: self.glibcxx.as_deref().map(format_version),
+            cxxabi: self.cxxabi.as_deref().map(format_version),
+            manylinux_tag: self.arch.map(|arch| format!("manylinux_2_{}_{arch}", self.manylinux_minor(arch))),
+        }
+    }
+
+    /// The oldest policy satisfying every need; beyond the table, the glibc minor itself.
+    fn manylinux_minor(&self, arch: &str) -> u32 {
+        let intel = matches!(arch, "x86_64" | "i686");
+        let fits = |have: &str, need: &Option<Vec<u32>>| {
+            need.as_ref().is_none_or(|need| parse_version(have).is_some_and(|have| have >= *need))
+        };
+        let glibc_minor = self.glibc_minor().unwrap_or(0);
+        POLICIES
+            .iter()
+            .filter(|policy| intel || !policy.intel_only)
+            .find(|policy| {
+                policy.glibc_minor >= glibc_minor
+                    && fits(policy.glibcxx, &self.glibcxx)
+                    && fits(policy.cxxabi, &self.cxxabi)
+                    && fits(policy.gcc, &self.gcc)
+            })
+            .map(|policy| policy.glibc_minor)
+            .unwrap_or(glibc_minor)
+    }
+}
+
+fn parse_version(text: &str) -> Option<Vec<u32>> {
+    text.split('.').map(|part| part.parse().ok()).collect()
+}
+
+fn format_version(version: &[u32]) -> String {
+    version.iter().map(u32::to_string).collect::<Vec<_>>().join(".")
+}
+
+/// The glibc minor a platform tag promises (`manylinux_2_28_x86_64` → 28, `manylinux2014_*` → 17).
+pub(crate) fn tag_glibc_minor(platform: &str) -> Option<u32> {
+    if let Some(rest) = platform.strip_prefix("manylinux_2_") {
+        return rest.split('_').next()?.parse().ok();
+    }
+    match platform.split('_').next()? {
+        "manylinux1" => Some(5),
+        "manylinux2010" => Some(12),
+        "manylinux2014" => Some(17),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tag(versions: &[&str], arch: &'static str) -> Option<String> {
+        let mut needs = VersionNeeds::default();
+        needs.add(&versions.iter().map(|v| v.to_string()).collect::<Vec<_>>(), Some(arch));
+        needs.to_portability().manylinux_tag
+    }
+
+    #[test]
+    fn oldest_policy_that_fits() {
+        assert_eq!(tag(&["GLIBC_2.2.5"], "x86_64").as_deref(), Some("manylinux_2_5_x86_64"));
+        assert_eq!(tag(&["GLIBC_2.2.5"], "aarch64").as_deref(), Some("manylinux_2_17_aarch64"));
+        assert_eq!(tag(&["GLIBC_2.14", "GLIBC_2.34"], "x86_64").as_deref(), Some("manylinux_2_34_x86_64"));
+        assert_eq!(tag(&["GLIBC_2.29"], "x86_64").as_deref(), Some("manylinux_2_31_x86_64"));
+        assert_eq!(tag(&["GLIBC_2.17", "GLIBCXX_3.4.30"], "x86_64").as_deref(), Some("manylinux_2_35_x86_64"));
+        assert_eq!(tag(&["GLIBC_2.50"], "x86_64").as_deref(), Some("manylinux_2_50_x86_64"));
+    }
+
+    #[test]
+    fn platform_tags() {
+        assert_eq!(tag_glibc_minor("manylinux_2_28_x86_64"), Some(28));
+        assert_eq!(tag_glibc_minor("manylinux2014_aarch64"), Some(17));
+        assert_eq!(tag_glibc_minor("linux_x86_64"), None);
+    }
+}

@@ -1,0 +1,371 @@
+//! Names, versions, tags and metadata files: wheel and sdist file names (PEP 427/491/625),
+//! PEP 440 versions, METADATA / PKG-INFO / WHEEL headers, `Requires-Dist` pins, and the
+//! target list of a `rocm` sdist's `_dist_info.py`.
+//!
+//! Owns: parsing these texts leniently and judging one package's metadata against its
+//! file name. Does not own: reading archives (`archive`), cross-package rules (`set`).
+
+use std::collections::BTreeSet;
+
+use super::report::{Check, Findings};
+
+/// The parts of a wheel file name `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WheelName {
+    pub name: String,
+    pub version: String,
+    pub build: Option<String>,
+    pub python: String,
+    pub abi: String,
+    pub platform: String,
+}
+
+impl WheelName {
+    /// Every `python-abi-platform` triple of the (possibly compressed) tag set.
+    pub fn expanded_tags(&self) -> BTreeSet<String> {
+        let mut tags = BTreeSet::new();
+        for python in self.python.split('.') {
+            for abi in self.abi.split('.') {
+                for platform in self.platform.split('.') {
+                    tags.insert(format!("{python}-{abi}-{platform}"));
+                }
+            }
+        }
+        tags
+    }
+}
+
+pub(crate) fn parse_wheel_name(file: &str) -> Result<WheelName, String> {
+    let stem = file.strip_suffix(".whl").ok_or_else(|| "does not end in .whl".to_owned())?;
+    let parts: Vec<&str> = stem.split('-').collect();
+    let (name, version, build, tags) = match parts.as_slice() {
+        [name, version, python, abi, platform] => (name, version, None, [python, abi, platform]),
+        [name, version, build, python, abi, platform] => (name, version, Some(*build), [python, abi, platform]),
+        _ => return Err(format!("has {} dash-separated parts, expected 5 or 6", parts.len())),
+    };
+    let tag_ok =
+        |tag: &str| !tag.is_empty() && tag.split('.').all(|part| !part.is_empty()) && tag.chars().all(is_tag_char);
+    if let Some(bad) = tags.iter().find(|tag| !tag_ok(tag)) {
+        return Err(format!("tag part `{bad}` is not a valid compressed tag"));
+    }
+    Ok(WheelName {
+        name: (*name).to_owned(),
+        version: (*version).to_owned(),
+        build: build.map(str::to_owned),
+        python: (*tags[0]).to_owned(),
+        abi: (*tags[1]).to_owned(),
+        platform: (*tags[2]).to_owned(),
+    })
+}
+
+fn is_tag_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.'
+}
+
+/// `{name}-{version}.tar.gz` → (name, version).
+pub(crate) fn parse_sdist_name(file: &str) -> Result<(String, String), String> {
+    let stem = file.strip_suffix(".tar.gz").ok_or_else(|| "does not end in .tar.gz".to_owned())?;
+    let (name, version) = stem.rsplit_once('-').ok_or_else(|| "has no `-` between name and version".to_owned())?;
+    Ok((name.to_owned(), version.to_owned()))
+}
+
+/// PEP 503 normalisation: lower case, runs of `-_.` become one `-`.
+pub(crate) fn normalize_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut in_separator = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !in_separator {
+                out.push('-');
+            }
+            in_separator = true;
+        } else {
+            out.extend(c.to_lowercase());
+            in_separator = false;
+        }
+    }
+    out
+}
+
+/// The form a distribution name takes in file names: normalised, `-` → `_`.
+pub(crate) fn file_name_form(name: &str) -> String {
+    normalize_name(name).replace('-', "_")
+}
+
+/// A normalised PEP 440 version: `[N!]N(.N)*[{a|b|rc}N][.postN][.devN][+local]`.
+pub(crate) fn is_normalized_version(version: &str) -> bool {
+    let (public, local) = match version.split_once('+') {
+        Some((public, local)) => (public, Some(local)),
+        None => (version, None),
+    };
+    if let Some(local) = local {
+        let local_ok = local
+            .split('.')
+            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+        if !local_ok {
+            return false;
+        }
+    }
+    let mut rest = public;
+    if let Some((epoch, after)) = rest.split_once('!') {
+        if !is_number(epoch) {
+            return false;
+        }
+        rest = after;
+    }
+    let mut release_end = 0;
+    let bytes = rest.as_bytes();
+    while release_end < bytes.len() && (bytes[release_end].is_ascii_digit() || bytes[release_end] == b'.') {
+        release_end += 1;
+    }
+    // A `.` before `post`/`dev` belongs to the suffix, not the release.
+    let mut release = &rest[..release_end];
+    if release.ends_with('.') {
+        release = &release[..release.len() - 1];
+        release_end -= 1;
+    }
+    if release.is_empty() || !release.split('.').all(is_number) {
+        return false;
+    }
+    let mut suffix = &rest[release_end..];
+    for prefix in ["a", "b", "rc"] {
+        if let Some(after) = suffix.strip_prefix(prefix) {
+            let digits = after.chars().take_while(char::is_ascii_digit).count();
+            if !is_number(&after[..digits]) {
+                return false;
+            }
+            suffix = &after[digits..];
+            break;
+        }
+    }
+    for prefix in [".post", ".dev"] {
+        if let Some(after) = suffix.strip_prefix(prefix) {
+            let digits = after.chars().take_while(char::is_ascii_digit).count();
+            if !is_number(&after[..digits]) {
+                return false;
+            }
+            suffix = &after[digits..];
+        }
+    }
+    suffix.is_empty()
+}
+
+/// A decimal number without leading zeros.
+fn is_number(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_digit()) && (text == "0" || !text.starts_with('0'))
+}
+
+/// Email-style headers up to the first blank line; continuation lines are joined.
+pub(crate) fn parse_headers(text: &str) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            break;
+        }
+        if line.starts_with([' ', '\t']) {
+            if let Some((_, value)) = headers.last_mut() {
+                value.push(' ');
+                value.push_str(line.trim());
+            }
+            continue;
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            headers.push((key.trim().to_owned(), value.trim().to_owned()));
+        }
+    }
+    headers
+}
+
+pub(crate) fn header<'a>(headers: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    headers.iter().find(|(name, _)| name.eq_ignore_ascii_case(key)).map(|(_, value)| value.as_str())
+}
+
+fn header_values<'a>(headers: &'a [(String, String)], key: &'a str) -> impl Iterator<Item = &'a str> {
+    headers.iter().filter(move |(name, _)| name.eq_ignore_ascii_case(key)).map(|(_, value)| value.as_str())
+}
+
+/// `Requires-Dist` entries pinned with `==`: (normalised name, version, the whole line).
+pub(crate) fn exact_pins(headers: &[(String, String)]) -> Vec<(String, String, String)> {
+    let mut pins = Vec::new();
+    for requirement in header_values(headers, "Requires-Dist") {
+        let requirement_part = requirement.split(';').next().unwrap_or_default();
+        let name_end = requirement_part
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+            .unwrap_or(requirement_part.len());
+        let name = normalize_name(&requirement_part[..name_end]);
+        let specifiers = &requirement_part[name_end..];
+        for specifier in specifiers.split(',') {
+            let specifier = specifier.trim_matches(|c: char| c.is_whitespace() || matches!(c, '(' | ')'));
+            let specifier = specifier.rsplit(']').next().unwrap_or(specifier).trim();
+            if let Some(version) = specifier.strip_prefix("==") {
+                if !version.starts_with('=') {
+                    pins.push((name.clone(), version.trim().to_owned(), requirement.to_owned()));
+                }
+            }
+        }
+    }
+    pins
+}
+
+/// Compares a wheel's METADATA and WHEEL with its file name.
+pub(crate) fn check_wheel_metadata(
+    file: &str,
+    wheel_name: &WheelName,
+    dist_info: &str,
+    metadata: Option<&str>,
+    wheel: Option<&str>,
+    findings: &mut Findings,
+) {
+    let metadata_path = format!("{dist_info}/METADATA");
+    match metadata {
+        None => findings.violation(file, Some(&metadata_path), Check::Metadata, "METADATA is missing"),
+        Some(text) => {
+            let headers = parse_headers(text);
+            check_core_metadata(file, &metadata_path, &headers, &wheel_name.name, &wheel_name.version, findings);
+        }
+    }
+    let wheel_path = format!("{dist_info}/WHEEL");
+    let Some(text) = wheel else {
+        findings.violation(file, Some(&wheel_path), Check::Metadata, "WHEEL is missing");
+        return;
+    };
+    let headers = parse_headers(text);
+    if header(&headers, "Wheel-Version").is_none() {
+        findings.violation(file, Some(&wheel_path), Check::Metadata, "WHEEL has no Wheel-Version");
+    }
+    match header(&headers, "Root-Is-Purelib") {
+        None => findings.violation(file, Some(&wheel_path), Check::Metadata, "WHEEL has no Root-Is-Purelib"),
+        Some("true" | "false") => {}
+        Some(other) => findings.violation(
+            file,
+            Some(&wheel_path),
+            Check::Metadata,
+            format!("Root-Is-Purelib is `{other}`, expected `true` or `false`"),
+        ),
+    }
+    let declared: BTreeSet<String> = header_values(&headers, "Tag").map(str::to_owned).collect();
+    let expected = wheel_name.expanded_tags();
+    if declared != expected {
+        let declared_list = declared.iter().cloned().collect::<Vec<_>>().join(", ");
+        let expected_list = expected.iter().cloned().collect::<Vec<_>>().join(", ");
+        findings.violation(
+            file,
+            Some(&wheel_path),
+            Check::Metadata,
+            format!("WHEEL Tag lines [{declared_list}] differ from the file name's tags [{expected_list}]"),
+        );
+    }
+}
+
+/// Metadata-Version, Name and Version of METADATA or PKG-INFO against the file name.
+pub(crate) fn check_core_metadata(
+    file: &str,
+    path: &str,
+    headers: &[(String, String)],
+    file_name_part: &str,
+    file_version: &str,
+    findings: &mut Findings,
+) {
+    if header(headers, "Metadata-Version").is_none() {
+        findings.violation(file, Some(path), Check::Metadata, "no Metadata-Version");
+    }
+    match header(headers, "Name") {
+        None => findings.violation(file, Some(path), Check::Metadata, "no Name"),
+        Some(name) if file_name_form(name) != file_name_form(file_name_part) => findings.violation(
+            file,
+            Some(path),
+            Check::Metadata,
+            format!("Name `{name}` does not match the file name's `{file_name_part}`"),
+        ),
+        Some(_) => {}
+    }
+    match header(headers, "Version") {
+        None => findings.violation(file, Some(path), Check::Metadata, "no Version"),
+        Some(version) if version != file_version => findings.violation(
+            file,
+            Some(path),
+            Check::Metadata,
+            format!("Version `{version}` does not match the file name's `{file_version}`"),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// The strings of `AVAILABLE_TARGET_FAMILIES = [...]` in a `_dist_info.py`, read leniently
+/// (any bracket kind, either quote, trailing commas), without running Python.
+pub(crate) fn available_target_families(source: &str) -> Option<Vec<String>> {
+    let start = source.find("AVAILABLE_TARGET_FAMILIES")?;
+    let rest = &source[start + "AVAILABLE_TARGET_FAMILIES".len()..];
+    let rest = rest.trim_start().strip_prefix('=')?.trim_start();
+    let close = match rest.chars().next()? {
+        '[' => ']',
+        '(' => ')',
+        '{' => '}',
+        _ => return None,
+    };
+    let body = &rest[1..rest.find(close)?];
+    let mut families = Vec::new();
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c == '"' || c == '\'' {
+            let value: String = chars.by_ref().take_while(|&next| next != c).collect();
+            families.push(value);
+        }
+    }
+    Some(families)
+}
+
+/// A GPU target as device wheel names spell it: base ISA (no `:xnack±`), lower case.
+pub(crate) fn base_target(target: &str) -> String {
+    file_name_form(target.split(':').next().unwrap_or(target))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wheel_names() {
+        let name = parse_wheel_name("rocm_sdk_core-7.0.0.dev0-py3-none-linux_x86_64.whl").expect("valid");
+        assert_eq!((name.name.as_str(), name.version.as_str()), ("rocm_sdk_core", "7.0.0.dev0"));
+        assert_eq!(name.expanded_tags().into_iter().collect::<Vec<_>>(), ["py3-none-linux_x86_64"]);
+        assert!(parse_wheel_name("a-1-py3-none.whl").is_err());
+        assert!(parse_wheel_name("a-1-py3-none-Linux.whl").is_err());
+    }
+
+    #[test]
+    fn versions() {
+        for good in ["7.0.0", "7.12.0.dev0", "1!2.0rc1.post2.dev3+local.7", "0.1a0"] {
+            assert!(is_normalized_version(good), "{good}");
+        }
+        for bad in ["", "7.0.", "07.1", "7.0-dev", "v1", "1.0.DEV0", "1..2"] {
+            assert!(!is_normalized_version(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(normalize_name("rocm_sdk__Core.x"), "rocm-sdk-core-x");
+        assert_eq!(file_name_form("rocm-sdk-libraries-gfx110X-all"), "rocm_sdk_libraries_gfx110x_all");
+        assert_eq!(base_target("gfx90a:xnack+"), "gfx90a");
+    }
+
+    #[test]
+    fn pins() {
+        let headers = parse_headers(
+            "Name: x\nRequires-Dist: rocm-sdk-core==7.0.0\nRequires-Dist: rocm_sdk_devel (==7.0.0) ; extra == \"devel\"\nRequires-Dist: numpy>=1\n",
+        );
+        let pins: Vec<(String, String)> = exact_pins(&headers).into_iter().map(|(n, v, _)| (n, v)).collect();
+        assert_eq!(
+            pins,
+            [("rocm-sdk-core".to_owned(), "7.0.0".to_owned()), ("rocm-sdk-devel".to_owned(), "7.0.0".to_owned())]
+        );
+    }
+
+    #[test]
+    fn dist_info_targets() {
+        let source = "X = 1\nAVAILABLE_TARGET_FAMILIES = [\n    \"gfx1030\",\n    'gfx90a:xnack+',\n]\n";
+        assert_eq!(available_target_families(source), Some(vec!["gfx1030".to_owned(), "gfx90a:xnack+".to_owned()]));
+        assert_eq!(available_target_families("nothing"), None);
+    }
+}

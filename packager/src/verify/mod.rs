@@ -1,0 +1,175 @@
+//! `verify --dist`: reads a built `dist/` back, trusting nothing about the tool that built
+//! it, and reports every violation of the contract (SPEC §2, §5, §6).
+//!
+//! Owns: walking the dist tree, running every check and assembling [`VerifyReport`].
+//! Works on the reference packager's output too (family sub-directories, DT_RUNPATH,
+//! hyphenated package directories). Does not own: printing (xtask) or building anything.
+//!
+//! Children: `archive` (zip/tar reading, member paths, dist-info), `record` (RECORD),
+//! `metadata` (names, versions, METADATA/WHEEL), `elf_parse` + `elf_checks` (structure,
+//! RPATH), `devel` (devel tarball), `closure` (simulated install), `glibc` (portability),
+//! `set` (cross-package rules), `report` (the result).
+
+mod archive;
+mod closure;
+mod devel;
+mod elf_checks;
+mod elf_parse;
+mod glibc;
+mod metadata;
+mod record;
+mod report;
+mod set;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+pub use report::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport, Violation, Warning};
+
+use archive::Archive;
+use report::Findings;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("dist directory not found: {}", path.display())]
+    NotADirectory { path: PathBuf },
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl VerifyError {
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::NotADirectory { .. } => Some("point --dist at the directory `cargo xtask package` wrote"),
+            Self::Read { .. } => None,
+        }
+    }
+}
+
+/// Checks every `*.whl` and `*.tar.gz` under `dist` (recursively). Problems in the packages
+/// are findings in the report; only an unreadable dist tree is an error.
+pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
+    if !dist.is_dir() {
+        return Err(VerifyError::NotADirectory { path: dist.to_path_buf() });
+    }
+    let mut files = Vec::new();
+    collect_archives(dist, &mut files)?;
+    files.sort();
+    let archives: Vec<Archive> =
+        files.par_iter().map(|path| read_archive(dist, path)).collect::<Result<_, VerifyError>>()?;
+    let mut findings = Findings::default();
+    let mut archives = set::dedupe_file_names(archives, &mut findings);
+    for archive in &mut archives {
+        findings.extend(std::mem::take(&mut archive.findings));
+    }
+    set::check_set(&archives, &mut findings);
+    closure::check_closure(&archives, &mut findings);
+    let portability: Vec<Option<Portability>> =
+        archives.iter().map(|archive| check_portability(archive, &mut findings)).collect();
+    let mut by_file = findings.into_by_file();
+    let packages = archives
+        .into_iter()
+        .zip(portability)
+        .map(|(archive, portability)| {
+            let (violations, warnings) = by_file.remove(&archive.file).unwrap_or_default();
+            let n_devel_elf: usize = archive.devel.iter().map(|tree| tree.elf_files.len()).sum();
+            PackageReport {
+                n_elf_files: archive.elf_files.len() + n_devel_elf,
+                file: archive.file,
+                locations: archive.locations,
+                kind: archive.kind,
+                name: archive.name,
+                version: archive.version,
+                sha256: archive.sha256,
+                n_members: archive.n_members,
+                n_gpu_code_objects: archive.n_gpu_code_objects,
+                portability,
+                violations,
+                warnings,
+            }
+        })
+        .collect();
+    Ok(VerifyReport { dist: dist.to_path_buf(), packages })
+}
+
+/// Sorted walk; symlinked directories are not followed (a dist tree has none).
+fn collect_archives(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), VerifyError> {
+    let read_error = |source| VerifyError::Read { path: dir.to_path_buf(), source };
+    let mut entries: Vec<_> =
+        std::fs::read_dir(dir).map_err(read_error)?.collect::<Result<_, _>>().map_err(read_error)?;
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let file_type = entry.file_type().map_err(|source| VerifyError::Read { path: path.clone(), source })?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if file_type.is_dir() {
+            collect_archives(&path, files)?;
+        } else if name.ends_with(".whl") || name.ends_with(".tar.gz") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn read_archive(dist: &Path, path: &Path) -> Result<Archive, VerifyError> {
+    let sha256 = hash_file(path)?;
+    let location = path.strip_prefix(dist).unwrap_or(path).to_path_buf();
+    let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(if file.ends_with(".whl") {
+        archive::read_wheel(path, location, &file, sha256)
+    } else {
+        archive::read_sdist(path, location, &file, sha256)
+    })
+}
+
+fn hash_file(path: &Path) -> Result<String, VerifyError> {
+    let read_error = |source| VerifyError::Read { path: path.to_path_buf(), source };
+    let mut file = std::fs::File::open(path).map_err(read_error)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer).map_err(read_error)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Symbol-version needs of a wheel's host ELF files (devel tarball included), and a
+/// violation when its manylinux tag promises an older glibc than they need.
+fn check_portability(archive: &Archive, findings: &mut Findings) -> Option<Portability> {
+    let wheel_name = archive.wheel_name.as_ref()?;
+    let mut needs = glibc::VersionNeeds::default();
+    let devel_elves = archive.devel.iter().flat_map(|tree| tree.elf_files.iter());
+    for member in archive.elf_files.iter().chain(devel_elves) {
+        needs.add(&member.elf.needed_versions, elf_parse::arch_name(member.elf.machine, member.elf.little_endian));
+    }
+    let portability = needs.to_portability();
+    for platform in wheel_name.platform.split('.') {
+        let (Some(promised), Some(needed)) = (glibc::tag_glibc_minor(platform), needs.glibc_minor()) else {
+            continue;
+        };
+        if needed > promised {
+            findings.violation(
+                &archive.file,
+                None,
+                Check::Portability,
+                format!(
+                    "tag {platform} promises glibc 2.{promised}, but the ELF files need GLIBC_{}",
+                    portability.glibc.as_deref().unwrap_or_default()
+                ),
+            );
+        }
+    }
+    Some(portability)
+}

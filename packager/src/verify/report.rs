@@ -1,0 +1,180 @@
+//! What `verify --dist` found: violations and warnings grouped by package, plus facts per
+//! wheel (glibc floor, the manylinux tag it can honestly carry).
+//!
+//! Owns: the serialized shape of the report (a boundary: `--json` consumers read it).
+//! Does not own: the checks themselves (the sibling modules) or printing (xtask).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Which rule a finding breaks. Kebab-case in JSON, stable across releases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Check {
+    /// The file is not a readable zip or tar archive, or a member cannot be read.
+    Archive,
+    /// The archive's file name (distribution name, version, tag).
+    FileName,
+    /// METADATA / PKG-INFO / WHEEL contents.
+    Metadata,
+    /// RECORD: every member listed, hashes and sizes right.
+    Record,
+    /// A member path that is absolute, climbs with `..`, or is not portable.
+    MemberPath,
+    /// A symlink inside a wheel.
+    Symlink,
+    /// A member name Windows cannot extract (`:`, reserved names, trailing dot).
+    WindowsName,
+    /// All packages of a set share one version.
+    Version,
+    /// `Requires-Dist` `==` pins inside the set.
+    Pin,
+    /// One member path shipped by two wheels.
+    DuplicatePath,
+    /// Two different files with one file name in the dist tree.
+    DuplicateFileName,
+    /// A kpack-split set missing one of its packages.
+    Completeness,
+    /// ELF headers and tables out of bounds or outside every `PT_LOAD`.
+    ElfStructure,
+    /// DT_RUNPATH, absolute or non-`$ORIGIN` RPATH entries.
+    Rpath,
+    /// A DT_NEEDED that resolves nowhere in the simulated install.
+    Closure,
+    /// Symbol versions newer than the platform tag the wheel claims.
+    Portability,
+    /// The devel tarball's members and symlinks.
+    Devel,
+    /// A launcher whose target does not exist.
+    Launcher,
+}
+
+/// One finding. `path` is the member inside the archive (for devel tarball members, the
+/// path it installs to in site-packages); `None` when the finding is about the whole file.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Finding {
+    /// The archive's file name (e.g. `rocm_sdk_core-7.0.0-py3-none-linux_x86_64.whl`).
+    pub file: String,
+    pub path: Option<String>,
+    pub check: Check,
+    pub message: String,
+}
+
+/// A finding that fails verification.
+pub type Violation = Finding;
+/// A finding worth knowing that does not fail verification.
+pub type Warning = Finding;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArchiveKind {
+    Wheel,
+    Sdist,
+}
+
+/// The newest symbol versions a wheel's ELF files need, and what that allows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Portability {
+    /// Highest `GLIBC_x.y` needed, e.g. `2.34`.
+    pub glibc: Option<String>,
+    /// Highest `GLIBCXX_x.y.z` needed.
+    pub glibcxx: Option<String>,
+    /// Highest `CXXABI_x.y.z` needed.
+    pub cxxabi: Option<String>,
+    /// The most widely installable manylinux tag the files allow, e.g.
+    /// `manylinux_2_34_x86_64`; `None` when no host ELF file is in the wheel.
+    pub manylinux_tag: Option<String>,
+}
+
+/// Everything known about one archive file (or several byte-identical copies of it).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PackageReport {
+    pub file: String,
+    /// Where the file was found, relative to the dist dir (several for identical copies).
+    pub locations: Vec<PathBuf>,
+    pub kind: ArchiveKind,
+    /// Distribution name and version from the file name, when it parses.
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub sha256: String,
+    pub n_members: usize,
+    pub n_elf_files: usize,
+    /// AMDGPU code objects (`e_machine` 224): counted, never checked.
+    pub n_gpu_code_objects: usize,
+    /// Wheels only.
+    pub portability: Option<Portability>,
+    pub violations: Vec<Violation>,
+    pub warnings: Vec<Warning>,
+}
+
+/// The result of [`super::verify_dist`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct VerifyReport {
+    pub dist: PathBuf,
+    /// Sorted by file name.
+    pub packages: Vec<PackageReport>,
+}
+
+impl VerifyReport {
+    pub fn n_violations(&self) -> usize {
+        self.packages.iter().map(|package| package.violations.len()).sum()
+    }
+
+    pub fn n_warnings(&self) -> usize {
+        self.packages.iter().map(|package| package.warnings.len()).sum()
+    }
+
+    /// Every violation, in report order.
+    pub fn violations(&self) -> impl Iterator<Item = &Violation> {
+        self.packages.iter().flat_map(|package| package.violations.iter())
+    }
+
+    /// Every warning, in report order.
+    pub fn warnings(&self) -> impl Iterator<Item = &Warning> {
+        self.packages.iter().flat_map(|package| package.warnings.iter())
+    }
+}
+
+/// Collects findings while the checks run, then files them under their packages.
+#[derive(Default, Debug)]
+pub(crate) struct Findings {
+    pub violations: Vec<Finding>,
+    pub warnings: Vec<Finding>,
+}
+
+impl Findings {
+    pub fn violation(&mut self, file: &str, path: Option<&str>, check: Check, message: impl Into<String>) {
+        self.violations.push(finding(file, path, check, message.into()));
+    }
+
+    pub fn warning(&mut self, file: &str, path: Option<&str>, check: Check, message: impl Into<String>) {
+        self.warnings.push(finding(file, path, check, message.into()));
+    }
+
+    pub fn extend(&mut self, other: Findings) {
+        self.violations.extend(other.violations);
+        self.warnings.extend(other.warnings);
+    }
+
+    /// Sorted and de-duplicated findings keyed by file name.
+    pub fn into_by_file(self) -> BTreeMap<String, (Vec<Finding>, Vec<Finding>)> {
+        let mut by_file: BTreeMap<String, (Vec<Finding>, Vec<Finding>)> = BTreeMap::new();
+        for finding in self.violations {
+            by_file.entry(finding.file.clone()).or_default().0.push(finding);
+        }
+        for finding in self.warnings {
+            by_file.entry(finding.file.clone()).or_default().1.push(finding);
+        }
+        for (violations, warnings) in by_file.values_mut() {
+            violations.sort();
+            violations.dedup();
+            warnings.sort();
+            warnings.dedup();
+        }
+        by_file
+    }
+}
+
+fn finding(file: &str, path: Option<&str>, check: Check, message: String) -> Finding {
+    Finding { file: file.to_owned(), path: path.map(str::to_owned), check, message }
+}

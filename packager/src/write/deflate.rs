@@ -1,0 +1,322 @@
+//! Chunked parallel deflate (SPEC §5): a member is cut into fixed 1 MiB chunks, each
+//! compressed on rayon's pool as raw deflate primed with the previous chunk's last 32 KiB
+//! (so the ratio is that of one stream) and ended with a sync flush (so the pieces join
+//! into one standard deflate stream, as pigz does). CRC-32s are combined. Small members
+//! are single chunks and compress in parallel with each other.
+//!
+//! Owns: the compression pipeline and its bounded in-flight window (memory stays at a few
+//! chunks per thread whatever the file sizes). Does not own: reading members (`wheel`,
+//! `source`) or the container (`zip`).
+//!
+//! Output does not depend on the number of threads: chunk boundaries are fixed, and the
+//! writer takes results in order.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::{self, Seek, Write};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use flate2::{Compress, Compression, FlushCompress};
+
+use super::zip::{EntryHeader, EntrySums, Method, OpenEntry, ZipWriter};
+
+/// Input bytes per chunk. Fixed, so output is the same on every machine.
+pub const CHUNK_SIZE: usize = 1 << 20;
+/// Deflate's window: what a chunk is primed with from its predecessor.
+pub const DICTIONARY_SIZE: usize = 32 * 1024;
+/// Ends a deflate stream made of sync-flushed pieces: an empty final block with fixed
+/// Huffman codes (BFINAL=1, BTYPE=01, end-of-block).
+const FINAL_EMPTY_BLOCK: [u8; 2] = [0x03, 0x00];
+
+/// How one member's chunks are coded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coding {
+    Stored,
+    Deflate { level: u32 },
+}
+
+impl Coding {
+    pub fn method(self) -> Method {
+        match self {
+            Coding::Stored => Method::Stored,
+            Coding::Deflate { .. } => Method::Deflated,
+        }
+    }
+}
+
+/// One chunk after compression.
+pub struct CodedChunk {
+    pub data: Vec<u8>,
+    pub crc: crc32fast::Hasher,
+    pub input_len: u64,
+}
+
+thread_local! {
+    /// One compressor per worker thread and level, reset between chunks: allocating
+    /// zlib's state for each of a hundred thousand small files costs more than coding them.
+    static COMPRESSOR: RefCell<Option<(u32, Compress)>> = const { RefCell::new(None) };
+}
+
+/// Codes one chunk. `dictionary` is the end of the previous chunk of the same member.
+pub fn code_chunk(input: Vec<u8>, dictionary: &[u8], coding: Coding) -> io::Result<CodedChunk> {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&input);
+    let input_len = input.len() as u64;
+    let level = match coding {
+        Coding::Stored => return Ok(CodedChunk { data: input, crc, input_len }),
+        Coding::Deflate { level } => level,
+    };
+    let data = COMPRESSOR.with(|cell| -> io::Result<Vec<u8>> {
+        let mut slot = cell.borrow_mut();
+        let compress = match &mut *slot {
+            Some((cached_level, compress)) if *cached_level == level => {
+                compress.reset();
+                compress
+            }
+            _ => &mut slot.insert((level, Compress::new(Compression::new(level), false))).1,
+        };
+        if !dictionary.is_empty() {
+            compress.set_dictionary(dictionary).map_err(io::Error::other)?;
+        }
+        let mut out = Vec::with_capacity(input.len() + input.len() / 1000 + 64);
+        let mut consumed = 0usize;
+        loop {
+            let before = compress.total_in();
+            compress.compress_vec(&input[consumed..], &mut out, FlushCompress::Sync).map_err(io::Error::other)?;
+            consumed += (compress.total_in() - before) as usize;
+            // The flush is complete once all input is taken and zlib left output room unused.
+            if consumed == input.len() && out.len() < out.capacity() {
+                return Ok(out);
+            }
+            out.reserve(64 * 1024);
+        }
+    })?;
+    Ok(CodedChunk { data, crc, input_len })
+}
+
+/// Codes a small member whole, on the calling thread (RECORD, sdist-sized files).
+pub fn code_whole(bytes: Vec<u8>, coding: Coding) -> io::Result<(Vec<Vec<u8>>, EntrySums)> {
+    let chunk = code_chunk(bytes, &[], coding)?;
+    let mut sums =
+        EntrySums { crc: chunk.crc.finalize(), uncompressed: chunk.input_len, compressed: chunk.data.len() as u64 };
+    let mut parts = vec![chunk.data];
+    if coding != Coding::Stored {
+        parts.push(FINAL_EMPTY_BLOCK.to_vec());
+        sums.compressed += FINAL_EMPTY_BLOCK.len() as u64;
+    }
+    Ok((parts, sums))
+}
+
+/// An upper bound of a member's compressed and uncompressed size from its input size.
+pub fn size_bound(input_len: u64) -> u64 {
+    input_len + input_len / 1024 + 4096
+}
+
+/// What the reader knew about a member once it was read.
+#[derive(Clone, Debug)]
+pub struct MemberDigest {
+    pub sha256: [u8; 32],
+    pub len: u64,
+}
+
+/// A member written to the archive, in archive order.
+pub struct FinishedMember {
+    pub name: String,
+    pub digest: MemberDigest,
+}
+
+struct InFlight {
+    header: EntryHeader,
+    coding: Coding,
+    size_bound: u64,
+    chunks: VecDeque<mpsc::Receiver<io::Result<CodedChunk>>>,
+    digest: Option<MemberDigest>,
+    open: Option<OpenEntry>,
+    sums: EntrySums,
+    crc: crc32fast::Hasher,
+}
+
+/// Members being read on the calling thread, coded on rayon's pool, and written in order.
+pub struct Pipeline {
+    window: usize,
+    queue: VecDeque<InFlight>,
+    n_chunks: usize,
+    finished: Vec<FinishedMember>,
+}
+
+impl Pipeline {
+    pub fn new() -> Pipeline {
+        // Two chunks per thread keep every core busy while the writer waits on the oldest;
+        // the cap keeps memory bounded on many-core machines (about 2 MiB per chunk).
+        let window = (2 * rayon::current_num_threads()).clamp(4, 32);
+        Pipeline { window, queue: VecDeque::new(), n_chunks: 0, finished: Vec::new() }
+    }
+
+    /// Starts a member; its chunks follow with [`Pipeline::push_chunk`].
+    pub fn begin(&mut self, header: EntryHeader, coding: Coding, size_bound: u64) {
+        self.queue.push_back(InFlight {
+            header,
+            coding,
+            size_bound,
+            chunks: VecDeque::new(),
+            digest: None,
+            open: None,
+            sums: EntrySums::default(),
+            crc: crc32fast::Hasher::new(),
+        });
+    }
+
+    /// Queues one chunk of the current member; writes older results when the window is full.
+    pub fn push_chunk<W: Write + Seek>(
+        &mut self,
+        input: Vec<u8>,
+        dictionary: Vec<u8>,
+        zip: &mut ZipWriter<W>,
+    ) -> io::Result<()> {
+        let member = self.queue.back_mut().ok_or_else(|| io::Error::other("chunk without a member"))?;
+        let coding = member.coding;
+        let (sender, receiver) = mpsc::sync_channel(1);
+        rayon::spawn(move || {
+            // The receiver is gone only if writing already failed; nothing to report then.
+            let _ = sender.send(code_chunk(input, &dictionary, coding));
+        });
+        member.chunks.push_back(receiver);
+        self.n_chunks += 1;
+        while self.n_chunks > self.window {
+            self.write_front(zip)?;
+        }
+        Ok(())
+    }
+
+    /// Marks the current member as completely read.
+    pub fn end(&mut self, digest: MemberDigest) -> io::Result<()> {
+        let member = self.queue.back_mut().ok_or_else(|| io::Error::other("end without a member"))?;
+        member.digest = Some(digest);
+        Ok(())
+    }
+
+    /// Writes everything still queued; returns every member in archive order.
+    pub fn finish<W: Write + Seek>(mut self, zip: &mut ZipWriter<W>) -> io::Result<Vec<FinishedMember>> {
+        while !self.queue.is_empty() {
+            self.write_front(zip)?;
+        }
+        Ok(self.finished)
+    }
+
+    /// Makes progress on the oldest member: writes it whole if it was read completely,
+    /// else writes its oldest chunk behind a header to be patched later.
+    fn write_front<W: Write + Seek>(&mut self, zip: &mut ZipWriter<W>) -> io::Result<()> {
+        let Some(front) = self.queue.front_mut() else { return Ok(()) };
+        if front.open.is_none() && front.digest.is_some() {
+            let mut member = self.queue.pop_front().expect("front exists");
+            let mut parts = Vec::with_capacity(member.chunks.len() + 1);
+            while let Some(receiver) = member.chunks.pop_front() {
+                let chunk = wait_for(&receiver)?;
+                self.n_chunks -= 1;
+                member.crc.combine(&chunk.crc);
+                member.sums.uncompressed += chunk.input_len;
+                member.sums.compressed += chunk.data.len() as u64;
+                parts.push(chunk.data);
+            }
+            if member.coding != Coding::Stored {
+                parts.push(FINAL_EMPTY_BLOCK.to_vec());
+                member.sums.compressed += FINAL_EMPTY_BLOCK.len() as u64;
+            }
+            member.sums.crc = member.crc.clone().finalize();
+            zip.write_entry(member.header.clone(), member.sums, &parts)?;
+            return self.retire(member);
+        }
+        if front.open.is_none() {
+            front.open = Some(zip.begin_entry(front.header.clone(), front.size_bound)?);
+        }
+        if let Some(receiver) = front.chunks.pop_front() {
+            let chunk = wait_for(&receiver)?;
+            self.n_chunks -= 1;
+            front.crc.combine(&chunk.crc);
+            front.sums.uncompressed += chunk.input_len;
+            front.sums.compressed += chunk.data.len() as u64;
+            zip.write_data(&chunk.data)?;
+        } else if front.digest.is_none() {
+            return Err(io::Error::other("the writer overtook the reader"));
+        }
+        if front.chunks.is_empty() && front.digest.is_some() {
+            let mut member = self.queue.pop_front().expect("front exists");
+            if member.coding != Coding::Stored {
+                zip.write_data(&FINAL_EMPTY_BLOCK)?;
+                member.sums.compressed += FINAL_EMPTY_BLOCK.len() as u64;
+            }
+            member.sums.crc = member.crc.clone().finalize();
+            let open = member.open.take().expect("opened above");
+            zip.end_entry(open, member.sums)?;
+            return self.retire(member);
+        }
+        Ok(())
+    }
+
+    fn retire(&mut self, member: InFlight) -> io::Result<()> {
+        let digest = member.digest.expect("only complete members retire");
+        if digest.len != member.sums.uncompressed {
+            return Err(io::Error::other(format!("{}: read and coded sizes differ", member.header.name)));
+        }
+        self.finished.push(FinishedMember { name: member.header.name, digest });
+        Ok(())
+    }
+}
+
+/// Waits for a chunk. On a rayon worker (a caller writing several wheels from a parallel
+/// iterator), blocking would starve the pool of the thread that must run the chunk, so
+/// the wait runs other pool jobs instead.
+fn wait_for(receiver: &mpsc::Receiver<io::Result<CodedChunk>>) -> io::Result<CodedChunk> {
+    loop {
+        match rayon::yield_now() {
+            None => return receiver.recv().map_err(|_| io::Error::other("a compression worker panicked"))?,
+            Some(rayon::Yield::Executed) => match receiver.try_recv() {
+                Ok(result) => return result,
+                Err(mpsc::TryRecvError::Empty) => {}
+                Err(mpsc::TryRecvError::Disconnected) => return Err(io::Error::other("a compression worker panicked")),
+            },
+            Some(rayon::Yield::Idle) => match receiver.recv_timeout(Duration::from_millis(1)) {
+                Ok(result) => return result,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(io::Error::other("a compression worker panicked"))
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Chunks primed and flushed this way join into one stream any inflater reads.
+    #[test]
+    fn chunks_join_into_one_deflate_stream() {
+        let input: Vec<u8> = (0..3 * CHUNK_SIZE + 1234).map(|i| (i % 251) as u8 ^ (i / 7919) as u8).collect();
+        let mut joined = Vec::new();
+        let mut crc = crc32fast::Hasher::new();
+        let mut previous: &[u8] = &[];
+        for piece in input.chunks(CHUNK_SIZE) {
+            let dictionary = &previous[previous.len().saturating_sub(DICTIONARY_SIZE)..];
+            let chunk = code_chunk(piece.to_vec(), dictionary, Coding::Deflate { level: 6 }).expect("code");
+            crc.combine(&chunk.crc);
+            joined.extend_from_slice(&chunk.data);
+            previous = piece;
+        }
+        joined.extend_from_slice(&FINAL_EMPTY_BLOCK);
+        let mut output = Vec::new();
+        flate2::read::DeflateDecoder::new(joined.as_slice()).read_to_end(&mut output).expect("inflate");
+        assert!(output == input, "round trip differs");
+        assert_eq!(crc.finalize(), crc32fast::hash(&input));
+    }
+
+    #[test]
+    fn an_empty_member_is_one_final_block() {
+        let mut output = Vec::new();
+        flate2::read::DeflateDecoder::new(&FINAL_EMPTY_BLOCK[..]).read_to_end(&mut output).expect("inflate");
+        assert!(output.is_empty());
+    }
+}

@@ -1,0 +1,174 @@
+//! The text files of a wheel's `.dist-info` and of an sdist: METADATA / PKG-INFO (core
+//! metadata 2.1), WHEEL, `entry_points.txt`, and the name normalisation of file names.
+//!
+//! Owns: how metadata is spelled. Does not own: what the metadata says (`plan`).
+
+use super::{CoreMetadata, EntryPoint, WriteError};
+
+/// Core metadata version written to METADATA and PKG-INFO. 2.1 on purpose: from 2.2 on,
+/// installers (uv) may trust an sdist's PKG-INFO instead of asking its build backend, and
+/// the `rocm` sdist computes its requirements at install time (SPEC §3).
+const METADATA_VERSION: &str = "2.1";
+
+/// The distribution name as wheel and sdist file names spell it: lower case, each run of
+/// `-`, `_`, `.` replaced by one `_`.
+pub fn normalize_dist_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut in_run = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !in_run {
+                out.push('_');
+            }
+            in_run = true;
+        } else {
+            out.extend(c.to_lowercase());
+            in_run = false;
+        }
+    }
+    out
+}
+
+/// The version as file names spell it (a local version's `-` cannot appear there).
+pub fn file_name_version(version: &str) -> String {
+    version.replace('-', "_")
+}
+
+/// Refuses names and versions that cannot be spelled in a file name or a header line.
+pub fn check_metadata(metadata: &CoreMetadata) -> Result<(), WriteError> {
+    let name_ok = !metadata.name.is_empty()
+        && metadata.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !name_ok {
+        return Err(WriteError::Invalid {
+            reason: format!("distribution name {:?} is not a valid name", metadata.name),
+        });
+    }
+    let version_ok = !metadata.version.is_empty()
+        && metadata.version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '!' | '-' | '_'));
+    if !version_ok {
+        return Err(WriteError::Invalid { reason: format!("version {:?} is not a valid version", metadata.version) });
+    }
+    let single_line = [("Summary", &metadata.summary)]
+        .into_iter()
+        .chain(metadata.requires_dist.iter().map(|value| ("Requires-Dist", value)))
+        .chain(metadata.provides_extra.iter().map(|value| ("Provides-Extra", value)))
+        .chain(metadata.requires_python.iter().map(|value| ("Requires-Python", value)));
+    for (field, value) in single_line {
+        if value.contains(['\n', '\r']) {
+            return Err(WriteError::Invalid { reason: format!("{field} {value:?} spans several lines") });
+        }
+    }
+    Ok(())
+}
+
+/// METADATA of a wheel, PKG-INFO of an sdist (the same format).
+pub fn render_core_metadata(metadata: &CoreMetadata) -> Result<Vec<u8>, WriteError> {
+    check_metadata(metadata)?;
+    let mut out = String::new();
+    out.push_str(&format!("Metadata-Version: {METADATA_VERSION}\n"));
+    out.push_str(&format!("Name: {}\n", metadata.name));
+    out.push_str(&format!("Version: {}\n", metadata.version));
+    out.push_str(&format!("Summary: {}\n", metadata.summary));
+    if let Some(license) = &metadata.license {
+        // A multi-line license text continues on lines indented by 8 spaces (RFC 822 folding).
+        let folded = license.trim_end().replace("\r\n", "\n").replace('\n', "\n        ");
+        out.push_str(&format!("License: {folded}\n"));
+    }
+    if let Some(requires_python) = &metadata.requires_python {
+        out.push_str(&format!("Requires-Python: {requires_python}\n"));
+    }
+    for requirement in &metadata.requires_dist {
+        out.push_str(&format!("Requires-Dist: {requirement}\n"));
+    }
+    for extra in &metadata.provides_extra {
+        out.push_str(&format!("Provides-Extra: {extra}\n"));
+    }
+    if let Some(description) = &metadata.description {
+        // Without a content type, `twine check` renders the body as reStructuredText and
+        // fails on Markdown.
+        out.push_str("Description-Content-Type: text/markdown\n\n");
+        out.push_str(description);
+        if !description.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out.into_bytes())
+}
+
+/// The WHEEL file (PEP 427): platform wheels are never purelib.
+pub fn render_wheel_file(platform_tag: &str) -> Vec<u8> {
+    format!(
+        "Wheel-Version: 1.0\nGenerator: rocm-packager {}\nRoot-Is-Purelib: false\nTag: py3-none-{platform_tag}\n",
+        env!("CARGO_PKG_VERSION")
+    )
+    .into_bytes()
+}
+
+/// `entry_points.txt` with one `[console_scripts]` section, sorted by script name.
+pub fn render_entry_points(entry_points: &[EntryPoint]) -> Result<Vec<u8>, WriteError> {
+    let mut sorted: Vec<&EntryPoint> = entry_points.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut out = String::from("[console_scripts]\n");
+    for entry in sorted {
+        let bad = |s: &str| s.is_empty() || s.contains(['\n', '\r', '=', '[']);
+        if bad(&entry.name) || bad(&entry.target) || !entry.target.contains(':') {
+            return Err(WriteError::Invalid {
+                reason: format!("console script {:?} = {:?} is not a valid entry point", entry.name, entry.target),
+            });
+        }
+        out.push_str(&format!("{} = {}\n", entry.name, entry.target));
+    }
+    Ok(out.into_bytes())
+}
+
+/// Refuses a platform tag that would break the file name or the WHEEL file.
+pub fn check_platform_tag(platform_tag: &str) -> Result<(), WriteError> {
+    if platform_tag.is_empty() || !platform_tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+        return Err(WriteError::Invalid { reason: format!("platform tag {platform_tag:?} is not a valid tag") });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_names_like_wheel_file_names() {
+        assert_eq!(normalize_dist_name("rocm-sdk-libraries-gfx110X-all"), "rocm_sdk_libraries_gfx110x_all");
+        assert_eq!(normalize_dist_name("A.b--C__d"), "a_b_c_d");
+        assert_eq!(normalize_dist_name("rocm"), "rocm");
+    }
+
+    #[test]
+    fn renders_metadata_in_field_order() {
+        let metadata = CoreMetadata {
+            name: "rocm-sdk-core".into(),
+            version: "7.1.0".into(),
+            summary: "ROCm core".into(),
+            requires_dist: vec!["rocm==7.1.0".into()],
+            requires_python: Some(">=3.9".into()),
+            license: Some("MIT\nsecond line".into()),
+            provides_extra: vec!["devel".into()],
+            description: Some("# Title".into()),
+        };
+        let text = String::from_utf8(render_core_metadata(&metadata).expect("valid")).expect("utf-8");
+        assert_eq!(
+            text,
+            "Metadata-Version: 2.1\nName: rocm-sdk-core\nVersion: 7.1.0\nSummary: ROCm core\n\
+             License: MIT\n        second line\nRequires-Python: >=3.9\nRequires-Dist: rocm==7.1.0\n\
+             Provides-Extra: devel\nDescription-Content-Type: text/markdown\n\n# Title\n"
+        );
+    }
+
+    #[test]
+    fn refuses_a_summary_that_injects_a_header() {
+        let metadata = CoreMetadata {
+            name: "x".into(),
+            version: "1".into(),
+            summary: "a\nRequires-Dist: evil".into(),
+            ..CoreMetadata::default()
+        };
+        assert!(render_core_metadata(&metadata).is_err());
+    }
+}

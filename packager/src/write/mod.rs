@@ -1,0 +1,208 @@
+//! Archive writers: wheels (zip), the `rocm` sdist (tar.gz), the devel tarball (tar or
+//! tar.xz), RECORD, and atomic placement in `dist/`.
+//!
+//! Owns: archive formats, reproducibility (order, times, modes), parallel compression and
+//! hashing, atomic rename. Does not own: what goes in a package (`plan`).
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::{BuildTime, DevelTarballCompression, WheelCompression};
+use crate::elf::RpathEdit;
+use crate::progress::Progress;
+
+mod atomic;
+mod deflate;
+mod metadata;
+mod pipe;
+mod record;
+mod sdist;
+mod source;
+mod tar;
+mod tree;
+mod wheel;
+mod zip;
+
+pub use metadata::normalize_dist_name;
+
+/// Where a member's bytes come from. Payload files are read straight from the artifacts dir.
+#[derive(Clone, Debug)]
+pub enum MemberData {
+    /// A file copied as it is; `len` is what the plan saw (a change is an error).
+    File { path: PathBuf, len: u64 },
+    /// An ELF file with an RPATH edit spliced in while streaming.
+    Patched { path: PathBuf, edit: Arc<RpathEdit> },
+    /// An ELF file whose search path becomes `rpath` (DT_RPATH). The edit is planned when the
+    /// member is opened and dropped when it has streamed, so a wheel of thousands of
+    /// libraries never holds their grown tables all at once. `len` and `new_len` are what
+    /// the plan saw; a difference at write time is an error.
+    PatchRpath { path: PathBuf, len: u64, rpath: String, new_len: u64 },
+    /// Generated content (Python, metadata, launchers).
+    Bytes(Arc<Vec<u8>>),
+    /// The devel tree as `_devel.tar[.xz]`, produced while the wheel is written.
+    DevelTar(Arc<DevelTarSpec>),
+}
+
+/// One file in a wheel.
+#[derive(Clone, Debug)]
+pub struct Member {
+    /// '/'-separated path inside the archive.
+    pub name: String,
+    pub data: MemberData,
+    /// Stored as 0o755 (else 0o644).
+    pub executable: bool,
+}
+
+/// Core metadata (METADATA / PKG-INFO), version 2.1 or newer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoreMetadata {
+    pub name: String,
+    pub version: String,
+    pub summary: String,
+    pub requires_dist: Vec<String>,
+    pub requires_python: Option<String>,
+    pub license: Option<String>,
+    pub provides_extra: Vec<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryPoint {
+    /// Console script name, e.g. `rocm-sdk`.
+    pub name: String,
+    /// `module:function`.
+    pub target: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct WheelSpec {
+    pub metadata: CoreMetadata,
+    /// e.g. `linux_x86_64` or `manylinux_2_28_x86_64`.
+    pub platform_tag: String,
+    pub entry_points: Vec<EntryPoint>,
+    /// Any order; the writer sorts by name (dist-info last).
+    pub members: Vec<Member>,
+}
+
+#[derive(Clone, Debug)]
+pub struct SdistFile {
+    /// Path inside `{name}-{version}/`.
+    pub name: String,
+    pub bytes: Vec<u8>,
+    pub executable: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct SdistSpec {
+    pub metadata: CoreMetadata,
+    /// Everything but PKG-INFO (which the writer renders from `metadata`).
+    pub files: Vec<SdistFile>,
+}
+
+#[derive(Clone, Debug)]
+pub enum TarEntryKind {
+    Dir,
+    File { data: MemberData, executable: bool },
+    Symlink { target: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct TarEntry {
+    /// '/'-separated path inside the tarball (first component `_rocm_sdk_devel...`).
+    pub name: String,
+    pub kind: TarEntryKind,
+}
+
+#[derive(Clone, Debug)]
+pub struct DevelTarSpec {
+    /// Any order; the writer sorts by name.
+    pub entries: Vec<TarEntry>,
+    pub compression: DevelTarballCompression,
+    pub build_time: BuildTime,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ArchiveOptions {
+    pub compression: WheelCompression,
+    pub build_time: BuildTime,
+}
+
+/// A finished output file, for the summary table.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct WrittenFile {
+    pub path: PathBuf,
+    pub file_name: String,
+    pub n_members: usize,
+    pub uncompressed_bytes: u64,
+    pub compressed_bytes: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} changed while it was being packaged: {reason}", path.display())]
+    Changed { path: PathBuf, reason: String },
+    #[error("invalid package: {reason}")]
+    Invalid { reason: String },
+    #[error("another packaging run is writing to {} (lock {} is held)", dest.display(), lock.display())]
+    Locked { dest: PathBuf, lock: PathBuf },
+}
+
+impl WriteError {
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
+                Some("the destination is full: free space or pass another --dest-dir; nothing partial was left in it")
+            }
+            Self::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
+            Self::Changed { .. } => {
+                Some("something modified the artifacts during packaging: rerun when the build has finished")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Writes `{name}-{version}-py3-none-{platform}.whl` into `dest_dir` atomically.
+///
+/// Members are compressed on rayon's global pool in bounded chunks, so one call already
+/// uses every core; call it from outside the pool (it works from inside, by running pool
+/// jobs while it waits, but then several wheels' windows are in memory at once).
+pub fn write_wheel(
+    dest_dir: &Path,
+    spec: &WheelSpec,
+    options: &ArchiveOptions,
+    progress: &dyn Progress,
+) -> Result<WrittenFile, WriteError> {
+    wheel::write_wheel(dest_dir, spec, options, progress)
+}
+
+/// Writes `{name}-{version}.tar.gz` into `dest_dir` atomically.
+pub fn write_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) -> Result<WrittenFile, WriteError> {
+    sdist::write_sdist(dest_dir, spec, options)
+}
+
+/// `--no-build-packages`: lays a wheel's members out as a directory tree (and the devel
+/// tarball's entries as real symlinks and files) under `dest_dir/{dist name}-{version}`.
+pub fn write_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<PathBuf, WriteError> {
+    tree::write_tree(dest_dir, spec)
+}
+
+/// Writes the devel tarball alone (what the devel wheel carries as `_devel.tar[.xz]`),
+/// for tools and tests that want to look at it.
+pub fn write_devel_tarball(out: &mut dyn io::Write, spec: &DevelTarSpec) -> Result<(), WriteError> {
+    tar::write_devel_tarball(spec, out, &crate::progress::Silent, "", Path::new("_devel.tar")).map(|_| ())
+}

@@ -1,0 +1,209 @@
+//! The devel tarball (`_devel.tar` or `_devel.tar.xz`): entries sorted by name, real
+//! directories, files and symlinks, GNU long-name records for long paths, fixed times and
+//! owners; xz multi-threaded with a memory budget. Produced on its own thread into a
+//! bounded pipe while the wheel writer consumes it, so it never exists on disk.
+//!
+//! Owns: the tar layout and xz settings. Does not own: what is in the devel tree (`plan`).
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::thread::{Scope, ScopedJoinHandle};
+
+use liblzma::stream::{Check, MtStreamBuilder, Stream};
+use liblzma::write::XzEncoder;
+use tar::{EntryType, Header};
+
+use super::pipe::{pipe, PipeReader};
+use super::source::{from_io, known_len, open_member};
+use super::{DevelTarSpec, TarEntry, TarEntryKind, WriteError};
+use crate::config::{BuildTime, DevelTarballCompression};
+use crate::progress::Progress;
+
+/// The xz encoder may use this much memory; threads are reduced to fit (SPEC §5: the
+/// process stays under 256 MiB).
+const XZ_MEMORY_BUDGET: u64 = 192 << 20;
+
+/// Held while an xz encoder exists: wheels may be written concurrently, and two encoders
+/// of [`XZ_MEMORY_BUDGET`] each would break the process's memory bound.
+static XZ_ENCODER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The devel entries in archive order; duplicate names are a planning bug.
+pub fn sorted_entries(spec: &DevelTarSpec) -> Result<Vec<&TarEntry>, WriteError> {
+    let mut entries: Vec<&TarEntry> = spec.entries.iter().collect();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    for pair in entries.windows(2) {
+        if pair[0].name == pair[1].name {
+            return Err(WriteError::Invalid { reason: format!("devel tarball lists {} twice", pair[0].name) });
+        }
+    }
+    for entry in &entries {
+        super::wheel::check_member_name(&entry.name)?;
+    }
+    Ok(entries)
+}
+
+/// Bytes of payload the tarball reads, for progress.
+pub fn input_len(spec: &DevelTarSpec) -> u64 {
+    spec.entries
+        .iter()
+        .map(|entry| match &entry.kind {
+            TarEntryKind::File { data, .. } => known_len(data).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// An upper bound of the finished (possibly compressed) tarball's size, which decides
+/// whether its wheel member needs a ZIP64 header before its size is known.
+pub fn size_bound(spec: &DevelTarSpec) -> u64 {
+    let tar_bound: u64 = spec
+        .entries
+        .iter()
+        .map(|entry| {
+            let data = match &entry.kind {
+                TarEntryKind::File { data, .. } => known_len(data).unwrap_or(u64::MAX / 4),
+                _ => 0,
+            };
+            let long_names = match &entry.kind {
+                TarEntryKind::Symlink { target } => entry.name.len() + target.len(),
+                _ => entry.name.len(),
+            };
+            // Header, long-name records, data rounded up to whole blocks.
+            (3 * 512 + 2 * long_names as u64 + data.saturating_add(511)).min(u64::MAX / 4)
+        })
+        .fold(1024u64, u64::saturating_add);
+    // xz of incompressible data grows by well under 1 %.
+    tar_bound.saturating_add(tar_bound / 64).saturating_add(1 << 20)
+}
+
+/// Starts the producer thread; the reader yields the tarball, the handle its result.
+pub fn spawn_devel_tarball<'scope, 'env>(
+    scope: &'scope Scope<'scope, 'env>,
+    spec: &'env DevelTarSpec,
+    member_name: &'env str,
+    progress: &'env dyn Progress,
+    progress_name: &'env str,
+) -> (PipeReader, ScopedJoinHandle<'scope, Result<(), WriteError>>) {
+    let (writer, reader) = pipe();
+    let handle = scope.spawn(move || {
+        let output = Path::new(member_name);
+        let mut writer = write_devel_tarball(spec, writer, progress, progress_name, output)?;
+        writer.flush().map_err(|source| WriteError::Write { path: output.to_path_buf(), source })
+    });
+    (reader, handle)
+}
+
+/// Writes the tarball, compressed as `spec` says, to `out`; returns `out`.
+pub fn write_devel_tarball<W: Write>(
+    spec: &DevelTarSpec,
+    out: W,
+    progress: &dyn Progress,
+    progress_name: &str,
+    output: &Path,
+) -> Result<W, WriteError> {
+    let entries = sorted_entries(spec)?;
+    match spec.compression {
+        DevelTarballCompression::None => write_tar(&entries, spec.build_time, out, progress, progress_name, output),
+        DevelTarballCompression::Xz { preset } => {
+            // A panic elsewhere while holding the lock leaves nothing to repair.
+            let _one_encoder = XZ_ENCODER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let encoder = XzEncoder::new_stream(out, xz_stream(preset, output)?);
+            let encoder = write_tar(&entries, spec.build_time, encoder, progress, progress_name, output)?;
+            encoder.finish().map_err(|source| WriteError::Write { path: output.to_path_buf(), source })
+        }
+    }
+}
+
+/// A multi-threaded xz encoder with as many threads as cores, fewer if memory says so.
+/// The stream does not depend on the thread count (the block size is fixed by the preset).
+fn xz_stream(preset: u32, output: &Path) -> Result<Stream, WriteError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let mut builder = MtStreamBuilder::new();
+    builder.preset(preset).check(Check::Crc64).threads(cores);
+    let mut threads = cores;
+    while threads > 1 && builder.memusage() > XZ_MEMORY_BUDGET {
+        threads -= 1;
+        builder.threads(threads);
+    }
+    builder.encoder().map_err(|error| WriteError::Write { path: output.to_path_buf(), source: error.into() })
+}
+
+fn write_tar<W: Write>(
+    entries: &[&TarEntry],
+    build_time: BuildTime,
+    out: W,
+    progress: &dyn Progress,
+    progress_name: &str,
+    output: &Path,
+) -> Result<W, WriteError> {
+    let mut builder = tar::Builder::new(out);
+    for entry in entries {
+        let path = Path::new(&entry.name);
+        let mut header = Header::new_gnu();
+        header.set_mtime(build_time.0);
+        header.set_uid(0);
+        header.set_gid(0);
+        let result = match &entry.kind {
+            TarEntryKind::Dir => {
+                header.set_entry_type(EntryType::Directory);
+                header.set_mode(0o755);
+                header.set_size(0);
+                builder.append_data(&mut header, path, io::empty())
+            }
+            TarEntryKind::Symlink { target } => {
+                header.set_entry_type(EntryType::Symlink);
+                header.set_mode(0o777);
+                header.set_size(0);
+                builder.append_link(&mut header, path, target)
+            }
+            TarEntryKind::File { data, executable } => {
+                let len = known_len(data).ok_or_else(|| WriteError::Invalid {
+                    reason: format!("{} in the devel tarball cannot itself be a tarball", entry.name),
+                })?;
+                header.set_entry_type(EntryType::Regular);
+                header.set_mode(if *executable { 0o755 } else { 0o644 });
+                header.set_size(len);
+                let reader = ProgressReader { inner: open_member(data)?, progress, name: progress_name };
+                builder.append_data(&mut header, path, reader)
+            }
+        };
+        result.map_err(|error| from_io(error, output, false))?;
+    }
+    builder.into_inner().map_err(|error| from_io(error, output, false))
+}
+
+/// Reports consumed input as it passes.
+pub struct ProgressReader<'a, R> {
+    pub inner: R,
+    pub progress: &'a dyn Progress,
+    pub name: &'a str,
+}
+
+impl<R: Read> Read for ProgressReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.advance(self.name, n as u64);
+        Ok(n)
+    }
+}
+
+/// Lays the devel entries out under `root` as real directories, files and symlinks
+/// (`--no-build-packages`).
+pub fn expand_devel_entries(spec: &DevelTarSpec, root: &Path) -> Result<(), WriteError> {
+    let entries = sorted_entries(spec)?;
+    for entry in entries {
+        let path = root.join(&entry.name);
+        let write_error = |source| WriteError::Write { path: path.clone(), source };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| WriteError::Write { path: parent.into(), source })?;
+        }
+        match &entry.kind {
+            TarEntryKind::Dir => std::fs::create_dir_all(&path).map_err(write_error)?,
+            TarEntryKind::Symlink { target } => std::os::unix::fs::symlink(target, &path).map_err(write_error)?,
+            TarEntryKind::File { data, executable } => {
+                super::tree::write_file(data, *executable, &path)?;
+            }
+        }
+    }
+    Ok(())
+}

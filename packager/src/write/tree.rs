@@ -1,0 +1,95 @@
+//! `--no-build-packages`: a wheel laid out as a directory tree, the way it would be
+//! unpacked, with the devel tarball's entries expanded as real directories, files and
+//! symlinks instead of the tarball.
+//!
+//! Owns: the tree layout and its atomic replacement. Does not own: member content.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use super::deflate::MemberDigest;
+use super::record::Record;
+use super::source::{from_io, open_member};
+use super::tar::expand_devel_entries;
+use super::wheel::{ordered_members, WheelNames};
+use super::{MemberData, WheelSpec, WriteError};
+
+pub fn write_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<PathBuf, WriteError> {
+    let names = WheelNames::new(spec)?;
+    let members = ordered_members(spec, &names)?;
+    let root = dest_dir.join(&names.stem);
+    std::fs::create_dir_all(dest_dir).map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
+    // Built beside its final place and renamed, so a failed run leaves no half tree.
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{}.tmp-", names.stem))
+        .tempdir_in(dest_dir)
+        .map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
+
+    let digests: Vec<Option<(String, MemberDigest)>> = members
+        .par_iter()
+        .map(|member| match &member.data {
+            MemberData::DevelTar(tar_spec) => {
+                expand_devel_entries(tar_spec, temp.path())?;
+                Ok(None)
+            }
+            data => {
+                let path = temp.path().join(&member.name);
+                let digest = write_file(data, member.executable, &path)?;
+                Ok(Some((member.name.clone(), digest)))
+            }
+        })
+        .collect::<Result<_, WriteError>>()?;
+    let mut record = Record::default();
+    for (name, digest) in digests.into_iter().flatten() {
+        record.add(&name, &digest.sha256, digest.len);
+    }
+    let record_bytes = record.finish(&names.record());
+    write_file(&MemberData::Bytes(Arc::new(record_bytes)), false, &temp.path().join(names.record()))?;
+
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755))
+        .map_err(|source| WriteError::Write { path: temp.path().into(), source })?;
+    if root.exists() {
+        std::fs::remove_dir_all(&root).map_err(|source| WriteError::Write { path: root.clone(), source })?;
+    }
+    let temp_path = temp.keep();
+    std::fs::rename(&temp_path, &root).map_err(|source| {
+        let _ = std::fs::remove_dir_all(&temp_path);
+        WriteError::Write { path: root.clone(), source }
+    })?;
+    Ok(root)
+}
+
+/// Writes one member's bytes to `path` with its mode; returns its RECORD digest.
+pub fn write_file(data: &MemberData, executable: bool, path: &Path) -> Result<MemberDigest, WriteError> {
+    let write_error = |source| WriteError::Write { path: path.to_path_buf(), source };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| WriteError::Write { path: parent.into(), source })?;
+    }
+    let mut reader = HashingReader { inner: open_member(data)?, hasher: Sha256::new(), len: 0 };
+    let mut file = File::create(path).map_err(write_error)?;
+    io::copy(&mut reader, &mut file).map_err(|error| from_io(error, path, false))?;
+    file.set_permissions(std::fs::Permissions::from_mode(if executable { 0o755 } else { 0o644 }))
+        .map_err(write_error)?;
+    Ok(MemberDigest { sha256: reader.hasher.finalize().into(), len: reader.len })
+}
+
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+    len: u64,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+}

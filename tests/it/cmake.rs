@@ -1,0 +1,110 @@
+//! `cmake/python_packages.cmake`: the CMake project in `tests/cmake/` includes the module
+//! the way a TheRock build would, and building its `python-packages` target must package
+//! the bundled example through `cargo xtask package`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the workspace").to_path_buf()
+}
+
+fn cmake() -> Command {
+    let probe = Command::new("cmake").arg("--version").output();
+    assert!(
+        probe.is_ok_and(|output| output.status.success()),
+        "cmake is needed for this test (apt-get install cmake; .ci/run installs it)"
+    );
+    Command::new("cmake")
+}
+
+#[test]
+fn the_python_packages_target_packages_the_artifacts() {
+    let temp = tempfile::tempdir().expect("test step");
+    let artifacts = support::write_example(temp.path(), false);
+    let build = temp.path().join("build");
+    let dist = temp.path().join("packages");
+    // The child cargo shares this workspace's target dir, so it reuses the xtask build
+    // instead of compiling the workspace from scratch.
+    let target_dir = support::target_tmp().parent().expect("target/tmp has a parent").to_path_buf();
+    let source = workspace_root().join("tests/cmake");
+    support::run(
+        cmake()
+            .arg("-S")
+            .arg(&source)
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DROCM_PACKAGER_ARTIFACTS_DIR={}", artifacts.display()))
+            .arg(format!("-DROCM_PACKAGER_DEST_DIR={}", dist.display()))
+            // As TheRock's CI passes it; the module takes the version from there.
+            .arg("-DTHEROCK_PACKAGE_VERSION=7.12.0.dev0")
+            .arg("-DROCM_PACKAGER_EXTRA_ARGS=--only;meta,core,libraries,devel,profiler")
+            .arg(format!("-DROCM_PACKAGER_CARGO_TARGET_DIR={}", target_dir.display())),
+    );
+    let cache = fs_err::read_to_string(build.join("CMakeCache.txt")).expect("test step");
+    let expected_dir = format!("ROCM_PACKAGER_DIR:PATH={}", workspace_root().display());
+    assert!(cache.contains(&expected_dir), "the module finds its own checkout:\n{expected_dir}");
+    assert!(cache.contains("ROCM_PACKAGER_VERSION:STRING=7.12.0.dev0\n"), "version from THEROCK_PACKAGE_VERSION");
+
+    let output = support::run(cmake().arg("--build").arg(&build).args(["--target", "python-packages"]));
+    let mut files: Vec<String> = fs_err::read_dir(&dist)
+        .expect("test step")
+        .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    files.sort();
+    let platform = format!("py3-none-linux_{}.whl", std::env::consts::ARCH);
+    let expected: Vec<String> = [
+        "rocm-7.12.0.dev0.tar.gz".to_owned(),
+        format!("rocm_profiler-7.12.0.dev0-{platform}"),
+        format!("rocm_sdk_core-7.12.0.dev0-{platform}"),
+        format!("rocm_sdk_devel_gfx110x_all-7.12.0.dev0-{platform}"),
+        format!("rocm_sdk_devel_gfx94x_dcgpu-7.12.0.dev0-{platform}"),
+        format!("rocm_sdk_libraries_gfx110x_all-7.12.0.dev0-{platform}"),
+        format!("rocm_sdk_libraries_gfx94x_dcgpu-7.12.0.dev0-{platform}"),
+    ]
+    .into();
+    assert_eq!(files, expected, "cmake output:\n{output}");
+    // The summary table reached the build log.
+    assert!(output.contains("rocm_sdk_core-7.12.0.dev0"), "{output}");
+}
+
+#[test]
+fn configuring_without_cargo_fails_clearly() {
+    let temp = tempfile::tempdir().expect("test step");
+    let output = cmake()
+        .arg("-S")
+        .arg(workspace_root().join("tests/cmake"))
+        .arg("-B")
+        .arg(temp.path().join("build"))
+        .arg("-DROCM_PACKAGER_CARGO=ROCM_PACKAGER_CARGO-NOTFOUND")
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", temp.path())
+        .env_remove("CARGO_HOME")
+        .output()
+        .expect("run cmake");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cargo not found"), "{stderr}");
+}
+
+/// TheRock's default package version is the word `git`: not a version, so the packager
+/// falls back to version.json of the checkout instead of failing on it.
+#[test]
+fn a_development_package_version_is_not_passed_on() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let build = temp.path().join("build");
+    support::run(
+        cmake()
+            .arg("-S")
+            .arg(workspace_root().join("tests/cmake"))
+            .arg("-B")
+            .arg(&build)
+            .arg("-DTHEROCK_PACKAGE_VERSION=git"),
+    );
+    let cache = fs_err::read_to_string(build.join("CMakeCache.txt")).expect("read the cache");
+    assert!(cache.contains("ROCM_PACKAGER_VERSION:STRING=\n"), "{cache}");
+    assert!(cache.contains(&format!("ROCM_PACKAGER_ARTIFACTS_DIR:PATH={}/artifacts\n", build.display())), "{cache}");
+}

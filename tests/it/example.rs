@@ -1,0 +1,200 @@
+//! The bundled example build: both modes generate, their ELF files are real with the
+//! intended SONAMEs, executables run, and the catalog reads the result.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use packager::catalog::{Catalog, EntryKind, Selection};
+use packager::example::{write_example, ExampleOptions, ExampleSummary, DEVICE_TARGET_IDS, LEGACY_FAMILIES};
+use packager::RelPath;
+
+fn generate(kpack_split: bool) -> (tempfile::TempDir, ExampleSummary) {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let summary = write_example(&temp.path().join("artifacts"), &ExampleOptions { kpack_split }).expect("example");
+    (temp, summary)
+}
+
+/// SONAME and DT_NEEDED of an ELF file, read back with goblin.
+fn dynamic(path: &Path) -> (Option<String>, Vec<String>) {
+    let bytes = fs_err::read(path).expect("read ELF");
+    let elf = goblin::elf::Elf::parse(&bytes).expect("a real ELF file");
+    (elf.soname.map(str::to_owned), elf.libraries.iter().map(|name| name.to_string()).collect())
+}
+
+fn all_artifacts() -> Selection<'static> {
+    Selection { artifacts: &|_| true, include: vec![], exclude: vec![] }
+}
+
+fn rel(text: &str) -> RelPath {
+    RelPath::new(text).expect("valid test path")
+}
+
+fn check_common(artifacts: &Path, summary: &ExampleSummary) {
+    for name in &summary.artifacts {
+        assert!(artifacts.join(name).join("artifact_manifest.txt").is_file(), "{name} has no manifest");
+    }
+    let catalog = Catalog::read(artifacts).expect("the catalog reads the example");
+    let names: Vec<String> = catalog.artifacts.iter().map(|artifact| artifact.name.dir_name()).collect();
+    assert_eq!(names, summary.artifacts);
+    assert!(catalog.ignored.is_empty(), "{:?}", catalog.ignored);
+    let namespace = catalog.select(&all_artifacts()).expect("select everything");
+    let kind = |path: &str| namespace.all.get(&rel(path)).map(|entry| entry.kind.clone());
+    let link = |path: &str, target: &str| {
+        assert_eq!(kind(path), Some(EntryKind::Symlink { target: target.to_owned() }), "{path}");
+    };
+
+    // The SONAME chain and the links the plan must resolve in the merged namespace.
+    link("lib/libamdhip64.so", "libamdhip64.so.7");
+    link("lib/libamdhip64.so.7", "libamdhip64.so.7.1.0");
+    link("lib/libamdhip64.so.6", "libamdhip64.so.6.4.0");
+    link("lib/llvm/bin/amdclang", "clang");
+    link("bin/amdclang", "../lib/llvm/bin/amdclang");
+    link("bin/rocm-smi", "../libexec/rocm_smi/rocm_smi.py");
+    link("lib/llvm/lib/clang/current", "22");
+    assert_eq!(kind("share/hip/version"), Some(EntryKind::File { len: 18, mode: 0o444 }));
+    assert_eq!(kind("include/hip/nvidia_detail"), Some(EntryKind::Dir));
+    // Selecting every artifact at once, the only clashes are one library in two legacy
+    // families (a real package never selects both).
+    for clash in &namespace.overridden {
+        let family = |name: &str| name.rsplit('_').next().map(str::to_owned);
+        assert!(LEGACY_FAMILIES.iter().any(|f| family(&clash.winner).as_deref() == Some(*f)), "{clash:?}");
+        assert!(LEGACY_FAMILIES.iter().any(|f| family(&clash.loser).as_deref() == Some(*f)), "{clash:?}");
+    }
+
+    let source = |path: &str| namespace.all[&rel(path)].source.clone();
+    for (path, soname, needed) in [
+        ("lib/libamdhip64.so.7.1.0", "libamdhip64.so.7", Some("libhsa-runtime64.so.1")),
+        ("lib/llvm/lib/libLLVM.so.22.0git", "libLLVM.so.22.0git", None),
+        ("lib/rocm_sysdeps/lib/librocm_sysdeps_liblzma.so.5", "librocm_sysdeps_liblzma.so.5", None),
+        ("lib/host-math/lib/librocm-openblas.so.0", "librocm-openblas.so.0", None),
+        ("lib/librocprof-sys.so.1.0.0", "librocprof-sys.so.1", Some("libamdhip64.so.7")),
+        ("lib/libprofiler-hub.so.1", "libprofiler-hub.so.1", None),
+        ("lib/libhiprand.so.1.1.0", "libhiprand.so.1", Some("librocrand.so.1")),
+    ] {
+        let (actual_soname, actual_needed) = dynamic(&source(path));
+        assert_eq!(actual_soname.as_deref(), Some(soname), "{path}");
+        if let Some(needed) = needed {
+            assert!(actual_needed.iter().any(|name| name == needed), "{path} needs {actual_needed:?}");
+        }
+    }
+
+    // Executables run and say who they are, loading their library through RUNPATH.
+    let clang = source("lib/llvm/bin/clang");
+    let output = Command::new(&clang).output().expect("run the example clang");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success());
+    assert!(stdout.starts_with("example:clang argv0=") && stdout.contains("uses example:LLVM"), "{stdout}");
+    // The script finds its data beside its real location.
+    let output = Command::new(source("libexec/rocm_smi/rocm_smi.py")).output().expect("run rocm_smi.py");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "example:rocm-smi data-beside-the-real-script argv=\n");
+
+    // The DT_RPATH with an absolute build path, for the plan to remove.
+    let bytes = fs_err::read(source("bin/hipInfo")).expect("read hipInfo");
+    let elf = goblin::elf::Elf::parse(&bytes).expect("ELF");
+    assert_eq!(elf.rpaths, ["/build/x/lib:$ORIGIN/../lib"]);
+    assert!(elf.runpaths.is_empty());
+}
+
+#[test]
+fn legacy_example() {
+    let (temp, summary) = generate(false);
+    let artifacts = temp.path().join("artifacts");
+    check_common(&artifacts, &summary);
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+    let catalog = Catalog::read(&artifacts).expect("reads");
+    assert!(!catalog.kpack_split());
+    assert_eq!(catalog.target_families(), LEGACY_FAMILIES.iter().map(|f| f.to_string()).collect::<BTreeSet<_>>());
+    assert_eq!(catalog.dist_amdgpu_targets.as_deref(), Some("gfx1100;gfx1101;gfx942"));
+    for family in LEGACY_FAMILIES {
+        let selection = Selection {
+            artifacts: &|name| name.name == "blas" && name.component == "lib" && name.target_family == family,
+            include: vec![],
+            exclude: vec![],
+        };
+        let namespace = catalog.select(&selection).expect("selects");
+        let rocblas = &namespace.all[&rel("lib/librocblas.so.5")];
+        assert_eq!(dynamic(&rocblas.source), (Some("librocblas.so.5".to_owned()), vec!["libamdhip64.so.7".to_owned()]));
+        let hipblas = &namespace.all[&rel("lib/libhipblas.so.3.0.0")];
+        assert_eq!(dynamic(&hipblas.source).0.as_deref(), Some("libhipblas.so.3"));
+        assert!(namespace.all.contains_key(&rel(&format!("lib/rocblas/library/TensileLibrary_{family}.dat"))));
+    }
+}
+
+#[test]
+fn kpack_split_example() {
+    let (temp, summary) = generate(true);
+    let artifacts = temp.path().join("artifacts");
+    check_common(&artifacts, &summary);
+    let catalog = Catalog::read(&artifacts).expect("reads");
+    assert!(catalog.kpack_split());
+    let families: Vec<String> = catalog.target_families().into_iter().collect();
+    assert_eq!(families, ["gfx1030", "gfx90a:xnack+", "gfx90a:xnack-"]);
+    // The tests install llvm and lld (.ci/run), so code objects are made, not skipped.
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+    assert_eq!(summary.n_code_objects, 2 * DEVICE_TARGET_IDS.len());
+    for (name, target_id) in DEVICE_TARGET_IDS {
+        let artifact = format!("{name}_lib_{target_id}");
+        let selection =
+            Selection { artifacts: &|candidate| candidate.dir_name() == artifact, include: vec![], exclude: vec![] };
+        let namespace = catalog.select(&selection).expect("selects");
+        let file_id = target_id.replace(':', "-");
+        let paths: BTreeSet<&str> = namespace.all.keys().map(RelPath::as_str).collect();
+        let library_dir = if name == "blas" { "lib/rocblas/library" } else { "lib/rocrand/library" };
+        for path in [
+            format!(".kpack/{artifact}.kpack"),
+            format!("{library_dir}/TensileLibrary_{file_id}.dat"),
+            format!("{library_dir}/{file_id}.kdb"),
+        ] {
+            assert!(paths.contains(path.as_str()), "{artifact} lacks {path}: {paths:?}");
+        }
+        let kernels = &namespace.all[&rel(&format!("{library_dir}/lib{name}_kernels_{file_id}.so"))];
+        assert_eq!(dynamic(&kernels.source).1[0], "libamdhip64.so.7");
+        for code_object in
+            [format!("{library_dir}/Kernels_{file_id}.co"), format!("{library_dir}/extop_{file_id}.hsaco")]
+        {
+            let bytes = fs_err::read(&namespace.all[&rel(&code_object)].source).expect("read code object");
+            let elf = goblin::elf::Elf::parse(&bytes).expect("an ELF code object");
+            assert_eq!(elf.header.e_machine, goblin::elf::header::EM_AMDGPU, "{code_object}");
+        }
+    }
+}
+
+#[test]
+fn same_bytes_every_time() {
+    let hashes = |root: &Path| {
+        let mut files = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in fs_err::read_dir(&dir).expect("read dir") {
+                let path = entry.expect("entry").path();
+                let metadata = fs_err::symlink_metadata(&path).expect("stat");
+                let relative = path.strip_prefix(root).expect("inside").to_path_buf();
+                if metadata.is_dir() {
+                    stack.push(path);
+                } else if metadata.is_symlink() {
+                    files.push((
+                        relative,
+                        fs_err::read_link(&path).expect("readlink").into_os_string().into_encoded_bytes(),
+                    ));
+                } else {
+                    files.push((relative, fs_err::read(&path).expect("read")));
+                }
+            }
+        }
+        files.sort();
+        files
+    };
+    let (first, _) = generate(true);
+    let (second, _) = generate(true);
+    assert!(hashes(&first.path().join("artifacts")) == hashes(&second.path().join("artifacts")));
+}
+
+#[test]
+fn refuses_a_non_empty_output() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    fs_err::write(temp.path().join("keep.txt"), "mine").expect("write");
+    let error = write_example(temp.path(), &ExampleOptions { kpack_split: false }).expect_err("refused");
+    assert_eq!(error.to_string(), format!("output directory is not empty: {}", temp.path().display()));
+    assert_eq!(fs_err::read_to_string(temp.path().join("keep.txt")).expect("untouched"), "mine");
+}

@@ -1,0 +1,189 @@
+//! Files that cannot be packaged as they are: names that are not UTF-8, special files,
+//! unreadable paths, and files that change between the plan and the write stage.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use packager::plan::PlannedFile;
+
+use super::{fails_leaving_dist_intact, full_text, Example};
+
+fn mkfifo(path: &Path) {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("no NUL");
+    // SAFETY: a valid NUL-terminated path; mkfifo touches no memory of ours.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0, "mkfifo {}", path.display());
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn non_utf8_names_are_refused_naming_the_bytes() {
+    // A file, a directory, and a symlink's target, each with an invalid byte.
+    let cases: [(&[u8], &str); 3] =
+        [(b"lib/lib\xffbad.so", "file"), (b"share/\xfe\xfedir", "dir"), (b"lib/link", "link")];
+    for (name, kind) in cases {
+        let example = Example::new();
+        let stage = example.core_stage();
+        let path = stage.join(OsStr::from_bytes(name));
+        let error = fails_leaving_dist_intact(&example, |_| match kind {
+            "file" => fs_err::write(&path, "x").expect("write"),
+            "dir" => fs_err::create_dir_all(path.join("inner")).expect("mkdir"),
+            _ => symlink(OsStr::from_bytes(b"lib\x80target.so"), &path).expect("symlink"),
+        });
+        let text = full_text(&error);
+        let shown = match kind {
+            "file" => format!("{}/lib/lib\\xffbad.so", stage.display()),
+            "dir" => format!("{}/share/\\xfe\\xfedir", stage.display()),
+            _ => "lib\\x80target.so".to_owned(),
+        };
+        assert!(text.contains(&shown), "{kind}: {text}");
+        assert!(text.contains("UTF-8") && text.contains("hint: "), "{kind}: {text}");
+    }
+}
+
+#[test]
+fn special_files_are_refused_naming_them() {
+    let example = Example::new();
+    let fifo = example.core_stage().join("lib/libfifo.so.1");
+    let error = fails_leaving_dist_intact(&example, |_| mkfifo(&fifo));
+    let text = full_text(&error);
+    assert!(text.contains(&fifo.display().to_string()) && text.contains("FIFO"), "{text}");
+    assert!(text.contains("hint: "), "{text}");
+
+    let example = Example::new();
+    let socket_path = example.core_stage().join("share/hostile.sock");
+    let error = fails_leaving_dist_intact(&example, |_| {
+        fs_err::create_dir_all(socket_path.parent().expect("parent")).expect("mkdir");
+        let listener = std::os::unix::net::UnixListener::bind(&socket_path).expect("bind");
+        drop(listener);
+    });
+    let text = full_text(&error);
+    assert!(text.contains(&socket_path.display().to_string()) && text.contains("socket"), "{text}");
+}
+
+#[test]
+fn unreadable_paths_are_named() {
+    // As root, permission bits do not stop reads; a file that cannot be opened for
+    // reading without blocking (a FIFO) and a dangling entry stand in for it there.
+    let example = Example::new();
+    let library = example.core_stage().join("lib/libhsa-runtime64.so.1.15.0");
+    let error = fails_leaving_dist_intact(&example, |_| {
+        if is_root() {
+            fs_err::remove_file(&library).expect("rm");
+            mkfifo(&library);
+        } else {
+            fs_err::set_permissions(&library, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+        }
+    });
+    let text = full_text(&error);
+    assert!(text.contains(&library.display().to_string()), "{text}");
+
+    if !is_root() {
+        let example = Example::new();
+        let dir = example.core_stage().join("lib");
+        let error = fails_leaving_dist_intact(&example, |_| {
+            fs_err::set_permissions(&dir, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+        });
+        fs_err::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod back");
+        let text = full_text(&error);
+        assert!(text.contains(&dir.display().to_string()) && text.contains("ermission denied"), "{text}");
+    }
+}
+
+/// A core file the plan copies as it is, and one it patches (RPATH), with their paths.
+fn planned_sources(plan: &packager::Plan) -> (PathBuf, PathBuf) {
+    let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core");
+    let copied = core
+        .files
+        .iter()
+        .find_map(|(rel, file)| match file {
+            PlannedFile::Copy { source, .. } if rel.as_str() == "share/hostile/data.txt" => Some(source.clone()),
+            _ => None,
+        })
+        .expect("the added data file is copied");
+    let patched = core
+        .files
+        .values()
+        .find_map(|file| match file {
+            PlannedFile::PatchRpath { source, strategy, .. }
+                if *strategy != packager::elf::EditStrategy::Unchanged
+                    && source.ends_with("lib/libhsa-runtime64.so.1.15.0") =>
+            {
+                Some(source.clone())
+            }
+            _ => None,
+        })
+        .expect("the runtime library gets an RPATH edit");
+    (copied, patched)
+}
+
+/// Alters a planned file (its path, and a scratch dir outside the artifacts).
+type Change = dyn Fn(&Path, &Path);
+
+/// Plans, lets `change` alter `path`, then runs the write stage alone into an empty dist.
+/// Returns the error text; asserts nothing at all was left in dist.
+fn write_after_change(change: &Change, which: usize) -> String {
+    let example = Example::new();
+    let data_dir = example.core_stage().join("share/hostile");
+    fs_err::create_dir_all(&data_dir).expect("mkdir");
+    fs_err::write(data_dir.join("data.txt"), "planned contents\n".repeat(1000)).expect("write");
+    let config = example.config();
+    let plan = packager::plan(&config, &packager::Silent).expect("plans");
+    let (copied, patched) = planned_sources(&plan);
+    let path = if which == 0 { copied } else { patched };
+    change(&path, example.temp.path());
+    let error = packager::assemble::write_outputs(&plan, &config, &packager::Silent)
+        .expect_err("a file changed after planning must fail the write");
+    let left: Vec<_> = match fs_err::read_dir(example.dist()) {
+        Ok(entries) => entries.map(|entry| entry.expect("entry").file_name()).collect(),
+        Err(_) => Vec::new(),
+    };
+    assert!(left.is_empty(), "left in dist after {error}: {left:?}");
+    let text = full_text(&error);
+    assert!(text.contains(&path.display().to_string()), "the error names {}: {text}", path.display());
+    text
+}
+
+#[test]
+fn files_that_change_after_planning_fail_the_write_cleanly() {
+    let outside_same_size = |path: &Path, temp: &Path| {
+        let len = fs_err::metadata(path).expect("stat").len();
+        let outside = temp.join("outside.bin");
+        fs_err::write(&outside, vec![b'S'; len as usize]).expect("write");
+        fs_err::remove_file(path).expect("rm");
+        symlink(&outside, path).expect("symlink");
+    };
+    let changes: [(&str, &Change); 6] = [
+        ("vanished", &|path, _| fs_err::remove_file(path).expect("rm")),
+        ("grew", &|path, _| {
+            let mut bytes = fs_err::read(path).expect("read");
+            bytes.extend_from_slice(b"more");
+            fs_err::write(path, bytes).expect("write");
+        }),
+        ("shrank", &|path, _| {
+            let bytes = fs_err::read(path).expect("read");
+            fs_err::write(path, &bytes[..bytes.len() / 2]).expect("write");
+        }),
+        ("same-size link to outside", &outside_same_size),
+        ("dangling link", &|path, _| {
+            fs_err::remove_file(path).expect("rm");
+            symlink("nowhere", path).expect("symlink");
+        }),
+        ("FIFO", &|path, _| {
+            fs_err::remove_file(path).expect("rm");
+            mkfifo(path);
+        }),
+    ];
+    for (what, change) in changes {
+        for which in [0, 1] {
+            let text = write_after_change(change, which);
+            assert!(text.contains("changed while it was being packaged"), "{what}: {text}");
+            assert!(text.contains("hint: "), "{what}: {text}");
+        }
+    }
+}

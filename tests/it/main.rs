@@ -1,0 +1,15 @@
+//! Integration tests, one binary. Each module builds what it needs for real: ELF files
+//! with `cc`, packages with the library, venvs with `pip`.
+
+mod catalog;
+mod cmake;
+mod elf;
+mod example;
+mod hostile;
+mod index;
+mod install;
+mod python;
+mod support;
+mod targets;
+mod verify;
+mod wheel;

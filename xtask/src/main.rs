@@ -1,0 +1,174 @@
+//! `cargo xtask`: the command line over the `packager` library.
+//!
+//! Parses flags (clap), sets up logging and progress, and sends each subcommand to the
+//! `run` function of its own module. No packaging logic lives here.
+
+mod bench;
+mod elf;
+mod example;
+mod index;
+mod package;
+mod progress;
+mod signals;
+mod summary;
+mod verify;
+mod verify_dist;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", version, about = "Turn ROCm build artifacts into installable Python packages")]
+struct Cli {
+    /// Explain each decision (-v), or trace everything (-vv).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Print only errors.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Build the wheels and the `rocm` sdist from an artifacts directory.
+    Package(Box<package::PackageArgs>),
+    /// Run every check before pushing, or check a built dist/ with --dist.
+    Verify(verify::VerifyArgs),
+    /// Write the bundled example build (real ELF files) to a directory.
+    Example(example::ExampleArgs),
+    /// Read or rewrite RPATHs of ELF files, patchelf-style, without patchelf.
+    Elf(elf::ElfArgs),
+    /// Measure packaging speed, memory and disk against the compression floor.
+    Bench(bench::BenchArgs),
+    /// Write a PEP 503 simple index and a find-links page for a dist/ directory.
+    Index(index::IndexArgs),
+}
+
+/// Global output settings every subcommand gets.
+#[derive(Clone, Copy)]
+pub struct Output {
+    pub verbose: u8,
+    pub quiet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let output = Output { verbose: cli.verbose, quiet: cli.quiet };
+    progress::init_logging(output);
+    let result = match cli.command {
+        Command::Package(args) => package::run(*args, output),
+        Command::Verify(args) => verify::run(args, output),
+        Command::Example(args) => example::run(args, output),
+        Command::Elf(args) => elf::run(args, output),
+        Command::Bench(args) => bench::run(args, output),
+        Command::Index(args) => index::run(args, output),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            report_error(&error);
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn workspace_root() -> std::path::PathBuf {
+    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// `error: …`, each `caused by: …`, then `hint: …` from the first library error that has one.
+fn report_error(error: &anyhow::Error) {
+    // One line, outermost context first, so a CI log grep shows the whole story.
+    eprintln!("error: {error:#}");
+    let hint = error.chain().find_map(|cause| cause.downcast_ref::<packager::Error>().and_then(packager::Error::hint));
+    let hint = hint.or_else(|| {
+        error.chain().find_map(|cause| cause.downcast_ref::<packager::catalog::CatalogError>().and_then(|e| e.hint()))
+    });
+    let hint = hint.or_else(|| {
+        error.chain().find_map(|cause| cause.downcast_ref::<packager::example::ExampleError>().and_then(|e| e.hint()))
+    });
+    let hint = hint.or_else(|| {
+        error.chain().find_map(|cause| cause.downcast_ref::<packager::verify::VerifyError>().and_then(|e| e.hint()))
+    });
+    let hint = hint.or_else(|| {
+        error.chain().find_map(|cause| cause.downcast_ref::<packager::index::IndexError>().and_then(|e| e.hint()))
+    });
+    if let Some(hint) = hint {
+        eprintln!("\nhint: {hint}");
+    }
+    if std::env::var_os("GITHUB_ACTIONS").is_some_and(|value| value == "true") {
+        eprintln!("{}", github_annotation(error, std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from).as_deref()));
+    }
+}
+
+/// `::error file=…,title=…::message`, so the failure shows on the run page (and on the
+/// file, when it is inside the checkout). Paths under `workspace` are made relative to it,
+/// as GitHub expects.
+fn github_annotation(error: &anyhow::Error, workspace: Option<&Path>) -> String {
+    let text = escape_annotation(&format!("{error:#}"), false);
+    match error_path(error) {
+        Some(path) => {
+            let path = workspace.and_then(|root| path.strip_prefix(root).ok()).unwrap_or(path);
+            let file = escape_annotation(&path.to_string_lossy(), true);
+            format!("::error file={file},title=cargo xtask::{text}")
+        }
+        None => format!("::error title=cargo xtask::{text}"),
+    }
+}
+
+/// The first path any error in the chain names.
+fn error_path(error: &anyhow::Error) -> Option<&Path> {
+    error.chain().find_map(|cause| {
+        if let Some(error) = cause.downcast_ref::<packager::Error>() {
+            error.path()
+        } else if let Some(error) = cause.downcast_ref::<packager::catalog::CatalogError>() {
+            error.path()
+        } else if let Some(error) = cause.downcast_ref::<packager::index::IndexError>() {
+            Some(error.path())
+        } else if let Some(error) = cause.downcast_ref::<packager::verify::VerifyError>() {
+            match error {
+                packager::verify::VerifyError::NotADirectory { path }
+                | packager::verify::VerifyError::Read { path, .. } => Some(path.as_path()),
+            }
+        } else {
+            None
+        }
+    })
+}
+
+/// Workflow-command escaping: `%`, CR and LF always; `:` and `,` too in a property value.
+fn escape_annotation(text: &str, property: bool) -> String {
+    let text = text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+    if property {
+        text.replace(':', "%3A").replace(',', "%2C")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_name_the_file() {
+        let error =
+            anyhow::Error::new(packager::Error::Catalog(packager::catalog::CatalogError::MissingBuildManifest {
+                path: PathBuf::from("/w/build/artifacts/base_lib_generic/x,y:z.json"),
+            }))
+            .context("packaging /w/build/artifacts");
+        assert_eq!(
+            github_annotation(&error, Some(Path::new("/w"))),
+            "::error file=build/artifacts/base_lib_generic/x%2Cy%3Az.json,title=cargo xtask::packaging \
+             /w/build/artifacts: build manifest not found: /w/build/artifacts/base_lib_generic/x,y:z.json"
+        );
+        let plain = anyhow::anyhow!("100% broken\nline two");
+        assert_eq!(github_annotation(&plain, None), "::error title=cargo xtask::100%25 broken%0Aline two");
+    }
+}

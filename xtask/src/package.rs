@@ -1,0 +1,249 @@
+//! `cargo xtask package`: flags → `PackageConfig`, then the library's pipeline, a summary
+//! table on stdout and `--json` for CI.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use packager::catalog::therock;
+use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, WheelCompression};
+use packager::report::StageTime;
+use packager::{BuildTime, PackageConfig};
+
+use crate::progress::CliProgress;
+use crate::Output;
+
+#[derive(clap::Args)]
+pub struct PackageArgs {
+    /// The artifacts directory of a TheRock build [default: build/artifacts of the checkout,
+    /// else the bundled example generated under target/]
+    #[arg(long, value_name = "DIR")]
+    pub artifact_dir: Option<PathBuf>,
+    /// The TheRock checkout (found by walking up from the current directory if not given).
+    #[arg(long, value_name = "DIR")]
+    pub therock_dir: Option<PathBuf>,
+    /// Where the wheels and the sdist are written.
+    #[arg(long, value_name = "DIR", default_value = "dist")]
+    pub dest_dir: PathBuf,
+    /// Package version [default: `{rocm-version}.dev0` from the checkout's version.json].
+    #[arg(long)]
+    pub version: Option<String>,
+    /// Appended to the platform package directory names (`_rocm_sdk_core{suffix}`).
+    #[arg(long, default_value = "")]
+    pub version_suffix: String,
+    /// Wheel platform tag, e.g. manylinux_2_28_x86_64.
+    #[arg(long, env = "ROCM_SDK_WHEEL_PLATFORM_TAG", value_name = "TAG")]
+    pub platform_tag: Option<String>,
+    /// Lay the package trees out in --dest-dir instead of building archives.
+    #[arg(long = "no-build-packages", action = clap::ArgAction::SetFalse)]
+    pub build_packages: bool,
+    /// Store wheel members uncompressed.
+    #[arg(long)]
+    pub no_wheel_compression: bool,
+    /// Deflate level of wheel members (0-9).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
+    pub wheel_compression_level: u32,
+    /// Compress the devel tarball with xz (`_devel.tar.xz`).
+    #[arg(long, default_value = "false", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub devel_tarball_compression: bool,
+    /// xz preset of the devel tarball (0-9).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
+    pub devel_tarball_xz_preset: u32,
+    /// GPU families or targets built for Linux (comma or semicolon list).
+    #[arg(long, value_name = "LIST")]
+    pub linux_amdgpu_families: Option<String>,
+    /// GPU families or targets built for Windows (comma or semicolon list).
+    #[arg(long, value_name = "LIST")]
+    pub windows_amdgpu_families: Option<String>,
+    /// Keep absolute RPATH entries instead of removing them.
+    #[arg(long)]
+    pub keep_absolute_rpath: bool,
+    /// Build only these package groups (for a CI matrix; merge the dist/ folders after).
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1..)]
+    pub only: Vec<Group>,
+    /// Worker threads [default: all cores].
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Print the plan (what goes where, and why) instead of writing packages.
+    #[arg(long)]
+    pub plan: bool,
+    /// Write the report (or with --plan, the plan) as JSON to this file, or `-` for stdout.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Group {
+    Meta,
+    Core,
+    Libraries,
+    Device,
+    Devel,
+    Profiler,
+}
+
+impl From<Group> for PackageGroup {
+    fn from(group: Group) -> PackageGroup {
+        match group {
+            Group::Meta => PackageGroup::Meta,
+            Group::Core => PackageGroup::Core,
+            Group::Libraries => PackageGroup::Libraries,
+            Group::Device => PackageGroup::Device,
+            Group::Devel => PackageGroup::Devel,
+            Group::Profiler => PackageGroup::Profiler,
+        }
+    }
+}
+
+pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
+    // First: no other thread may exist yet (see `signals`).
+    let interrupts = crate::signals::install()?;
+    if let Some(jobs) = args.jobs {
+        rayon::ThreadPoolBuilder::new().num_threads(jobs).build_global().context("setting up worker threads")?;
+    }
+    let config = to_config(&args, output)?;
+    let progress = CliProgress::new(output);
+    if args.plan {
+        let plan = packager::plan(&config, &progress)
+            .with_context(|| format!("planning packages from {}", config.artifacts_dir.display()))?;
+        progress.finish();
+        match &args.json {
+            Some(path) => write_json(path, &plan)?,
+            None => print!("{}", crate::summary::render_plan(&plan)),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let started = Instant::now();
+    let plan =
+        packager::plan(&config, &progress).with_context(|| format!("packaging {}", config.artifacts_dir.display()))?;
+    let plan_seconds = started.elapsed().as_secs_f64();
+    // From here on an interrupt may clean the destination's temp files: only while this
+    // run holds its lock, since those of another run are not ours.
+    let lock = Arc::new(packager::DestLock::acquire(&config.dest_dir).map_err(packager::Error::from)?);
+    if lock.removed_stale > 0 && !output.quiet {
+        eprintln!(
+            "note: removed {} temporary file(s) an interrupted run left in {}",
+            lock.removed_stale,
+            config.dest_dir.display()
+        );
+    }
+    let armed = interrupts.clean_on_interrupt(&lock);
+    let report = packager::write_locked(&plan, &config, &progress, &lock)
+        .with_context(|| format!("packaging {}", config.artifacts_dir.display()));
+    drop(armed);
+    drop(lock);
+    let mut report = report?;
+    report.stages.insert(0, StageTime { stage: "catalog+plan".to_owned(), seconds: plan_seconds });
+    progress.finish();
+    crate::summary::publish(&report, output, args.json.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value).context("serialising JSON")?;
+    if path == Path::new("-") {
+        println!("{text}");
+    } else {
+        fs_err::write(path, text + "\n")?;
+    }
+    Ok(())
+}
+
+/// Turns flags (and the checkout they point at) into the library's plain config.
+fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let checkout = match &args.therock_dir {
+        Some(dir) => Some(dir.clone()),
+        None => therock::find_checkout(&cwd),
+    };
+    let checkout_artifacts = checkout.as_ref().map(|root| root.join("build/artifacts")).filter(|dir| dir.is_dir());
+    let (artifacts_dir, example_version) = match (&args.artifact_dir, checkout_artifacts) {
+        (Some(dir), _) => (dir.clone(), None),
+        (None, Some(dir)) => (dir, None),
+        (None, None) => (generate_example(output)?, Some("7.12.0.dev0".to_owned())),
+    };
+    let version = match (&args.version, &checkout, example_version) {
+        (Some(version), _, _) => version.clone(),
+        (None, Some(root), _) => therock::read_version(root)?,
+        (None, None, Some(version)) => version,
+        (None, None, None) => anyhow::bail!("no --version given and no TheRock checkout (version.json) found\n\nhint: pass --version 7.12.0.dev0 or --therock-dir"),
+    };
+    let targets = match &checkout {
+        Some(root) => therock::read_amdgpu_targets(root)?,
+        None => Default::default(),
+    };
+    let families = FamilyRequest {
+        linux: split_list(args.linux_amdgpu_families.as_deref()),
+        windows: split_list(args.windows_amdgpu_families.as_deref()),
+        expansion: targets,
+    };
+    let wheel_compression = if args.no_wheel_compression {
+        WheelCompression::Stored
+    } else {
+        WheelCompression::Deflate { level: args.wheel_compression_level }
+    };
+    let devel_tarball_compression = if args.devel_tarball_compression {
+        DevelTarballCompression::Xz { preset: args.devel_tarball_xz_preset }
+    } else {
+        DevelTarballCompression::None
+    };
+    Ok(PackageConfig {
+        artifacts_dir,
+        dest_dir: args.dest_dir.clone(),
+        version,
+        version_suffix: args.version_suffix.clone(),
+        platform_tag: args.platform_tag.clone().unwrap_or_else(host_platform_tag),
+        build_time: build_time()?,
+        wheel_compression,
+        devel_tarball_compression,
+        build_packages: args.build_packages,
+        keep_absolute_rpath: args.keep_absolute_rpath,
+        only: args.only.iter().map(|group| PackageGroup::from(*group)).collect(),
+        families,
+        scratch_dir: None,
+    })
+}
+
+/// `SOURCE_DATE_EPOCH`, read once; a malformed value is an error, not silently ignored.
+pub fn build_time() -> anyhow::Result<BuildTime> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(text) => {
+            let seconds: u64 = text
+                .trim()
+                .parse()
+                .with_context(|| format!("SOURCE_DATE_EPOCH={text:?} is not a number of seconds"))?;
+            Ok(BuildTime(seconds))
+        }
+        Err(std::env::VarError::NotPresent) => Ok(BuildTime::DEFAULT),
+        Err(error) => Err(error).context("reading SOURCE_DATE_EPOCH"),
+    }
+}
+
+fn host_platform_tag() -> String {
+    format!("linux_{}", std::env::consts::ARCH)
+}
+
+fn split_list(text: Option<&str>) -> Vec<String> {
+    text.unwrap_or("").split([',', ';']).map(str::trim).filter(|part| !part.is_empty()).map(str::to_owned).collect()
+}
+
+/// Outside a TheRock checkout, the first command still does the real job: on the bundled
+/// example, generated under target/.
+fn generate_example(output: Output) -> anyhow::Result<PathBuf> {
+    let root = crate::workspace_root();
+    let out = root.join("target/example-artifacts");
+    if !output.quiet {
+        eprintln!(
+            "note: no --artifact-dir and no TheRock checkout here: packaging the bundled example ({})",
+            out.display()
+        );
+    }
+    if out.exists() {
+        fs_err::remove_dir_all(&out)?;
+    }
+    packager::example::write_example(&out, &packager::example::ExampleOptions { kpack_split: false })
+        .with_context(|| format!("generating the bundled example into {}", out.display()))?;
+    Ok(out)
+}

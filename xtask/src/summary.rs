@@ -1,0 +1,192 @@
+//! What `package` prints on stdout: the plan (`--plan`), the summary table, and the JSON
+//! report; plus the GitHub Actions step summary.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use packager::plan::{DevelEntry, Finding, FindingKind, Plan, PlannedFile};
+use packager::Report;
+
+use crate::Output;
+
+/// One line per member: package, path, action and the reason.
+pub fn render_plan(plan: &Plan) -> String {
+    let mut out = String::new();
+    let mode = if plan.kpack_split { "kpack-split" } else { "legacy" };
+    let _ = writeln!(out, "version {} ({mode}), families: {}", plan.version, plan.families.available.join(", "));
+    for package in &plan.packages {
+        let platform = package.platform_dir.as_deref().unwrap_or("");
+        let _ = writeln!(out, "\n{} ({} files{})", package.dist_name, package.files.len(), devel_count(package));
+        for (rel, file) in &package.files {
+            let _ = writeln!(out, "  {platform}/{rel}  {}", describe_file(file));
+        }
+        for (rel, entry) in &package.devel_tree {
+            let what = match entry {
+                DevelEntry::Dir => "dir".to_owned(),
+                DevelEntry::Symlink { target, why } => format!("symlink -> {target} ({why:?})"),
+                DevelEntry::File { file } => describe_file(file),
+            };
+            let _ = writeln!(out, "  {platform}/{rel}  {what}");
+        }
+    }
+    if !plan.findings.is_empty() {
+        let _ = writeln!(out, "\nfindings:");
+        for finding in &plan.findings {
+            let _ = writeln!(out, "  {}", describe_finding(finding));
+        }
+    }
+    for override_ in &plan.overrides {
+        let _ = writeln!(out, "  override {}: {} wins over {}", override_.rel, override_.winner, override_.loser);
+    }
+    out
+}
+
+/// A finding in words; a dropped file reads exactly as `-v` reports it while planning.
+fn describe_finding(finding: &Finding) -> String {
+    let (package, path) = (&finding.package, &finding.path);
+    match &finding.what {
+        FindingKind::Dropped { reason } => format!("{package}: dropped {path}: {reason}"),
+        FindingKind::Alias { soname } => format!("{package}: {path} is an alias of {soname} (a link in devel)"),
+        FindingKind::Launcher { target } => format!("{package}: {path} becomes a launcher of {target}"),
+        FindingKind::RpathRemoved { entries } => {
+            format!("{package}: {path}: removed absolute RPATH entries {}", entries.join(":"))
+        }
+        FindingKind::UnrequestedTarget { target } => {
+            format!("{package}: {path}: device code for {target}, which no family flag requested")
+        }
+    }
+}
+
+fn devel_count(package: &packager::plan::PackagePlan) -> String {
+    if package.devel_tree.is_empty() {
+        String::new()
+    } else {
+        format!(", {} devel entries", package.devel_tree.len())
+    }
+}
+
+fn describe_file(file: &PlannedFile) -> String {
+    match file {
+        PlannedFile::Copy { source, .. } => format!("copy {}", source.display()),
+        PlannedFile::PatchRpath { source, rpath, strategy, removed, .. } => {
+            let removed = if removed.is_empty() { String::new() } else { format!(", removed {}", removed.join(":")) };
+            format!("copy {} with DT_RPATH={rpath} ({strategy:?}{removed})", source.display())
+        }
+        PlannedFile::Launcher { target, .. } => format!("launcher -> {target}"),
+        PlannedFile::Generated { bytes } => format!("generated ({} bytes)", bytes.len()),
+    }
+}
+
+/// The end-of-run table (package, file, members, sizes, time), counts, and `--json`.
+/// Columns are as wide as their longest cell, so long wheel names stay aligned.
+pub fn render_table(report: &Report) -> String {
+    let mut out = String::new();
+    let package_width = report.outputs.iter().map(|output| output.package.len()).max().unwrap_or(0).max(7);
+    let file_width = report.outputs.iter().map(|output| output.file_name.len()).max().unwrap_or(0).max(4);
+    let _ = writeln!(
+        out,
+        "{:<package_width$}  {:<file_width$}  {:>7}  {:>10}  {:>10}  {:>6}",
+        "package", "file", "files", "size", "compressed", "time"
+    );
+    for output in &report.outputs {
+        let _ = writeln!(
+            out,
+            "{:<package_width$}  {:<file_width$}  {:>7}  {:>10}  {:>10}  {:>5.1}s",
+            output.package,
+            output.file_name,
+            output.files,
+            human_bytes(output.uncompressed_bytes),
+            human_bytes(output.compressed_bytes),
+            output.seconds
+        );
+    }
+    let _ = writeln!(out, "stages: {}", stage_line(report));
+    if let Some(notes) = notes_line(report) {
+        let _ = writeln!(out, "notes: {notes} (details: --json)");
+    }
+    out
+}
+
+/// The same table as GitHub-flavoured Markdown, for `$GITHUB_STEP_SUMMARY`.
+pub fn render_markdown(report: &Report) -> String {
+    let mode = if report.kpack_split { "kpack-split" } else { "legacy" };
+    let mut out = format!("### ROCm Python packages {} ({mode})\n\n", report.version);
+    out.push_str("| package | file | files | size | compressed | time |\n|---|---|--:|--:|--:|--:|\n");
+    for output in &report.outputs {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} | {:.1}s |",
+            output.package,
+            output.file_name,
+            output.files,
+            human_bytes(output.uncompressed_bytes),
+            human_bytes(output.compressed_bytes),
+            output.seconds
+        );
+    }
+    let _ = writeln!(out, "\nStages: {}", stage_line(report));
+    if let Some(notes) = notes_line(report) {
+        let _ = writeln!(out, "\nNotes: {notes}");
+    }
+    // A blank line, so whatever a later step appends starts a new block.
+    out.push('\n');
+    out
+}
+
+fn stage_line(report: &Report) -> String {
+    let stages: Vec<String> =
+        report.stages.iter().map(|stage| format!("{} {:.1}s", stage.stage, stage.seconds)).collect();
+    stages.join(", ")
+}
+
+fn notes_line(report: &Report) -> Option<String> {
+    let mut counts: Vec<String> = report.counts.iter().map(|(kind, count)| format!("{count} {kind}")).collect();
+    counts.extend(report.rpath_edits.iter().map(|(strategy, count)| format!("{count} rpath edits {strategy}")));
+    if !report.overrides.is_empty() {
+        counts.push(format!("{} paths provided by two artifacts", report.overrides.len()));
+    }
+    (!counts.is_empty()).then(|| counts.join(", "))
+}
+
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+pub fn publish(report: &Report, output: Output, json: Option<&Path>) -> anyhow::Result<()> {
+    let table = render_table(report);
+    match json {
+        Some(path) if path == Path::new("-") => {
+            println!("{}", serde_json::to_string_pretty(report).context("serialising the report")?);
+        }
+        Some(path) => {
+            let text = serde_json::to_string_pretty(report).context("serialising the report")?;
+            fs_err::write(path, text + "\n")?;
+            if !output.quiet {
+                print!("{table}");
+            }
+        }
+        None => {
+            if !output.quiet {
+                print!("{table}");
+            }
+        }
+    }
+    // GitHub Actions shows this file on the run's page; appending keeps earlier steps' text.
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|path| !path.is_empty()) {
+        let mut file = fs_err::OpenOptions::new().create(true).append(true).open(summary)?;
+        std::io::Write::write_all(&mut file, render_markdown(report).as_bytes())?;
+    }
+    Ok(())
+}

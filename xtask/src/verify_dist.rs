@@ -1,0 +1,116 @@
+//! `cargo xtask verify --dist DIR [--json]`: prints what `packager::verify::verify_dist`
+//! found, grouped by package, and turns it into an exit code (0 clean or warnings only,
+//! 1 violations; errors such as an unreadable dist become 2 in `main`).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use packager::verify::{verify_dist, Finding, VerifyReport};
+
+use crate::Output;
+
+pub fn run(dist: &Path, json: bool, output: Output) -> anyhow::Result<ExitCode> {
+    let report = verify_dist(dist).with_context(|| format!("verifying {}", dist.display()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).context("serializing the report")?);
+    } else if !output.quiet || report.n_violations() > 0 {
+        print!("{}", render(&report, output.verbose > 0));
+    }
+    Ok(if report.n_violations() > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The human-readable report: one block per package, findings under it, a summary line.
+fn render(report: &VerifyReport, verbose: bool) -> String {
+    let mut text = String::new();
+    for package in &report.packages {
+        let status = if !package.violations.is_empty() {
+            "FAIL"
+        } else if !package.warnings.is_empty() {
+            "warn"
+        } else {
+            "ok"
+        };
+        let _ = write!(text, "{status:4} {}", package.file);
+        if let Some(tag) = package.portability.as_ref().and_then(|facts| facts.manylinux_tag.as_deref()) {
+            let glibc = package.portability.as_ref().and_then(|facts| facts.glibc.as_deref()).unwrap_or("-");
+            let _ = write!(text, "  (glibc {glibc}, can carry {tag})");
+        }
+        text.push('\n');
+        if verbose || package.locations.len() > 1 {
+            for location in &package.locations {
+                let _ = writeln!(text, "       at {}", location.display());
+            }
+        }
+        for violation in &package.violations {
+            let _ = writeln!(text, "       error: {}", describe(violation));
+        }
+        for warning in &package.warnings {
+            let _ = writeln!(text, "       warning: {}", describe(warning));
+        }
+    }
+    let _ = writeln!(
+        text,
+        "{} packages, {} violations, {} warnings",
+        report.packages.len(),
+        report.n_violations(),
+        report.n_warnings()
+    );
+    text
+}
+
+fn describe(finding: &Finding) -> String {
+    let check = serde_json::to_value(finding.check).ok().and_then(|value| value.as_str().map(str::to_owned));
+    let check = check.unwrap_or_default();
+    match &finding.path {
+        Some(path) => format!("[{check}] {path}: {}", finding.message),
+        None => format!("[{check}] {}", finding.message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use packager::verify::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport};
+
+    use super::render;
+
+    #[test]
+    fn groups_findings_under_their_package() {
+        let finding = |check, path: Option<&str>, message: &str| Finding {
+            file: "a-1.0-py3-none-linux_x86_64.whl".to_owned(),
+            path: path.map(str::to_owned),
+            check,
+            message: message.to_owned(),
+        };
+        let package = PackageReport {
+            file: "a-1.0-py3-none-linux_x86_64.whl".to_owned(),
+            locations: vec![PathBuf::from("a-1.0-py3-none-linux_x86_64.whl")],
+            kind: ArchiveKind::Wheel,
+            name: Some("a".to_owned()),
+            version: Some("1.0".to_owned()),
+            sha256: String::new(),
+            n_members: 3,
+            n_elf_files: 1,
+            n_gpu_code_objects: 0,
+            portability: Some(Portability {
+                glibc: Some("2.26".to_owned()),
+                glibcxx: None,
+                cxxabi: None,
+                manylinux_tag: Some("manylinux_2_26_x86_64".to_owned()),
+            }),
+            violations: vec![finding(Check::Rpath, Some("a/lib/x.so"), "has DT_RUNPATH `$ORIGIN`")],
+            warnings: vec![finding(Check::WindowsName, Some("a/x:y"), "Windows cannot extract this name")],
+        };
+        let report = VerifyReport { dist: PathBuf::from("dist"), packages: vec![package] };
+        assert_eq!(
+            render(&report, false),
+            "FAIL a-1.0-py3-none-linux_x86_64.whl  (glibc 2.26, can carry manylinux_2_26_x86_64)\n\
+             \x20      error: [rpath] a/lib/x.so: has DT_RUNPATH `$ORIGIN`\n\
+             \x20      warning: [windows-name] a/x:y: Windows cannot extract this name\n\
+             1 packages, 1 violations, 1 warnings\n"
+        );
+    }
+}

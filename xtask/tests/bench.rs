@@ -1,0 +1,46 @@
+//! `cargo xtask bench` end to end on a tiny synthetic build: it generates the tree, packages
+//! it in a child process, measures the floor, and reports fields that make sense. No
+//! timing is asserted (speed lives in the command, not in the test suite).
+
+use std::process::Command;
+
+#[test]
+fn bench_reports_sane_fields() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--size", "16MiB", "--json", "--work-dir"])
+        .arg(work.path())
+        .output()
+        .expect("run xtask bench");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench failed:\n{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    let number = |pointer: &str| run.pointer(pointer).and_then(serde_json::Value::as_f64).expect(pointer);
+
+    let payload = number("/input/payload_bytes");
+    assert!(payload > 15.0 * 1048576.0 && payload < 18.0 * 1048576.0, "payload {payload}");
+    assert!(number("/input/n_files") > 100.0);
+    assert!(number("/input/n_symlinks") > 20.0);
+    assert_eq!(number("/input/n_large_libraries"), 5.0);
+    assert_eq!(run["package"]["success"], true, "{}", run["package"]["error"]);
+    assert!(number("/package/wall_seconds") > 0.0);
+    assert!(number("/package/user_seconds") + number("/package/sys_seconds") > 0.0);
+    // The child's own peak, not ours: a packaging run needs a few MiB at least.
+    assert!(number("/package/peak_rss_bytes") > 4.0 * 1048576.0);
+    let dist = number("/dist_bytes");
+    assert!(dist > 0.0 && dist < payload, "dist {dist} payload {payload}");
+    // The floor compressed every byte of the tree, to a smaller size.
+    assert_eq!(number("/floor/input_bytes"), payload);
+    assert!(number("/floor/compressed_bytes") < payload);
+    assert!(number("/floor/wall_seconds") > 0.0);
+    assert!(number("/floor_ratio") > 0.0 && number("/ideal_floor_ratio") > 0.0);
+    assert!(number("/seconds_per_gib") > 0.0 && number("/cpu_seconds_per_gib") > 0.0);
+    assert!(run["reference"].is_null());
+
+    // Generated trees are cached by size; dist/ is removed without --keep.
+    assert!(work.path().join("synthetic-16MiB-v1/summary.json").is_file());
+    assert!(!work.path().join("run-16MiB/dist").exists());
+}

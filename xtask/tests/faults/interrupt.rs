@@ -1,0 +1,82 @@
+//! A run stopped midway, by SIGKILL (nothing can clean up) or SIGINT/SIGTERM (the CLI
+//! cleans up): `dist/` then holds only the complete packages of the run before, and a
+//! rerun succeeds.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+
+use super::{
+    add_noise, check_archives, copy_example, describe, output, package_command, temp_files, wait_for_temp_file,
+};
+
+/// The archives of `dist` with their bytes.
+fn archives(dist: &Path) -> BTreeMap<String, Vec<u8>> {
+    check_archives(dist).into_iter().map(|name| (name.clone(), fs_err::read(dist.join(&name)).expect("read"))).collect()
+}
+
+/// A dist from a complete run of the plain example; then noise is added, so the next
+/// run's core wheel differs and takes a while to write.
+fn dist_from_before(dir: &Path) -> (std::path::PathBuf, BTreeMap<String, Vec<u8>>) {
+    let artifacts = copy_example(dir);
+    let dist = dir.join("dist");
+    let result = output(&mut package_command(&artifacts, &dist));
+    assert!(result.status.success(), "{}", describe(&result));
+    let before = archives(&dist);
+    assert_eq!(before.len(), 7, "{:?}", before.keys());
+    add_noise(&artifacts, 48 << 20);
+    (artifacts, before)
+}
+
+fn send(child: &std::process::Child, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(child.id()).expect("pid fits");
+    // SAFETY: kill has no memory preconditions; the pid is our own live child.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+}
+
+#[test]
+fn sigkill_mid_run_leaves_only_complete_archives_and_a_rerun_succeeds() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let (artifacts, before) = dist_from_before(temp.path());
+    let dist = temp.path().join("dist");
+
+    let mut child = package_command(&artifacts, &dist).stderr(Stdio::null()).spawn().expect("spawn");
+    wait_for_temp_file(&dist, &mut child);
+    send(&child, libc::SIGKILL);
+    let status = child.wait().expect("wait");
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
+    // Only the temp file of the killed run is new, and it is no archive (hidden, and
+    // never under a package's name); every archive is the complete one from before.
+    assert!(!temp_files(&dist).is_empty(), "the kill landed mid-write");
+    assert_eq!(archives(&dist), before);
+
+    let result = output(&mut package_command(&artifacts, &dist));
+    assert!(result.status.success(), "the rerun: {}", describe(&result));
+    assert_eq!(temp_files(&dist), Vec::<String>::new(), "the rerun removes what the killed run left");
+    let after = archives(&dist);
+    assert_eq!(after.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
+    let core = after.keys().find(|name| name.starts_with("rocm_sdk_core-")).expect("core wheel");
+    assert!(after[core].len() > 48 << 20, "the rerun's core wheel holds the new file");
+}
+
+#[test]
+fn sigint_and_sigterm_mid_run_remove_the_temp_files() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let (artifacts, before) = dist_from_before(temp.path());
+    let dist = temp.path().join("dist");
+
+    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let mut child = package_command(&artifacts, &dist).stderr(Stdio::piped()).spawn().expect("spawn");
+        wait_for_temp_file(&dist, &mut child);
+        send(&child, signal);
+        let result = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(128 + signal), "{name}: {}", describe(&result));
+        // One temp file per wheel writer at work (two write at once).
+        let removed = stderr.contains(&format!("interrupted by {name}: removed 1 temporary file(s)"))
+            || stderr.contains(&format!("interrupted by {name}: removed 2 temporary file(s)"));
+        assert!(removed, "{stderr}");
+        assert_eq!(temp_files(&dist), Vec::<String>::new(), "{name} leaves no temp file");
+        assert_eq!(archives(&dist), before, "{name}: the archives from before are intact");
+    }
+}

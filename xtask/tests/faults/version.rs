@@ -1,0 +1,32 @@
+//! A `--version` that is not PEP 440 is refused with the reason, before anything is written.
+
+use super::{check_archives, copy_example, describe, output, xtask};
+
+#[test]
+fn a_non_pep440_version_is_refused_with_the_reason() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let artifacts = copy_example(temp.path());
+    let dist = temp.path().join("dist");
+    let cases = [
+        ("7.0-beta", "unexpected \"-beta\""),
+        ("v7.0", "it must start with a release number"),
+        ("7.0.dev", "dev-release \".dev\" must be followed by a number"),
+        ("7.0+", "local part \"\" must be dot-separated letters and digits"),
+        ("7.0\"; import os", "unexpected"),
+    ];
+    for (version, reason) in cases {
+        let result = output(
+            xtask()
+                .args(["package", "--version", version, "--artifact-dir"])
+                .arg(&artifacts)
+                .arg("--dest-dir")
+                .arg(&dist),
+        );
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(2), "{version}: {}", describe(&result));
+        assert!(stderr.contains(&format!("version {version:?} is not a valid PEP 440 version")), "{stderr}");
+        assert!(stderr.contains(reason), "{version}: {stderr}");
+        assert!(stderr.contains("hint: pass --version with a PEP 440 version such as 7.12.0.dev0"), "{stderr}");
+        assert_eq!(check_archives(&dist), Vec::<String>::new(), "{version}: nothing written");
+    }
+}

@@ -1,0 +1,39 @@
+//! Style checks that run with `cargo test` (as rust-analyzer's tidy does): every library and
+//! CLI source file says what it owns in a `//!` doc, and stays under 600 lines.
+
+use std::path::{Path, PathBuf};
+
+const MAX_LINES: usize = 600;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read_dir").filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn sources_have_module_docs_and_stay_small() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let mut files = Vec::new();
+    for dir in ["packager/src", "xtask/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        if !text.trim_start().starts_with("//!") {
+            problems.push(format!("{}: no `//!` module doc", file.display()));
+        }
+        let lines = text.lines().count();
+        if lines > MAX_LINES {
+            problems.push(format!("{}: {lines} lines (split it before {MAX_LINES})", file.display()));
+        }
+    }
+    assert!(files.len() > 30, "found only {} source files", files.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
