@@ -92,7 +92,7 @@ fn loads(path: &Path) -> bool {
 
 /// stdout and exit code of running `path` with `args`.
 fn run_program(path: &Path, args: &[String]) -> (String, Option<i32>) {
-    let output = Command::new(path).args(args).output().expect("run the program");
+    let output = crate::support::output(Command::new(path).args(args)).expect("run the program");
     (String::from_utf8_lossy(&output.stdout).into_owned(), output.status.code())
 }
 

@@ -81,12 +81,13 @@ fn check_common(artifacts: &Path, summary: &ExampleSummary) {
 
     // Executables run and say who they are, loading their library through RUNPATH.
     let clang = source("lib/llvm/bin/clang");
-    let output = Command::new(&clang).output().expect("run the example clang");
+    let output = crate::support::output(&mut Command::new(&clang)).expect("run the example clang");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success());
     assert!(stdout.starts_with("example:clang argv0=") && stdout.contains("uses example:LLVM"), "{stdout}");
     // The script finds its data beside its real location.
-    let output = Command::new(source("libexec/rocm_smi/rocm_smi.py")).output().expect("run rocm_smi.py");
+    let output =
+        crate::support::output(&mut Command::new(source("libexec/rocm_smi/rocm_smi.py"))).expect("run rocm_smi.py");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "example:rocm-smi data-beside-the-real-script argv=\n");
 
     // The DT_RPATH with an absolute build path, for the plan to remove.

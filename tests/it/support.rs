@@ -81,9 +81,27 @@ pub fn fresh_venv(dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// Runs `command` to completion and returns its output, retrying while exec answers
+/// `ETXTBSY`. A program this test process has just written can still be open for writing
+/// in a child that another test thread forked and has not yet exec'd (close-on-exec
+/// closes it only at exec), so the first exec of a fresh file may fail for a moment.
+pub fn output(command: &mut Command) -> std::io::Result<std::process::Output> {
+    let mut delay = std::time::Duration::from_millis(5);
+    for _ in 0..12 {
+        match command.output() {
+            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(std::time::Duration::from_millis(500));
+            }
+            result => return result,
+        }
+    }
+    command.output()
+}
+
 /// Runs `command`, panicking with its output if it fails; returns stdout.
 pub fn run(command: &mut Command) -> String {
-    let output = command.output().unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
+    let output = output(command).unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
     assert!(
         output.status.success(),
         "{command:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
