@@ -110,6 +110,21 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// Runs a program this test just wrote. Exec can answer ETXTBSY for a moment while a
+    /// child that another test thread forked still holds the file's write descriptor
+    /// (close-on-exec closes it only at that child's exec).
+    fn run_fresh(command: &mut Command) -> std::process::Output {
+        for attempt in 0..10 {
+            match command.output() {
+                Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(10 << attempt.min(5)));
+                }
+                result => return result.expect("run launcher"),
+            }
+        }
+        command.output().expect("run launcher")
+    }
+
     #[test]
     fn launcher_runs_its_target_with_argv0() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -124,7 +139,7 @@ mod tests {
         let launcher = bin.join("tool");
         std::fs::write(&launcher, template.instantiate("../libexec/tool.sh").expect("instantiate")).expect("write");
         std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let output = Command::new(&launcher).arg("hello").output().expect("run launcher");
+        let output = run_fresh(Command::new(&launcher).arg("hello"));
         assert_eq!(
             String::from_utf8_lossy(&output.stdout),
             format!("ran {}/../libexec/tool.sh hello\n", bin.display())
@@ -133,7 +148,7 @@ mod tests {
         let broken = bin.join("broken");
         std::fs::write(&broken, template.instantiate("../libexec/missing").expect("instantiate")).expect("write");
         std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let output = Command::new(&broken).output().expect("run launcher");
+        let output = run_fresh(&mut Command::new(&broken));
         assert_eq!(output.status.code(), Some(127));
         assert!(String::from_utf8_lossy(&output.stderr).contains("libexec/missing"));
     }

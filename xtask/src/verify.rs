@@ -35,7 +35,11 @@ const STAGES: &[Stage] = &[
     Stage { name: "rustfmt --check", slow: false, run: fmt },
     Stage { name: "clippy -D warnings", slow: true, run: clippy },
     Stage { name: "cargo test (Rust and Python tests)", slow: false, run: test },
-    Stage { name: "example round trip (package, pip install, rocm-sdk test)", slow: true, run: round_trip },
+    Stage {
+        name: "example round trip (package, pip install, rocm-sdk test, verify --dist)",
+        slow: true,
+        run: round_trip,
+    },
 ];
 
 pub fn run(args: VerifyArgs, output: Output) -> anyhow::Result<ExitCode> {
@@ -97,9 +101,12 @@ fn round_trip(sh: &Shell, root: &Path) -> anyhow::Result<()> {
     cmd!(sh, "cargo run --quiet --package xtask -- package --quiet --dest-dir {dist}").run()?;
     cmd!(sh, "python3 -m venv {venv}").run()?;
     let python = venv.join("bin/python");
-    cmd!(sh, "{python} -m pip install --quiet --no-index --find-links {dist} rocm[libraries,devel]").run()?;
+    cmd!(sh, "{python} -m pip install --quiet --no-cache-dir --no-index --find-links {dist} rocm[libraries,devel]")
+        .run()?;
     let rocm_sdk = venv.join("bin/rocm-sdk");
     cmd!(sh, "{rocm_sdk} test").run()?;
+    // The release gate over what was just built, as CI would run it before publishing.
+    cmd!(sh, "cargo run --quiet --package xtask -- verify --dist {dist}").run()?;
     // Standard checkers, from the test suite's tools venv (made by `cargo test`). Duplicate
     // files (identical launchers, headers) and payload outside importable paths are by design.
     let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
