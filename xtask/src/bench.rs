@@ -8,6 +8,7 @@
 
 mod floor;
 mod measure;
+mod output_floor;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,9 @@ pub struct BenchArgs {
     /// Deflate level of wheel members (passed on to `package`, and used by the floor).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub wheel_compression_level: u32,
+    /// xz preset of the devel tarball (passed on to `package`, and used by the output floor).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
+    pub devel_tarball_xz_preset: u32,
     /// Keep the dist/ directories written by the runs.
     #[arg(long)]
     pub keep: bool,
@@ -71,9 +75,14 @@ pub struct SizeRun {
     pub dist_bytes: u64,
     /// Peak extra disk minus the dist: what the run used transiently beyond its output.
     pub transient_disk_bytes: i64,
+    /// Each input file deflated once.
     pub floor: floor::Floor,
     /// Our wall time divided by the floor's.
     pub floor_ratio: f64,
+    /// What the outputs carry, each with its own codec, repeats included.
+    pub output_floor: floor::Floor,
+    /// Our wall time divided by the output floor's: the overhead we own.
+    pub output_floor_ratio: f64,
     /// Our user + system CPU divided by the floor's: less sensitive to a busy machine.
     pub cpu_ratio: f64,
     /// Our wall time divided by the floor's CPU spread over every thread: the floor's wall
@@ -147,30 +156,28 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
         eprintln!("bench: floor over {} ...", human_bytes(input.payload_bytes));
     }
     let floor = floor::measure_floor(&artifacts, args.wheel_compression_level)?;
+    let plan_json = run_dir.join("plan.json");
+    let mut plan_command = package_command(args, &artifacts, &run_dir);
+    plan_command.arg("--plan").arg("--json").arg(&plan_json);
+    let plan_output = plan_command.output().context("running `package --plan`")?;
+    anyhow::ensure!(
+        plan_output.status.success(),
+        "package --plan failed:\n{}",
+        String::from_utf8_lossy(&plan_output.stderr)
+    );
+    let payload = output_floor::read_output_payload(&plan_json, &run_dir, args.devel_tarball_compression)?;
+    if !output.quiet && !args.json {
+        eprintln!("bench: output floor over {} files ...", payload.deflated.len());
+    }
+    let output_floor =
+        output_floor::measure_output_floor(&payload, args.wheel_compression_level, args.devel_tarball_xz_preset)?;
 
     if !output.quiet && !args.json {
         eprintln!("bench: packaging {} ...", human_bytes(input.payload_bytes));
     }
     let dist = run_dir.join("dist");
-    let exe = std::env::current_exe().context("finding this executable")?;
-    let mut command = Command::new(exe);
-    command
-        .arg("--quiet")
-        .arg("package")
-        .arg("--artifact-dir")
-        .arg(&artifacts)
-        .arg("--dest-dir")
-        .arg(&dist)
-        .arg("--version")
-        .arg("7.12.0.dev0")
-        .arg("--wheel-compression-level")
-        .arg(args.wheel_compression_level.to_string())
-        .arg("--devel-tarball-compression")
-        .arg(args.devel_tarball_compression.to_string())
-        .arg("--json")
-        .arg(run_dir.join("report.json"))
-        // Outside any TheRock checkout, so nothing of the caller's tree is picked up.
-        .current_dir(&run_dir);
+    let mut command = package_command(args, &artifacts, &run_dir);
+    command.arg("--dest-dir").arg(&dist).arg("--json").arg(run_dir.join("report.json"));
     let load_average = measure::load_average();
     let package = measure::measure(command, &run_dir, &run_dir.join("package.log"))?;
     if let Some(error) = &package.error {
@@ -196,6 +203,8 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
         load_average,
         transient_disk_bytes: package.peak_extra_disk_bytes as i64 - dist_bytes as i64,
         floor_ratio: package.wall_seconds / floor.wall_seconds.max(1e-9),
+        output_floor_ratio: package.wall_seconds / output_floor.wall_seconds.max(1e-9),
+        output_floor,
         cpu_ratio: package.cpu_seconds() / floor.cpu_seconds.max(1e-9),
         ideal_floor_ratio: package.wall_seconds * floor.threads as f64 / floor.cpu_seconds.max(1e-9),
         seconds_per_gib: package.wall_seconds / gib.max(1e-12),
@@ -206,6 +215,29 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
         floor,
         reference,
     })
+}
+
+/// `package` as the bench runs it: this very binary, outside any TheRock checkout (so
+/// nothing of the caller's tree is picked up), with the bench's compression settings.
+fn package_command(args: &BenchArgs, artifacts: &Path, run_dir: &Path) -> Command {
+    // current_exe only fails on exotic platforms; `Command` then reports the spawn error.
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("xtask"));
+    let mut command = Command::new(exe);
+    command
+        .arg("--quiet")
+        .arg("package")
+        .arg("--artifact-dir")
+        .arg(artifacts)
+        .arg("--version")
+        .arg("7.12.0.dev0")
+        .arg("--wheel-compression-level")
+        .arg(args.wheel_compression_level.to_string())
+        .arg("--devel-tarball-compression")
+        .arg(args.devel_tarball_compression.to_string())
+        .arg("--devel-tarball-xz-preset")
+        .arg(args.devel_tarball_xz_preset.to_string())
+        .current_dir(run_dir);
+    command
 }
 
 /// The cached tree for `size`, generated when missing: `{work}/synthetic-{size}-v{N}/`
@@ -326,6 +358,15 @@ fn render_run(run: &SizeRun) -> String {
         run.cpu_ratio,
         run.ideal_floor_ratio
     );
+    let _ = writeln!(
+        out,
+        "  output floor: {:.2} s wall, {:.2} s CPU ({} → {}), ratio {:.2}",
+        run.output_floor.wall_seconds,
+        run.output_floor.cpu_seconds,
+        human_bytes(run.output_floor.input_bytes),
+        human_bytes(run.output_floor.compressed_bytes),
+        run.output_floor_ratio
+    );
     out
 }
 
@@ -342,7 +383,7 @@ fn render(report: &BenchReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{:>10} {:>8} {:>8} {:>9} {:>10} {:>11} {:>10} {:>8} {:>9} {:>6} {:>9} {:>10} {:>6} {:>9} {:>7} {:>6} {:>6}",
+        "{:>10} {:>8} {:>8} {:>9} {:>10} {:>11} {:>10} {:>8} {:>9} {:>6} {:>9} {:>10} {:>8} {:>9} {:>6} {:>9} {:>7} {:>6} {:>6}",
         "input",
         "wall s",
         "CPU s",
@@ -355,6 +396,8 @@ fn render(report: &BenchReport) -> String {
         "ratio",
         "CPU ratio",
         "idle ratio",
+        "out fl s",
+        "out ratio",
         "s/GiB",
         "CPU s/GiB",
         "MiB/s",
@@ -366,7 +409,7 @@ fn render(report: &BenchReport) -> String {
         let status = if run.package.success { "" } else { "  FAILED" };
         let _ = writeln!(
             out,
-            "{:>10} {:>8.2} {:>8.2} {:>9} {:>10} {:>11} {:>10} {:>8.2} {:>9.2} {:>6.2} {:>9.2} {:>10.2} {:>6.2} {:>9.2} {:>7.1} {:>6.2} {:>6}{status}",
+            "{:>10} {:>8.2} {:>8.2} {:>9} {:>10} {:>11} {:>10} {:>8.2} {:>9.2} {:>6.2} {:>9.2} {:>10.2} {:>8.2} {:>9.2} {:>6.2} {:>9.2} {:>7.1} {:>6.2} {:>6}{status}",
             human_bytes(run.input.payload_bytes),
             run.package.wall_seconds,
             run.package.cpu_seconds(),
@@ -379,6 +422,8 @@ fn render(report: &BenchReport) -> String {
             run.floor_ratio,
             run.cpu_ratio,
             run.ideal_floor_ratio,
+            run.output_floor.wall_seconds,
+            run.output_floor_ratio,
             run.seconds_per_gib,
             run.cpu_seconds_per_gib,
             run.input_mib_per_second,

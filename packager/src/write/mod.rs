@@ -25,6 +25,7 @@ mod wheel;
 mod zip;
 
 pub use metadata::normalize_dist_name;
+pub use tar::xz_stream;
 
 /// Where a member's bytes come from. Payload files are read straight from the artifacts dir.
 #[derive(Clone, Debug)]

@@ -61,7 +61,7 @@ pub fn measure_floor(dir: &Path, level: u32) -> anyhow::Result<Floor> {
 }
 
 /// User + system CPU this process used so far.
-fn process_cpu_seconds() -> f64 {
+pub(super) fn process_cpu_seconds() -> f64 {
     // SAFETY: rusage is plain old data; all-zero is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: usage is a live local.
@@ -70,7 +70,7 @@ fn process_cpu_seconds() -> f64 {
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
-fn compress_chunk(path: &Path, offset: u64, len: u64, level: u32) -> anyhow::Result<u64> {
+pub(super) fn compress_chunk(path: &Path, offset: u64, len: u64, level: u32) -> anyhow::Result<u64> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut input = vec![0u8; len as usize];
     file.read_exact_at(&mut input, offset).with_context(|| format!("reading {}", path.display()))?;
