@@ -6,12 +6,22 @@
 
 use std::fmt;
 use std::path::{Component, Path};
+use std::sync::Arc;
 
 /// A '/'-separated, normalised, UTF-8 path inside a package. Never absolute, never
 /// contains `.` or `..` components, never empty components. The empty path is the root.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(transparent)]
-pub struct RelPath(String);
+///
+/// Shared, not owned: one path is a key in the catalog, in its package's plan and in each
+/// devel tree, and a clone costs a reference count instead of a copy of the text. The plan
+/// of a ROCm build holds hundreds of thousands of them (SPEC §5: bounded memory).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RelPath(Arc<str>);
+
+impl serde::Serialize for RelPath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
 
 /// Why a string or path could not become a [`RelPath`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,7 +41,7 @@ pub enum RelPathError {
 impl RelPath {
     /// The root of a tree (no components).
     pub fn root() -> RelPath {
-        RelPath(String::new())
+        RelPath(Arc::from(""))
     }
 
     /// Parses a '/'-separated relative path, rejecting anything that could escape a tree.
@@ -45,7 +55,7 @@ impl RelPath {
         for component in text.split('/') {
             check_component(component)?;
         }
-        Ok(RelPath(text.to_owned()))
+        Ok(RelPath(Arc::from(text)))
     }
 
     /// Strips `base` from `path` and joins the remaining components with '/'.
@@ -64,7 +74,7 @@ impl RelPath {
                 Component::RootDir | Component::Prefix(_) => return Err(RelPathError::Absolute),
             }
         }
-        Ok(RelPath(parts.join("/")))
+        Ok(RelPath(parts.join("/").into()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -85,7 +95,7 @@ impl RelPath {
         match (self.is_root(), rest.is_root()) {
             (true, _) => rest.clone(),
             (_, true) => self.clone(),
-            _ => RelPath(format!("{}/{}", self.0, rest.0)),
+            _ => RelPath(format!("{}/{}", self.0, rest.0).into()),
         }
     }
 
@@ -95,7 +105,7 @@ impl RelPath {
             return None;
         }
         Some(match self.0.rfind('/') {
-            Some(index) => RelPath(self.0[..index].to_owned()),
+            Some(index) => RelPath(Arc::from(&self.0[..index])),
             None => RelPath::root(),
         })
     }
@@ -120,7 +130,7 @@ impl RelPath {
     pub fn starts_with(&self, prefix: &RelPath) -> bool {
         prefix.is_root()
             || self.0 == prefix.0
-            || (self.0.starts_with(&prefix.0) && self.0.as_bytes().get(prefix.0.len()) == Some(&b'/'))
+            || (self.0.starts_with(&*prefix.0) && self.0.as_bytes().get(prefix.0.len()) == Some(&b'/'))
     }
 
     /// Resolves a symlink target written in the link `self` (relative to its directory)
@@ -143,7 +153,7 @@ impl RelPath {
                 }
             }
         }
-        Some(RelPath(parts.join("/")))
+        Some(RelPath(parts.join("/").into()))
     }
 
     /// The relative text that reaches `target` from the directory holding `self`.
