@@ -5,12 +5,18 @@
 //! test binary) and the checks that only read them. Children: `install` (real pip in fresh
 //! venvs), `cli` (the `xtask` binary as a child: reproducibility across directory order,
 //! completeness), `elf_edits` (a non-PIE executable through the pipeline; patched files
-//! need no second edit), `verify` (`verify_dist` on a hand-broken copy).
+//! need no second edit), `foreign_machines` (i386 and aarch64 libraries in an x86_64
+//! build are copied untouched), `devel_rpath` (devel-only ELF files: DT_RPATH, removals
+//! reported), `verify` (`verify_dist` on a hand-broken copy).
 
 #[path = "targets_cli.rs"]
 mod cli;
+#[path = "targets_devel.rs"]
+mod devel_rpath;
 #[path = "targets_elf.rs"]
 mod elf_edits;
+#[path = "targets_foreign.rs"]
+mod foreign_machines;
 #[path = "targets_install.rs"]
 mod install;
 #[path = "targets_verify.rs"]
@@ -255,11 +261,14 @@ fn device_wheels_add_only_their_own_files() {
             serde_json::from_slice(&members[&format!("_rocm_sdk_libraries/.devel_links/{target}.json")])
                 .expect("devel links manifest is JSON");
         assert_eq!(links["version"], VERSION);
+        let device_module = format!("_rocm_sdk_libraries/_device_{target}.py");
+        let values = device_module_values(&members[&device_module]);
+        assert_eq!(values, serde_json::json!([VERSION, target, "rocm_sdk_libraries"]), "{device_module}");
         let n_payload = members.keys().filter(|member| !member.starts_with(&dist_info)).count();
-        // Every payload file but the manifest itself is linked into the devel tree, from
-        // `_rocm_sdk_devel/{relpath}` back up to site-packages and into the libraries dir.
+        // Every payload file but the manifest and the metadata module is linked into the devel
+        // tree, from `_rocm_sdk_devel/{relpath}` back up to site-packages and into the libraries dir.
         let links = links["links"].as_array().expect("links");
-        assert_eq!(links.len(), n_payload - 1);
+        assert_eq!(links.len(), n_payload - 2);
         for link in links {
             let relpath = link["relpath"].as_str().expect("relpath");
             assert!(members.contains_key(&format!("_rocm_sdk_libraries/{relpath}")), "{relpath} is not in the wheel");
@@ -270,6 +279,19 @@ fn device_wheels_add_only_their_own_files() {
     // The libraries wheel keeps the package the device wheels overlay.
     let libraries = wheel_members(&wheel_of(&build.dist, "rocm_sdk_libraries"));
     assert!(libraries.contains_key("_rocm_sdk_libraries/__init__.py"));
+}
+
+/// `__version__`, `TARGET` and `LIBRARIES_PY_PACKAGE_NAME` of a device wheel's metadata
+/// module (SPEC §2), as Python evaluates it.
+fn device_module_values(source: &[u8]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("device.py");
+    fs_err::write(&path, source).expect("write the device module");
+    let code = "import json, runpy, sys\n\
+        values = runpy.run_path(sys.argv[1])\n\
+        print(json.dumps([values[name] for name in ('__version__', 'TARGET', 'LIBRARIES_PY_PACKAGE_NAME')]))";
+    let printed = support::run(std::process::Command::new("python3").args(["-c", code]).arg(&path));
+    serde_json::from_str(&printed).expect("JSON from python3")
 }
 
 #[test]

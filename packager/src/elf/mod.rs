@@ -5,11 +5,13 @@
 //! Owns: reading ELF headers (never the whole file), deciding in-place vs grown layouts,
 //! and the bytes of the edit. Does not own: which entries the RPATH gets (`plan`).
 //!
-//! Children: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy,
-//! in-place edit, self-check), `grow` (the appended-segment layout), `references` (who
-//! else points into `.dynstr`), `splice` (streaming an edit).
+//! Children: `machine` (the wheel platform's machine, which decides what is ours to edit),
+//! `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy, in-place
+//! edit, self-check), `grow` (the appended-segment layout), `references` (who else points
+//! into `.dynstr`), `splice` (streaming an edit).
 
 mod grow;
+mod machine;
 mod parse;
 mod references;
 mod rpath;
@@ -20,6 +22,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+pub use machine::TargetMachine;
 use parse::{ElfFile, DF_1_PIE, DT_FLAGS_1, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, ET_DYN, ET_EXEC};
 use source::{FileSource, Source};
 pub use splice::{BytePatch, EditStrategy, RpathEdit, SplicedReader};
@@ -54,7 +57,9 @@ pub struct ElfInfo {
 }
 
 impl ElfInfo {
-    /// Whether the RPATH rules apply: an executable or shared library for the host's machine.
+    /// Whether the editor may touch it at all: an executable or shared library for a CPU,
+    /// never a GPU code object. The plan edits only files that are also built for the
+    /// wheel's own machine ([`TargetMachine::can_run`], SPEC §6).
     pub fn is_patchable(&self) -> bool {
         self.kind != ElfKind::Other && self.machine != EM_AMDGPU
     }
@@ -92,7 +97,8 @@ impl ElfError {
 }
 
 /// CPUs we classify as executables or libraries; anything else (GPU code objects, BPF) is
-/// `Other` whatever its type, so it is never edited.
+/// `Other` whatever its type, so it is never edited. Which of these a run edits is the
+/// wheel platform's business ([`TargetMachine`]).
 const HOST_MACHINES: &[u16] = &[
     2,   // EM_SPARC
     3,   // EM_386

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::resolve::resolve;
 use super::rpath::decide_rpath;
 use super::runtime::{plan_edits, Builder};
-use super::{rules, DevelEntry, LinkReason, PackagePlan, PlannedFile};
+use super::{rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile};
 use crate::catalog::{ArtifactName, EntryKind, Selection};
 use crate::config::PackageGroup;
 use crate::python::{self, PackageRole};
@@ -68,7 +68,7 @@ pub fn devel_package(
                 }
             }
         } else if let EntryKind::File { len, mode } = entry.kind {
-            DevelEntry::File { file: devel_file(builder, rel, &entry.source, len, mode) }
+            DevelEntry::File { file: devel_file(builder, &dist_name, rel, &entry.source, len, mode) }
         } else {
             continue;
         };
@@ -111,8 +111,16 @@ fn runtime_link(rel: &RelPath, platform_dir: &str) -> String {
 }
 
 /// Devel-only files are shipped as they are, except that an ELF search path is normalised
-/// to DT_RPATH (absolute entries removed unless asked to keep them).
-fn devel_file(builder: &mut Builder<'_>, rel: &RelPath, source: &std::path::Path, len: u64, mode: u32) -> PlannedFile {
+/// to DT_RPATH (absolute entries removed unless asked to keep them, and each removal
+/// reported like a runtime package's: SPEC §2 "RPATH dependencies", §5).
+fn devel_file(
+    builder: &mut Builder<'_>,
+    dist_name: &str,
+    rel: &RelPath,
+    source: &std::path::Path,
+    len: u64,
+    mode: u32,
+) -> PlannedFile {
     let executable = mode & 0o111 != 0;
     let facts = builder.facts.get(source);
     let Some(elf) = facts.elf.as_ref().filter(|_| facts.is_patchable_elf()) else {
@@ -124,6 +132,13 @@ fn devel_file(builder: &mut Builder<'_>, rel: &RelPath, source: &std::path::Path
     let decision = decide_rpath(rel, Some(existing), "", &[], builder.config.keep_absolute_rpath);
     if elf.runpath.is_none() && decision.rpath == existing {
         return PlannedFile::Copy { source: source.to_path_buf(), len, executable };
+    }
+    if !decision.removed.is_empty() {
+        builder.findings.push(Finding {
+            package: dist_name.to_owned(),
+            path: rel.clone(),
+            what: FindingKind::RpathRemoved { entries: decision.removed.clone() },
+        });
     }
     PlannedFile::PatchRpath {
         source: source.to_path_buf(),

@@ -1,5 +1,9 @@
 //! What the population rules need to know about a file's contents: its ELF facts and
 //! whether it is a `#!` script. Read once per file per run, in parallel.
+//!
+//! An ELF file built for another machine than the wheel's (SPEC §6 "Never edit what is not
+//! ours to edit") is recorded as no ELF at all, so every rule treats it as data: copied
+//! untouched with its exec bits, never aliased, patched or turned into a launcher.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -8,10 +12,11 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::elf::{self, ElfError, ElfInfo, ElfKind};
+use crate::elf::{self, ElfError, ElfInfo, ElfKind, TargetMachine};
 
 #[derive(Clone, Debug, Default)]
 pub struct FileFacts {
+    /// `None` for files that are not ELF and for ELF files the wheel's machine cannot run.
     pub elf: Option<ElfInfo>,
     pub shebang: bool,
 }
@@ -42,18 +47,23 @@ impl FileFacts {
 }
 
 /// Facts by source path, filled in bulk and shared across packages.
-#[derive(Default)]
 pub struct FactCache {
     facts: HashMap<PathBuf, Arc<FileFacts>>,
+    /// The wheels' machine: ELF files for any other are data.
+    target: TargetMachine,
 }
 
 impl FactCache {
+    pub fn new(target: TargetMachine) -> FactCache {
+        FactCache { facts: HashMap::new(), target }
+    }
+
     /// Inspects every path not seen yet, on all cores.
     pub fn fill(&mut self, paths: Vec<&Path>) -> Result<(), ElfError> {
         let missing: Vec<&Path> = paths.into_iter().filter(|path| !self.facts.contains_key(*path)).collect();
         let results: Vec<(PathBuf, FileFacts)> = missing
             .par_iter()
-            .map(|path| inspect(path).map(|facts| (path.to_path_buf(), facts)))
+            .map(|path| inspect(path, self.target).map(|facts| (path.to_path_buf(), facts)))
             .collect::<Result<_, ElfError>>()?;
         for (path, facts) in results {
             self.facts.insert(path, Arc::new(facts));
@@ -66,9 +76,9 @@ impl FactCache {
     }
 }
 
-fn inspect(path: &Path) -> Result<FileFacts, ElfError> {
-    let elf = elf::read_elf(path)?;
-    let shebang = if elf.is_none() {
+fn inspect(path: &Path, target: TargetMachine) -> Result<FileFacts, ElfError> {
+    let read = elf::read_elf(path)?;
+    let shebang = if read.is_none() {
         let mut head = [0u8; 2];
         let read = std::fs::File::open(path)
             .and_then(|mut file| file.read(&mut head))
@@ -77,5 +87,6 @@ fn inspect(path: &Path) -> Result<FileFacts, ElfError> {
     } else {
         false
     };
+    let elf = read.filter(|info| target.can_run(info));
     Ok(FileFacts { elf, shebang })
 }

@@ -49,7 +49,7 @@ impl<'a> Builder<'a> {
             config,
             dist_info,
             progress,
-            facts: FactCache::default(),
+            facts: FactCache::new(elf::TargetMachine::from_platform_tag(&config.platform_tag)),
             findings: Vec::new(),
             overrides: Vec::new(),
             aliases: BTreeMap::new(),

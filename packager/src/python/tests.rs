@@ -206,12 +206,43 @@ fn no_two_packages_share_a_python_file() {
             }
         }
     }
-    assert!(python_part(PackageRole::Device { target: "gfx90a" }, &info).files.is_empty());
+    let device: Vec<String> =
+        python_part(PackageRole::Device { target: "gfx90a" }, &info).files.into_iter().map(|f| f.path).collect();
+    assert_eq!(device, ["_rocm_sdk_libraries/_device_gfx90a.py"]);
     let devel = python_part(PackageRole::Devel { family: None }, &info);
     let tree: Vec<&str> = devel.devel_tree_files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(tree, ["_rocm_sdk_devel/__init__.py"]);
     let wheel: Vec<&str> = devel.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(wheel, ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py"]);
+}
+
+#[test]
+fn device_module_names_are_identifiers_unique_per_target() {
+    let check = |target: &str, expected: &str| assert_eq!(device_module_name(target), expected, "for {target:?}");
+    check("gfx90a", "_device_gfx90a");
+    check("gfx1030", "_device_gfx1030");
+    check("GFX90A:xnack+", "_device_gfx90a");
+    check("gfx+1", "_device_gfx_2b1");
+    check("gfx-1", "_device_gfx_2d1");
+    check("gfx_2b1", "_device_gfx_5f2b1");
+    check("x\"; import os", "_device_x_22_3b_20import_20os");
+}
+
+/// SPEC §2: a device wheel's metadata names its target and the libraries package, as
+/// Python literals whatever the target's name.
+#[test]
+fn device_module_evaluates_to_its_target() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let info = kpack_info(&["gfx90a"], "_v2");
+    for (target, expected_target) in [("gfx90a:xnack+", "gfx90a"), ("x'\"\\\nimport os", "x'\"\\\nimport os")] {
+        let files = python_part(PackageRole::Device { target }, &info).files;
+        let [module] = files.as_slice() else { panic!("one device module, got {files:?}") };
+        assert_eq!(module.path, format!("_rocm_sdk_libraries_v2/{}.py", device_module_name(target)));
+        let path = dir.path().join("device.py");
+        fs_err::write(&path, &module.bytes).expect("write the device module");
+        let values = evaluate(&path, &["__version__", "TARGET", "LIBRARIES_PY_PACKAGE_NAME"]);
+        assert_eq!(values, serde_json::json!(["7.12.0", expected_target, "rocm_sdk_libraries"]), "{target:?}");
+    }
 }
 
 #[test]
