@@ -2,8 +2,10 @@
 //! compiled template, RPATH edits planned just before their wheel is written (so at most one
 //! wheel's edits are in memory), and the run's report.
 //!
-//! Owns: the order outputs are written in, `--only`, `--no-build-packages`, the dest-dir lock,
-//! and the completeness check after writing. Does not own: decisions (`plan`), formats (`write`).
+//! Owns: the order outputs are written in, `--only`, `--no-build-packages`, the completeness
+//! check, and committing: every output of a run is staged first, and only when all of them
+//! were written and the set is complete are they renamed into place together (issue 10).
+//! Does not own: decisions (`plan`), formats (`write`), the dest-dir lock (`dest_lock`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,14 +14,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup};
+use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
 use crate::launcher::LauncherTemplate;
 use crate::plan::{DevelEntry, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
 use crate::python::{self, PackageRole};
 use crate::write::{
-    self, ArchiveOptions, CoreMetadata, DevelTarSpec, Member, MemberData, SdistFile, SdistSpec, TarEntry, TarEntryKind,
-    WheelSpec, WriteError,
+    self, ArchiveOptions, CoreMetadata, DevelTarSpec, Member, MemberData, SdistFile, SdistSpec, StagedFile, TarEntry,
+    TarEntryKind, WheelSpec, WriteError,
 };
 
 /// One output file in the summary table.
@@ -36,15 +39,15 @@ pub struct OutputReport {
 }
 
 impl OutputReport {
-    fn new(package: &str, written: write::WrittenFile, started: Instant) -> OutputReport {
+    fn new(package: &str, written: &write::WrittenFile, started: Instant) -> OutputReport {
         OutputReport {
             package: package.to_owned(),
-            file_name: written.file_name,
-            path: written.path,
+            file_name: written.file_name.clone(),
+            path: written.path.clone(),
             files: written.n_members,
             uncompressed_bytes: written.uncompressed_bytes,
             compressed_bytes: written.compressed_bytes,
-            sha256: written.sha256,
+            sha256: written.sha256.clone(),
             seconds: started.elapsed().as_secs_f64(),
         }
     }
@@ -63,36 +66,52 @@ fn description(dist_name: &str) -> String {
     )
 }
 
-/// Writes every package of `plan` selected by `config.only` into `config.dest_dir`.
+/// An output written to its temp file, with its line of the summary.
+type Staged = (OutputReport, StagedFile);
+
+/// Writes every package of `plan` selected by `config.only` into `config.dest_dir`, whose
+/// lock the caller holds. Archives appear there all at once, and only when every one was
+/// written and (for a full run) the set is complete; a failure leaves the directory as it
+/// was, earlier runs' packages included (SPEC §5, §2 validations).
 pub fn write_outputs(
     plan: &Plan,
     config: &PackageConfig,
     progress: &dyn Progress,
+    lock: &DestLock,
 ) -> Result<Vec<OutputReport>, crate::Error> {
+    if lock.dest() != config.dest_dir {
+        let reason = format!("the lock held is for {}, not {}", lock.dest().display(), config.dest_dir.display());
+        return Err(WriteError::Invalid { reason }.into());
+    }
     let wanted = |group: PackageGroup| config.only.is_empty() || config.only.contains(&group);
     let options = ArchiveOptions { compression: config.wheel_compression, build_time: config.build_time };
     let launcher = compile_launcher_if_needed(plan, config)?;
     let packages: Vec<&PackagePlan> = plan.packages.iter().filter(|package| wanted(package.group)).collect();
-    let mut outputs = Vec::new();
-    if config.build_packages {
-        outputs = write_wheels(plan, &packages, config, launcher.as_ref(), &options, progress)?;
-    } else {
+    if !config.build_packages {
+        // Trees are no packages pip reads, so each replaces its own older tree when whole.
         for package in packages {
             let spec = wheel_spec(plan, package, config, launcher.as_ref())?;
             let tree = write::write_tree(&config.dest_dir, &spec)?;
             progress.output_finished(&tree.display().to_string());
         }
+        return Ok(Vec::new());
     }
-    if wanted(PackageGroup::Meta) && config.build_packages {
+    // Until the commit below, each output lives under a temp name and is removed if
+    // anything fails (dropping it): renaming as each one finished would replace an earlier
+    // run's package before the run is known to succeed.
+    let mut staged = stage_wheels(plan, &packages, config, launcher.as_ref(), &options, progress)?;
+    if wanted(PackageGroup::Meta) {
         let started = Instant::now();
         let spec = sdist_spec(plan);
-        let written = write::write_sdist(&config.dest_dir, &spec, &options)?;
-        progress.output_finished(&written.file_name);
-        outputs.push(OutputReport::new(&spec.metadata.name, written, started));
+        let file = write::stage_sdist(&config.dest_dir, &spec, &options)?;
+        progress.output_finished(&file.written.file_name);
+        staged.push((OutputReport::new(&spec.metadata.name, &file.written, started), file));
     }
-    if config.only.is_empty() && config.build_packages {
+    let (outputs, files): (Vec<OutputReport>, Vec<StagedFile>) = staged.into_iter().unzip();
+    if config.only.is_empty() {
         check_complete(plan, &config.dest_dir, &outputs)?;
     }
+    lock.commit(files)?;
     Ok(outputs)
 }
 
@@ -101,23 +120,23 @@ pub fn write_outputs(
 /// pipeline or syncs its file, which one writer does alone with the cores idle.
 const WHEEL_WRITERS: usize = 2;
 
-/// Writes the wheels of `packages`, [`WHEEL_WRITERS`] at a time, and reports them in plan
+/// Stages the wheels of `packages`, [`WHEEL_WRITERS`] at a time, and returns them in plan
 /// order. Each wheel's bytes do not depend on what else is being written.
-fn write_wheels(
+fn stage_wheels(
     plan: &Plan,
     packages: &[&PackagePlan],
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
     options: &ArchiveOptions,
     progress: &dyn Progress,
-) -> Result<Vec<OutputReport>, crate::Error> {
+) -> Result<Vec<Staged>, crate::Error> {
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let write_one = |package: &PackagePlan| -> Result<OutputReport, crate::Error> {
+    let stage_one = |package: &PackagePlan| -> Result<Staged, crate::Error> {
         let started = Instant::now();
         let spec = wheel_spec(plan, package, config, launcher)?;
-        let written = write::write_wheel(&config.dest_dir, &spec, options, progress)?;
-        Ok(OutputReport::new(&package.dist_name, written, started))
+        let file = write::stage_wheel(&config.dest_dir, &spec, options, progress)?;
+        Ok((OutputReport::new(&package.dist_name, &file.written, started), file))
     };
     let worker = || {
         let mut done = Vec::new();
@@ -125,7 +144,7 @@ fn write_wheels(
         while !failed.load(Ordering::Relaxed) {
             let index = next.fetch_add(1, Ordering::Relaxed);
             let Some(package) = packages.get(index) else { break };
-            let result = write_one(package);
+            let result = stage_one(package);
             if result.is_err() {
                 failed.store(true, Ordering::Relaxed);
             }
@@ -133,34 +152,17 @@ fn write_wheels(
         }
         done
     };
-    let mut results: Vec<(usize, Result<OutputReport, crate::Error>)> = std::thread::scope(|scope| {
+    let mut results: Vec<(usize, Result<Staged, crate::Error>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..WHEEL_WRITERS.min(packages.len())).map(|_| scope.spawn(worker)).collect();
         handles
             .into_iter()
             .flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             .collect()
     });
-    // The first failure in plan order is the one reported, as when writing one by one.
+    // The first failure in plan order is the one reported, as when writing one by one;
+    // the wheels staged meanwhile are dropped with the rest, which removes them.
     results.sort_by_key(|(index, _)| *index);
-    let outcome: Result<Vec<OutputReport>, crate::Error> = results.iter_mut().map(|(_, result)| take(result)).collect();
-    if outcome.is_err() {
-        // A failed run publishes nothing of its own: wheels the other writer finished
-        // meanwhile would make a partial set in dist/ (SPEC §2 validations).
-        for (_, result) in &results {
-            if let Ok(report) = result {
-                let _ = std::fs::remove_file(&report.path);
-            }
-        }
-    }
-    outcome
-}
-
-/// Moves an error out of `result` (leaving the successful reports in place for cleanup).
-fn take(result: &mut Result<OutputReport, crate::Error>) -> Result<OutputReport, crate::Error> {
-    match result {
-        Ok(report) => Ok(report.clone()),
-        Err(_) => std::mem::replace(result, Err(PlanError::Invalid { message: "reported".to_owned() }.into())),
-    }
+    results.into_iter().map(|(_, result)| result).collect()
 }
 
 fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Option<LauncherTemplate>, crate::Error> {
@@ -288,7 +290,9 @@ fn sdist_spec(plan: &Plan) -> SdistSpec {
     }
 }
 
-/// SPEC §2 validations: a kpack-split build must publish the whole set.
+/// SPEC §2 validations: a kpack-split build must publish the whole set. Checked on the
+/// run's staged outputs, before any is committed, so an incomplete set never reaches
+/// `dest` (which is only named in the error).
 fn check_complete(plan: &Plan, dest: &Path, outputs: &[OutputReport]) -> Result<(), PlanError> {
     if !plan.kpack_split {
         return Ok(());

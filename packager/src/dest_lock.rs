@@ -5,13 +5,20 @@
 //! (`.{name}.tmp-*`, see `write::atomic`): a run that was killed (SIGKILL, power loss)
 //! could not remove its own, so the next holder removes them, and a CLI interrupted by
 //! SIGINT removes them through [`DestLock::remove_temp_files`] before it exits.
+//!
+//! The run's outputs are renamed into place through the lock too ([`DestLock::commit`]),
+//! so an interrupt's cleanup waits for a commit under way to finish (the set is then
+//! whole) and no commit starts after a cleanup (its staged files are gone). Only a run
+//! killed in the milliseconds of its renames can leave a mix of new and earlier, each
+//! file complete.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
-use crate::write::WriteError;
+use crate::write::{self, StagedFile, WriteError, WrittenFile};
 
 const LOCK_NAME: &str = ".rocm-packager.lock";
 
@@ -21,6 +28,8 @@ pub struct DestLock {
     dest: PathBuf,
     /// Temp files of an earlier, killed run removed when the lock was taken.
     pub removed_stale: usize,
+    /// Held while committing or cleaning up; true once an interrupt's cleanup ran.
+    cleaned: Mutex<bool>,
 }
 
 impl DestLock {
@@ -40,9 +49,8 @@ impl DestLock {
         if result != 0 {
             return Err(WriteError::Locked { dest: dest.to_path_buf(), lock: path });
         }
-        let mut lock = DestLock { _file: file, dest: dest.to_path_buf(), removed_stale: 0 };
-        lock.removed_stale = lock.remove_temp_files()?;
-        Ok(lock)
+        let removed_stale = remove_temp_files_in(dest)?;
+        Ok(DestLock { _file: file, dest: dest.to_path_buf(), removed_stale, cleaned: Mutex::new(false) })
     }
 
     /// The destination this lock guards.
@@ -51,28 +59,51 @@ impl DestLock {
     }
 
     /// Removes every writer temp file (and `--no-build-packages` temp tree) in the
-    /// destination. Only the lock holder may: those of a live run belong to that run.
-    /// Returns how many were removed.
+    /// destination, for a run that stops (SIGINT): its staged outputs are gone, so it can
+    /// commit nothing after this. Waits for a commit under way. Only the lock holder may:
+    /// the temp files of a live run belong to that run. Returns how many were removed.
     pub fn remove_temp_files(&self) -> Result<usize, WriteError> {
-        let read_error = |source| WriteError::Write { path: self.dest.clone(), source };
-        let mut removed = 0;
-        for entry in std::fs::read_dir(&self.dest).map_err(read_error)? {
-            let entry = entry.map_err(read_error)?;
-            if !is_temp_name(&entry.file_name().to_string_lossy()) {
-                continue;
-            }
-            let path = entry.path();
-            let is_dir = entry.file_type().is_ok_and(|file_type| file_type.is_dir());
-            let result = if is_dir { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
-            match result {
-                Ok(()) => removed += 1,
-                // Renamed into place or removed by its writer meanwhile.
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => return Err(WriteError::Write { path, source }),
-            }
-        }
-        Ok(removed)
+        let mut cleaned = self.cleaned.lock().unwrap_or_else(PoisonError::into_inner);
+        *cleaned = true;
+        remove_temp_files_in(&self.dest)
     }
+
+    /// Renames a run's staged outputs into place, all or none ([`write::commit`]).
+    pub fn commit(&self, files: Vec<StagedFile>) -> Result<Vec<WrittenFile>, WriteError> {
+        let cleaned = self.cleaned.lock().unwrap_or_else(PoisonError::into_inner);
+        if *cleaned {
+            let reason =
+                format!("the run was interrupted and its temporary files removed from {}", self.dest.display());
+            return Err(WriteError::Invalid { reason });
+        }
+        if let Some(file) = files.iter().find(|file| file.written.path.parent() != Some(self.dest.as_path())) {
+            let reason =
+                format!("{} is not in {}, the locked destination", file.written.path.display(), self.dest.display());
+            return Err(WriteError::Invalid { reason });
+        }
+        write::commit(files)
+    }
+}
+
+fn remove_temp_files_in(dest: &Path) -> Result<usize, WriteError> {
+    let read_error = |source| WriteError::Write { path: dest.to_path_buf(), source };
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dest).map_err(read_error)? {
+        let entry = entry.map_err(read_error)?;
+        if !is_temp_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let path = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|file_type| file_type.is_dir());
+        let result = if is_dir { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+        match result {
+            Ok(()) => removed += 1,
+            // Renamed into place or removed by its writer meanwhile.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => return Err(WriteError::Write { path, source }),
+        }
+    }
+    Ok(removed)
 }
 
 /// `.{output name}.tmp-{random}`, as `write::atomic` and `write::tree` name them.

@@ -44,7 +44,8 @@ pub fn plan(config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, Err
 }
 
 /// Runs the whole pipeline: catalog → plan → write. Outputs appear in `config.dest_dir`
-/// only when complete, and one run at a time may write there.
+/// all at once, only when every one of them was written; a failed run leaves it as it
+/// was. One run at a time may write there.
 pub fn package(config: &PackageConfig, progress: &dyn Progress) -> Result<Report, Error> {
     let started = Instant::now();
     let plan = plan(config, progress)?;
@@ -62,10 +63,6 @@ pub fn write_locked(
     progress: &dyn Progress,
     lock: &DestLock,
 ) -> Result<Report, Error> {
-    if lock.dest() != config.dest_dir {
-        let reason = format!("the lock held is for {}, not {}", lock.dest().display(), config.dest_dir.display());
-        return Err(write::WriteError::Invalid { reason }.into());
-    }
     write_planned(plan, config, progress, lock, Vec::new())
 }
 
@@ -73,12 +70,12 @@ fn write_planned(
     plan: &Plan,
     config: &PackageConfig,
     progress: &dyn Progress,
-    _lock: &DestLock,
+    lock: &DestLock,
     mut stages: Vec<report::StageTime>,
 ) -> Result<Report, Error> {
     let written = Instant::now();
     progress.stage("write", 0);
-    let outputs = assemble::write_outputs(plan, config, progress)?;
+    let outputs = assemble::write_outputs(plan, config, progress, lock)?;
     stages.push(report::StageTime { stage: "write".to_owned(), seconds: written.elapsed().as_secs_f64() });
     Ok(Report::new(plan, outputs, stages))
 }

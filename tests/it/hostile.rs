@@ -6,6 +6,8 @@
 //! Faults that need the command line (signals, two runs at once, resource limits) live in
 //! `xtask/tests/cli/`.
 
+#[path = "hostile_commit.rs"]
+mod commit;
 #[path = "hostile_disk.rs"]
 mod disk;
 #[path = "hostile_elf.rs"]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use packager::plan::PlannedFile;
 
-use super::{fails_leaving_dist_intact, full_text, Example};
+use super::{dist_snapshot, fails_leaving_dist_intact, full_text, Example};
 
 fn mkfifo(path: &Path) {
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("no NUL");
@@ -126,7 +126,7 @@ fn planned_sources(plan: &packager::Plan) -> (PathBuf, PathBuf) {
 type Change = dyn Fn(&Path, &Path);
 
 /// Plans, lets `change` alter `path`, then runs the write stage alone into an empty dist.
-/// Returns the error text; asserts nothing at all was left in dist.
+/// Returns the error text; asserts nothing but the lock was left in dist.
 fn write_after_change(change: &Change, which: usize) -> String {
     let example = Example::new();
     let data_dir = example.core_stage().join("share/hostile");
@@ -137,13 +137,11 @@ fn write_after_change(change: &Change, which: usize) -> String {
     let (copied, patched) = planned_sources(&plan);
     let path = if which == 0 { copied } else { patched };
     change(&path, example.temp.path());
-    let error = packager::assemble::write_outputs(&plan, &config, &packager::Silent)
+    let lock = packager::DestLock::acquire(&config.dest_dir).expect("lock");
+    let error = packager::write_locked(&plan, &config, &packager::Silent, &lock)
         .expect_err("a file changed after planning must fail the write");
-    let left: Vec<_> = match fs_err::read_dir(example.dist()) {
-        Ok(entries) => entries.map(|entry| entry.expect("entry").file_name()).collect(),
-        Err(_) => Vec::new(),
-    };
-    assert!(left.is_empty(), "left in dist after {error}: {left:?}");
+    let left = dist_snapshot(&example.dist());
+    assert!(left.is_empty(), "left in dist after {error}: {:?}", left.keys());
     let text = full_text(&error);
     assert!(text.contains(&path.display().to_string()), "the error names {}: {text}", path.display());
     text

@@ -1,13 +1,15 @@
 //! `cargo xtask package`: flags → `PackageConfig`, then the library's pipeline, a summary
 //! table on stdout and `--json` for CI.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use packager::catalog::therock;
+use packager::catalog::{therock, CatalogError};
 use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, WheelCompression};
 use packager::report::StageTime;
 use packager::{BuildTime, PackageConfig};
@@ -160,7 +162,7 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
     };
     let checkout_artifacts = checkout.as_ref().map(|root| root.join("build/artifacts")).filter(|dir| dir.is_dir());
     let (artifacts_dir, example_version) = match (&args.artifact_dir, checkout_artifacts) {
-        (Some(dir), _) => (dir.clone(), None),
+        (Some(dir), _) => (check_artifacts_dir(dir)?, None),
         (None, Some(dir)) => (dir, None),
         (None, None) => (generate_example(output)?, Some("7.12.0.dev0".to_owned())),
     };
@@ -168,7 +170,11 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         (Some(version), _, _) => version.clone(),
         (None, Some(root), _) => therock::read_version(root)?,
         (None, None, Some(version)) => version,
-        (None, None, None) => anyhow::bail!("no --version given and no TheRock checkout (version.json) found\n\nhint: pass --version 7.12.0.dev0 or --therock-dir"),
+        // The library's error carries the hint (`--therock-dir`); the context names `--version`.
+        (None, None, None) => {
+            return Err(CatalogError::NotACheckout { path: cwd })
+                .context("no --version given, and no TheRock checkout to read version.json from")
+        }
     };
     let targets = match &checkout {
         Some(root) => therock::read_amdgpu_targets(root)?,
@@ -206,6 +212,19 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
     })
 }
 
+/// `dir`, if it is a directory: a missing one is the first thing to report, before the
+/// version or the checkout are looked for (the catalog would say the same, later).
+fn check_artifacts_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    match std::fs::metadata(dir) {
+        Ok(metadata) if metadata.is_dir() => Ok(dir.to_path_buf()),
+        Ok(_) => Err(CatalogError::MissingArtifactsDir { path: dir.to_path_buf() }.into()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Err(CatalogError::MissingArtifactsDir { path: dir.to_path_buf() }.into())
+        }
+        Err(source) => Err(CatalogError::Read { path: dir.to_path_buf(), source }.into()),
+    }
+}
+
 /// `SOURCE_DATE_EPOCH`, read once; a malformed value is an error, not silently ignored.
 pub fn build_time() -> anyhow::Result<BuildTime> {
     match std::env::var("SOURCE_DATE_EPOCH") {
@@ -231,19 +250,64 @@ fn split_list(text: Option<&str>) -> Vec<String> {
 
 /// Outside a TheRock checkout, the first command still does the real job: on the bundled
 /// example, generated under target/.
+///
+/// Every run generates it anew (so an edited example takes effect), into a temp dir beside
+/// its final place, then renames it there. A tree in place is never changed: another run
+/// may be packaging it right now (into another --dest-dir), and a tree changing under its
+/// catalog walk would give it a wrong plan. So the final place is named by a digest of the
+/// tree, and a run that finds its tree already placed (another run got there first, with
+/// the same content) keeps that one and drops its own. No lock is needed.
 fn generate_example(output: Output) -> anyhow::Result<PathBuf> {
-    let root = crate::workspace_root();
-    let out = root.join("target/example-artifacts");
+    let target = crate::workspace_root().join("target");
+    fs_err::create_dir_all(&target)?;
     if !output.quiet {
         eprintln!(
-            "note: no --artifact-dir and no TheRock checkout here: packaging the bundled example ({})",
-            out.display()
+            "note: no --artifact-dir and no TheRock checkout here: packaging the bundled example (generated under {})",
+            target.display()
         );
     }
-    if out.exists() {
-        fs_err::remove_dir_all(&out)?;
+    let temp = tempfile::Builder::new()
+        .prefix(".example-artifacts.tmp-")
+        .tempdir_in(&target)
+        .with_context(|| format!("creating a temporary directory in {}", target.display()))?;
+    packager::example::write_example(temp.path(), &packager::example::ExampleOptions { kpack_split: false })
+        .with_context(|| format!("generating the bundled example into {}", temp.path().display()))?;
+    let mut hasher = DefaultHasher::new();
+    hash_tree(temp.path(), &mut hasher)?;
+    let out = target.join(format!("example-artifacts-{:016x}", hasher.finish()));
+    match std::fs::rename(temp.path(), &out) {
+        Ok(()) => {
+            // Renamed: nothing is left at the temp path for the guard to remove.
+            let _ = temp.keep();
+        }
+        // Another run placed the same tree: ours is removed with `temp`.
+        Err(_) if out.is_dir() => {}
+        Err(source) => {
+            return Err(source).with_context(|| format!("placing the bundled example at {}", out.display()));
+        }
     }
-    packager::example::write_example(&out, &packager::example::ExampleOptions { kpack_split: false })
-        .with_context(|| format!("generating the bundled example into {}", out.display()))?;
     Ok(out)
+}
+
+/// Feeds every entry under `dir` to `hasher`, sorted: names, modes, contents and link
+/// targets (links are not followed). Only a name for a cache in target/, so std's hasher
+/// does: a new toolchain gives new names, which only costs a regeneration.
+fn hash_tree(dir: &Path, hasher: &mut DefaultHasher) -> anyhow::Result<()> {
+    let mut paths: Vec<PathBuf> =
+        fs_err::read_dir(dir)?.map(|entry| entry.map(|entry| entry.path())).collect::<Result<_, _>>()?;
+    paths.sort();
+    paths.len().hash(hasher);
+    for path in paths {
+        let metadata = fs_err::symlink_metadata(&path)?;
+        path.file_name().hash(hasher);
+        metadata.mode().hash(hasher);
+        if metadata.is_dir() {
+            hash_tree(&path, hasher)?;
+        } else if metadata.is_symlink() {
+            fs_err::read_link(&path)?.hash(hasher);
+        } else {
+            fs_err::read(&path)?.hash(hasher);
+        }
+    }
+    Ok(())
 }

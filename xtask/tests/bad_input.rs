@@ -50,3 +50,49 @@ fn manifest_line_outside_the_artifact() {
     std::fs::write(&manifest, "core/clr/stage\n../../../etc\n").expect("write");
     check(&artifacts, &dir.path().join("dist"), "artifact_manifest.txt");
 }
+
+/// `xtask package` with `args` and no `--version`, run from `cwd` (outside a checkout).
+fn package_without_version(cwd: &Path, args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(cwd)
+        .arg("package")
+        .args(args)
+        .env_remove("GITHUB_ACTIONS")
+        .output()
+        .expect("run xtask");
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn artifacts_dir_that_does_not_exist_without_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-such-artifacts");
+    let (code, stderr) = package_without_version(dir.path(), &["--artifact-dir".as_ref(), missing.as_os_str()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let first = stderr.lines().next().unwrap_or_default();
+    assert_eq!(first, format!("error: artifacts directory not found: {}", missing.display()), "{stderr}");
+    assert!(
+        stderr.ends_with("\nhint: pass --artifact-dir pointing at a TheRock build's `artifacts` directory\n"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("hint:").count(), 1, "{stderr}");
+    assert!(!dir.path().join("dist").exists(), "nothing written");
+}
+
+#[test]
+fn no_version_outside_a_checkout_says_so_with_one_hint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let artifacts = dir.path().join("artifacts");
+    std::fs::create_dir_all(&artifacts).expect("mkdir");
+    let (code, stderr) = package_without_version(dir.path(), &["--artifact-dir".as_ref(), artifacts.as_os_str()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("error: no --version given") && first.contains(&dir.path().display().to_string()),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("\nhint: pass --therock-dir, or run from inside a TheRock checkout\n"), "{stderr}");
+    assert_eq!(stderr.matches("hint:").count(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!dir.path().join("dist").exists(), "nothing written");
+}

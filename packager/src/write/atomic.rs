@@ -1,31 +1,39 @@
-//! Atomic placement in the destination (SPEC §5): each output is written to a hidden temp
-//! file beside its final name, synced, and renamed into place, then the directory is
-//! synced. On any error the temp file is removed (tempfile's drop), so `dist/` never
-//! holds a partial archive under a package name.
+//! Atomic placement in the destination (SPEC §5, issue 10), in two phases. Each output is
+//! written to a hidden temp file beside its final name and synced ([`AtomicFile::stage`]);
+//! once every output of the run is staged, [`commit`] renames them all into place and
+//! syncs the directory once. Until then nothing under a package's name has changed, and
+//! a staged file dropped uncommitted is removed (tempfile's drop), so a failed run leaves
+//! `dist/` as it found it: no partial archive, no partial set, and no complete package of
+//! an earlier run lost.
 //!
-//! Owns: temp naming, fsync, rename, the final hash of the file. Does not own: content.
+//! Owns: temp naming, fsync, the renames and their rollback, the final hash of the file.
+//! Does not own: content, or who may commit (the destination lock, `dest_lock`).
 
+use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+use tempfile::TempPath;
 
 use super::record::hex;
 use super::WriteError;
 
-/// A temp file in the destination directory that becomes `file_name` on [`commit`].
-///
-/// [`commit`]: AtomicFile::commit
+/// A temp file in the destination directory that becomes `file_name` once staged and
+/// committed.
 pub struct AtomicFile {
     temp: tempfile::NamedTempFile,
     dest: PathBuf,
+    mode: u32,
 }
 
-/// A file renamed into place.
-pub struct Committed {
-    pub path: PathBuf,
+/// A complete, synced output under its temp name, waiting for [`commit`]; removed when
+/// dropped uncommitted.
+pub struct Staged {
+    temp: TempPath,
+    dest: PathBuf,
     pub len: u64,
     pub sha256: String,
 }
@@ -37,7 +45,12 @@ impl AtomicFile {
             .prefix(&format!(".{file_name}.tmp-"))
             .tempfile_in(dest_dir)
             .map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
-        Ok(AtomicFile { temp, dest: dest_dir.join(file_name) })
+        Ok(AtomicFile { temp, dest: dest_dir.join(file_name), mode: 0o644 })
+    }
+
+    /// The permission bits the file gets (0o644 unless set): a package is readable by all.
+    pub fn set_mode(&mut self, mode: u32) {
+        self.mode = mode;
     }
 
     /// The path errors should name: the temp file is an implementation detail.
@@ -49,8 +62,8 @@ impl AtomicFile {
         self.temp.as_file_mut()
     }
 
-    /// Syncs, hashes, and renames the file into place, replacing an older one.
-    pub fn commit(mut self) -> Result<Committed, WriteError> {
+    /// Syncs and hashes the file and closes it, keeping it under its temp name.
+    pub fn stage(mut self) -> Result<Staged, WriteError> {
         let dest = self.dest.clone();
         let write_error = |source| WriteError::Write { path: dest.clone(), source };
         let file = self.temp.as_file_mut();
@@ -69,14 +82,113 @@ impl AtomicFile {
             hasher.update(&buffer[..n]);
             len += n as u64;
         }
-        // tempfile creates 0600; a package is readable by all, whoever's umask ran the build.
-        file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
-        self.temp.persist(&dest).map_err(|error| write_error(error.error))?;
-        if let Some(dir) = dest.parent() {
-            File::open(dir)
-                .and_then(|dir| dir.sync_all())
-                .map_err(|source| WriteError::Write { path: dir.into(), source })?;
-        }
-        Ok(Committed { path: dest.clone(), len, sha256: hex(&hasher.finalize()) })
+        // tempfile creates 0600, whoever's umask ran the build.
+        file.set_permissions(std::fs::Permissions::from_mode(self.mode)).map_err(write_error)?;
+        // Closed now: a run stages dozens of outputs before committing any.
+        let temp = self.temp.into_temp_path();
+        Ok(Staged { temp, dest: self.dest, len, sha256: hex(&hasher.finalize()) })
     }
+
+    /// Stages and commits this one file: for a file that is the whole of its change.
+    pub fn commit(self) -> Result<(), WriteError> {
+        commit(vec![self.stage()?])
+    }
+}
+
+impl Staged {
+    /// Where [`commit`] puts the file.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+}
+
+/// What a final name held before the commit, so a failed commit can put it back.
+enum Previous {
+    Absent,
+    /// A hard link to the earlier file under a temp name (removed when dropped).
+    Saved(TempPath),
+    /// Something that cannot be linked: a directory (the rename then fails, so nothing is
+    /// lost), or a file on a file system without hard links (a failed commit then keeps
+    /// the new, complete file under that name).
+    Unsaved,
+}
+
+/// Renames every staged file into place, all or none, then syncs their directory once.
+/// What each name held before is kept as a hard link until the end, so when a rename or
+/// the sync fails, the files already renamed are put back as they were and the rest
+/// removed. The caller holds the destination lock (no one else renames there meanwhile).
+pub fn commit(staged: Vec<Staged>) -> Result<(), WriteError> {
+    let mut names = BTreeSet::new();
+    for file in &staged {
+        if !names.insert(file.dest.clone()) {
+            return Err(WriteError::Invalid { reason: format!("{} is written twice in one run", file.dest.display()) });
+        }
+    }
+    let previous = staged.iter().map(|file| save_previous(&file.dest)).collect::<Result<Vec<_>, _>>()?;
+    let mut placed: Vec<(PathBuf, Previous)> = Vec::new();
+    let mut outcome = Ok(());
+    // After a failure the files not yet renamed are dropped with the iterator: removed.
+    for (file, previous) in staged.into_iter().zip(previous) {
+        let dest = file.dest;
+        match file.temp.persist(&dest) {
+            Ok(()) => placed.push((dest, previous)),
+            Err(error) => {
+                outcome = Err(WriteError::Write { path: dest, source: error.error });
+                break;
+            }
+        }
+    }
+    if outcome.is_ok() {
+        outcome = sync_dirs(placed.iter().map(|(dest, _)| dest.as_path()));
+    }
+    if outcome.is_err() {
+        roll_back(placed);
+    }
+    // On success the links to the replaced files are dropped here, freeing their space.
+    outcome
+}
+
+fn save_previous(dest: &Path) -> Result<Previous, WriteError> {
+    let metadata = match std::fs::symlink_metadata(dest) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Previous::Absent),
+        Err(source) => return Err(WriteError::Write { path: dest.to_path_buf(), source }),
+    };
+    let (Some(dir), Some(name)) = (dest.parent(), dest.file_name()) else { return Ok(Previous::Unsaved) };
+    if metadata.is_dir() {
+        return Ok(Previous::Unsaved);
+    }
+    // Named like a writer temp file, so a run killed mid-commit leaves nothing the next
+    // lock holder does not remove (`dest_lock`).
+    let link = tempfile::Builder::new()
+        .prefix(&format!(".{}.old.tmp-", name.to_string_lossy()))
+        .make_in(dir, |path| std::fs::hard_link(dest, path));
+    Ok(link.map_or(Previous::Unsaved, |link| Previous::Saved(link.into_temp_path())))
+}
+
+/// Undoes the renames of a failed commit, last first. Best effort: the error that made
+/// the commit fail is the one reported.
+fn roll_back(placed: Vec<(PathBuf, Previous)>) {
+    for (dest, previous) in placed.into_iter().rev() {
+        match previous {
+            Previous::Absent => {
+                let _ = std::fs::remove_file(&dest);
+            }
+            Previous::Saved(link) => {
+                let _ = link.persist(&dest);
+            }
+            Previous::Unsaved => {}
+        }
+    }
+}
+
+/// Syncs each directory the renames touched, so the new names survive a crash.
+fn sync_dirs<'a>(dests: impl Iterator<Item = &'a Path>) -> Result<(), WriteError> {
+    let dirs: BTreeSet<&Path> = dests.filter_map(Path::parent).collect();
+    for dir in dirs {
+        File::open(dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|source| WriteError::Write { path: dir.into(), source })?;
+    }
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! Archive writers: wheels (zip), the `rocm` sdist (tar.gz), the devel tarball (tar or
-//! tar.xz), RECORD, and atomic placement in `dist/`.
+//! tar.xz), RECORD, and atomic placement in `dist/`: a run stages each output under a
+//! hidden temp name, then [`commit`]s them all at once (`atomic`).
 //!
 //! Owns: archive formats, reproducibility (order, times, modes), parallel compression and
 //! hashing, atomic rename. Does not own: what goes in a package (`plan`).
@@ -12,7 +13,7 @@ use crate::config::{BuildTime, DevelTarballCompression, WheelCompression};
 use crate::elf::RpathEdit;
 use crate::progress::Progress;
 
-mod atomic;
+pub(crate) mod atomic;
 mod deflate;
 mod metadata;
 mod pipe;
@@ -177,23 +178,60 @@ impl WriteError {
     }
 }
 
-/// Writes `{name}-{version}-py3-none-{platform}.whl` into `dest_dir` atomically.
+/// An output complete and synced under a hidden temp name in its destination, not yet
+/// under its own: [`commit`] renames a run's outputs into place together, and one
+/// dropped uncommitted is removed, so a failed run changes nothing in `dist/`.
+pub struct StagedFile {
+    /// What the file will be; `path` is its final place.
+    pub written: WrittenFile,
+    staged: atomic::Staged,
+}
+
+/// Writes `{name}-{version}-py3-none-{platform}.whl` into a temp file in `dest_dir`.
 ///
 /// Members are compressed on rayon's global pool in bounded chunks, so one call already
 /// uses every core; call it from outside the pool (it works from inside, by running pool
 /// jobs while it waits, but then several wheels' windows are in memory at once).
+pub fn stage_wheel(
+    dest_dir: &Path,
+    spec: &WheelSpec,
+    options: &ArchiveOptions,
+    progress: &dyn Progress,
+) -> Result<StagedFile, WriteError> {
+    wheel::stage_wheel(dest_dir, spec, options, progress)
+}
+
+/// Writes `{name}-{version}.tar.gz` into a temp file in `dest_dir`.
+pub fn stage_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) -> Result<StagedFile, WriteError> {
+    sdist::stage_sdist(dest_dir, spec, options)
+}
+
+/// Renames every staged file into place, all or none (a failure puts back what the names
+/// held before), and syncs the directory once. Whoever commits into a destination must
+/// hold its lock ([`crate::DestLock`]), as the run's whole write stage does.
+pub fn commit(files: Vec<StagedFile>) -> Result<Vec<WrittenFile>, WriteError> {
+    let (written, staged): (Vec<WrittenFile>, Vec<atomic::Staged>) =
+        files.into_iter().map(|file| (file.written, file.staged)).unzip();
+    atomic::commit(staged)?;
+    Ok(written)
+}
+
+/// Writes `{name}-{version}-py3-none-{platform}.whl` into `dest_dir` atomically: a wheel
+/// on its own, outside a packaging run (see [`stage_wheel`]).
 pub fn write_wheel(
     dest_dir: &Path,
     spec: &WheelSpec,
     options: &ArchiveOptions,
     progress: &dyn Progress,
 ) -> Result<WrittenFile, WriteError> {
-    wheel::write_wheel(dest_dir, spec, options, progress)
+    let staged = stage_wheel(dest_dir, spec, options, progress)?;
+    Ok(commit(vec![staged])?.pop().expect("one file staged, one committed"))
 }
 
-/// Writes `{name}-{version}.tar.gz` into `dest_dir` atomically.
+/// Writes `{name}-{version}.tar.gz` into `dest_dir` atomically, outside a packaging run.
 pub fn write_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) -> Result<WrittenFile, WriteError> {
-    sdist::write_sdist(dest_dir, spec, options)
+    let staged = stage_sdist(dest_dir, spec, options)?;
+    Ok(commit(vec![staged])?.pop().expect("one file staged, one committed"))
 }
 
 /// `--no-build-packages`: lays a wheel's members out as a directory tree (and the devel

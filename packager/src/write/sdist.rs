@@ -15,9 +15,10 @@ use super::atomic::AtomicFile;
 use super::metadata::{file_name_version, normalize_dist_name, render_core_metadata};
 use super::source::from_io;
 use super::wheel::check_member_name;
-use super::{ArchiveOptions, SdistSpec, WriteError, WrittenFile};
+use super::{ArchiveOptions, SdistSpec, StagedFile, WriteError, WrittenFile};
 
-pub fn write_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) -> Result<WrittenFile, WriteError> {
+/// Writes the sdist to a temp file in `dest_dir`, staged for `super::commit`.
+pub fn stage_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) -> Result<StagedFile, WriteError> {
     let pkg_info = render_core_metadata(&spec.metadata)?;
     // PEP 625: the sdist's file name and top directory use the normalised name.
     let stem = format!("{}-{}", normalize_dist_name(&spec.metadata.name), file_name_version(&spec.metadata.version));
@@ -57,13 +58,14 @@ pub fn write_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) 
     buffered.flush().map_err(write_error)?;
     drop(buffered);
 
-    let committed = atomic.commit()?;
-    Ok(WrittenFile {
-        path: committed.path,
+    let staged = atomic.stage()?;
+    let written = WrittenFile {
+        path: staged.dest().to_path_buf(),
         file_name,
         n_members: files.len(),
         uncompressed_bytes,
-        compressed_bytes: committed.len,
-        sha256: committed.sha256,
-    })
+        compressed_bytes: staged.len,
+        sha256: staged.sha256.clone(),
+    };
+    Ok(StagedFile { written, staged })
 }

@@ -19,7 +19,7 @@ use super::metadata::{
 use super::record::Record;
 use super::source::{from_io, known_len, open_member};
 use super::zip::{EntryHeader, ZipWriter};
-use super::{tar, ArchiveOptions, Member, MemberData, WheelSpec, WriteError, WrittenFile};
+use super::{tar, ArchiveOptions, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use crate::config::{DevelTarballCompression, WheelCompression};
 use crate::progress::Progress;
 
@@ -113,12 +113,13 @@ fn input_len(members: &[Member]) -> u64 {
         .sum()
 }
 
-pub fn write_wheel(
+/// Writes the wheel to a temp file in `dest_dir`, staged for `super::commit`.
+pub fn stage_wheel(
     dest_dir: &Path,
     spec: &WheelSpec,
     options: &ArchiveOptions,
     progress: &dyn Progress,
-) -> Result<WrittenFile, WriteError> {
+) -> Result<StagedFile, WriteError> {
     let names = WheelNames::new(spec)?;
     let members = ordered_members(spec, &names)?;
     progress.output_started(&names.file_name, input_len(&members));
@@ -143,16 +144,17 @@ pub fn write_wheel(
     buffered.flush().map_err(write_error)?;
     drop(buffered);
 
-    let committed = atomic.commit()?;
+    let staged = atomic.stage()?;
     progress.output_finished(&names.file_name);
-    Ok(WrittenFile {
-        path: committed.path,
+    let written = WrittenFile {
+        path: staged.dest().to_path_buf(),
         file_name: names.file_name,
         n_members: finished.len() + 1,
         uncompressed_bytes,
-        compressed_bytes: committed.len,
-        sha256: committed.sha256,
-    })
+        compressed_bytes: staged.len,
+        sha256: staged.sha256.clone(),
+    };
+    Ok(StagedFile { written, staged })
 }
 
 /// Streams every member through the pipeline; the devel tarball is produced on a scoped

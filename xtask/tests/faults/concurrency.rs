@@ -1,39 +1,78 @@
-//! Two runs into one `--dest-dir` at once: the second fails fast naming the lock, and the
-//! first run's output is complete and exactly what a run alone writes.
+//! Two runs at once. Into one `--dest-dir`: the second fails fast naming the lock and
+//! writes nothing; the test itself holds the lock (as a run does), so nothing depends on
+//! timing. On the bundled example outside a checkout: both runs generate it, and neither
+//! disturbs the other's.
 
-use std::process::Stdio;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
 
-use super::{add_noise, check_archives, copy_example, describe, output, package_command, wait_for_temp_file};
+use super::{check_archives, copy_example, describe, output, package_command, xtask};
+
+/// Takes `lock` as a packaging run does (`DestLock`), blocking.
+fn flock(lock: &File, operation: libc::c_int) {
+    // SAFETY: flock on a descriptor we own; no memory is involved.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), operation) }, 0, "flock");
+}
+
+/// Every entry of `dist` with its bytes (the lock aside).
+fn contents(dist: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut entries: Vec<(String, Vec<u8>)> = fs_err::read_dir(dist)
+        .expect("read dist")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.file_name().is_some_and(|name| name != ".rocm-packager.lock"))
+        .map(|path| {
+            (path.file_name().expect("name").to_string_lossy().into_owned(), fs_err::read(&path).expect("read"))
+        })
+        .collect();
+    entries.sort();
+    entries
+}
 
 #[test]
-fn a_second_run_into_the_same_dest_fails_fast_and_the_first_is_intact() {
+fn a_run_into_a_locked_dest_fails_fast_and_runs_once_the_lock_is_free() {
     let temp = tempfile::tempdir().expect("tempdir");
     let artifacts = copy_example(temp.path());
-    add_noise(&artifacts, 32 << 20);
     let dist = temp.path().join("dist");
+    fs_err::create_dir_all(&dist).expect("mkdir");
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dist.join(".rocm-packager.lock"))
+        .expect("open the lock");
+    flock(&lock, libc::LOCK_EX);
 
-    let mut first = package_command(&artifacts, &dist).stderr(Stdio::piped()).spawn().expect("spawn");
-    wait_for_temp_file(&dist, &mut first);
-    let second = output(&mut package_command(&artifacts, &dist));
-    let first = first.wait_with_output().expect("wait");
-    assert!(first.status.success(), "the first run: {}", describe(&first));
-
-    let stderr = String::from_utf8_lossy(&second.stderr);
-    assert_eq!(second.status.code(), Some(2), "{}", describe(&second));
+    let locked = output(&mut package_command(&artifacts, &dist));
+    let stderr = String::from_utf8_lossy(&locked.stderr);
+    assert_eq!(locked.status.code(), Some(2), "{}", describe(&locked));
     let expected = format!("another packaging run is writing to {}", dist.display());
     assert!(stderr.contains(&expected), "{stderr}");
     assert!(stderr.contains("hint: wait for that run to finish, or pass another --dest-dir"), "{stderr}");
+    assert_eq!(contents(&dist), Vec::new(), "a run without the lock writes nothing");
 
-    // The first run's files, byte for byte as a run alone writes them.
-    let alone = temp.path().join("alone");
-    let result = output(&mut package_command(&artifacts, &alone));
-    assert!(result.status.success(), "{}", describe(&result));
-    let names = check_archives(&dist);
-    assert_eq!(names, check_archives(&alone));
-    for name in names {
-        assert!(
-            fs_err::read(dist.join(&name)).expect("read") == fs_err::read(alone.join(&name)).expect("read"),
-            "{name}"
-        );
+    flock(&lock, libc::LOCK_UN);
+    let free = output(&mut package_command(&artifacts, &dist));
+    assert!(free.status.success(), "{}", describe(&free));
+    assert_eq!(check_archives(&dist).len(), 7);
+}
+
+#[test]
+fn two_runs_of_the_bundled_example_at_once_both_succeed_alike() {
+    // Outside a checkout and without --artifact-dir, each run generates the example.
+    let temp = tempfile::tempdir().expect("tempdir");
+    let run = |dist: &str| {
+        let mut command = xtask();
+        command.current_dir(temp.path()).args(["package", "--quiet", "--dest-dir", dist]);
+        command.stderr(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+        command.spawn().expect("spawn")
+    };
+    let (first, second) = (run("first"), run("second"));
+    for child in [first, second] {
+        let result = child.wait_with_output().expect("wait");
+        assert!(result.status.success(), "{}", describe(&result));
     }
+    let (first, second) = (temp.path().join("first"), temp.path().join("second"));
+    assert_eq!(check_archives(&first).len(), 7);
+    assert!(contents(&first) == contents(&second), "the two runs wrote different packages");
 }
