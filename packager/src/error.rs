@@ -82,9 +82,10 @@ impl ElfError {
     /// The file the error is about.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            ElfError::Malformed { path, .. } | ElfError::Unsupported { path, .. } | ElfError::Read { path, .. } => {
-                Some(path)
-            }
+            ElfError::Malformed { path, .. }
+            | ElfError::Unsupported { path, .. }
+            | ElfError::Read { path, .. }
+            | ElfError::Write { path, .. } => Some(path),
         }
     }
 }

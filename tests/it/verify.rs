@@ -1,9 +1,23 @@
 //! `verify --dist` (issue 7): a correct kpack-split set built for real passes; each test
-//! then breaks exactly one thing in it and sees exactly that violation.
+//! then breaks exactly one thing in it and sees exactly that violation, naming the archive
+//! and the member.
+//!
+//! This module builds the set (real libraries compiled with `cc`, wheels with a correct
+//! RECORD) and checks that it passes. Children break one part of it each: `archive`
+//! (zip, member paths, dist-info, RECORD), `elf` (structure, RPATH, closure, portability),
+//! `devel` (the devel tarball), `set` (rules across packages).
+
+#[path = "verify_archive.rs"]
+mod archive;
+#[path = "verify_devel.rs"]
+mod devel;
+#[path = "verify_elf.rs"]
+mod elf;
+#[path = "verify_set.rs"]
+mod set;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use packager::verify::{verify_dist, Check, VerifyReport};
 use sha2::{Digest, Sha256};
@@ -56,8 +70,12 @@ fn wheel(dist_name: &str, files: Vec<Entry>, requires: &[&str]) -> Wheel {
 }
 
 fn wheel_tagged(dist_name: &str, tag: &str, files: Vec<Entry>, requires: &[&str]) -> Wheel {
-    let dist_info = format!("{dist_name}-{VERSION}.dist-info");
-    let mut metadata = format!("Metadata-Version: 2.1\nName: {}\nVersion: {VERSION}\n", dist_name.replace('_', "-"));
+    wheel_versioned(dist_name, VERSION, tag, files, requires)
+}
+
+fn wheel_versioned(dist_name: &str, version: &str, tag: &str, files: Vec<Entry>, requires: &[&str]) -> Wheel {
+    let dist_info = format!("{dist_name}-{version}.dist-info");
+    let mut metadata = format!("Metadata-Version: 2.1\nName: {}\nVersion: {version}\n", dist_name.replace('_', "-"));
     for requirement in requires {
         metadata.push_str(&format!("Requires-Dist: {requirement}\n"));
     }
@@ -65,14 +83,34 @@ fn wheel_tagged(dist_name: &str, tag: &str, files: Vec<Entry>, requires: &[&str]
     let mut entries = files;
     entries.push(entry(&format!("{dist_info}/METADATA"), metadata, 0o644));
     entries.push(entry(&format!("{dist_info}/WHEEL"), wheel_text, 0o644));
+    entries.push(record(&dist_info, &entries));
+    Wheel { file: format!("{dist_name}-{version}-{tag}.whl"), entries }
+}
+
+/// `{dist_info}/RECORD` listing every one of `entries` with its hash and size.
+fn record(dist_info: &str, entries: &[Entry]) -> Entry {
     let mut record = String::new();
-    for member in &entries {
+    for member in entries {
         let hash = urlsafe_base64(&Sha256::digest(&member.bytes));
         record.push_str(&format!("{},sha256={hash},{}\n", member.name, member.bytes.len()));
     }
     record.push_str(&format!("{dist_info}/RECORD,,\n"));
-    entries.push(entry(&format!("{dist_info}/RECORD"), record, 0o644));
-    Wheel { file: format!("{dist_name}-{VERSION}-{tag}.whl"), entries }
+    entry(&format!("{dist_info}/RECORD"), record, 0o644)
+}
+
+/// Sets member `name` of the wheel `file` to `bytes` (adding it when absent) and rewrites
+/// RECORD to match, so that member is the only thing wrong with the wheel.
+fn rewrite_member(wheels: &mut [Wheel], file: &str, name: &str, bytes: impl Into<Vec<u8>>) {
+    let wheel = wheels.iter_mut().find(|wheel| wheel.file == file).expect("wheel in the set");
+    let record_at = wheel.entries.iter().position(|entry| entry.name.ends_with(".dist-info/RECORD")).expect("RECORD");
+    let dist_info = wheel.entries.remove(record_at).name.trim_end_matches("/RECORD").to_owned();
+    let bytes = bytes.into();
+    match wheel.entries.iter_mut().find(|entry| entry.name == name) {
+        Some(found) => found.bytes = bytes,
+        None => wheel.entries.insert(0, entry(name, bytes, 0o644)),
+    }
+    let record = record(&dist_info, &wheel.entries);
+    wheel.entries.push(record);
 }
 
 fn write_wheel(dir: &Path, wheel: &Wheel) {
@@ -242,6 +280,25 @@ fn violations(report: &VerifyReport) -> Vec<(String, Option<String>, Check)> {
     report.violations().map(|finding| (finding.file.clone(), finding.path.clone(), finding.check)).collect()
 }
 
+/// Asserts that the violations are exactly `expected`: (file, member path, check, a piece
+/// of the message), in report order.
+fn assert_violations(report: &VerifyReport, expected: &[(&str, Option<&str>, Check, &str)]) {
+    let found: Vec<(&str, Option<&str>, Check, &str)> = report
+        .violations()
+        .map(|finding| (finding.file.as_str(), finding.path.as_deref(), finding.check, finding.message.as_str()))
+        .collect();
+    assert_eq!(found.len(), expected.len(), "{found:#?}");
+    for (found, expected) in found.iter().zip(expected) {
+        assert_eq!((found.0, found.1, found.2), (expected.0, expected.1, expected.2), "{found:#?}");
+        assert!(found.3.contains(expected.3), "`{}` should contain `{}`", found.3, expected.3);
+    }
+}
+
+/// Index of the wheel `file` in the set.
+fn position(wheels: &[Wheel], file: &str) -> usize {
+    wheels.iter().position(|wheel| wheel.file == file).expect("wheel in the set")
+}
+
 fn member(wheels: &mut [Wheel], file: &str, path: &str) -> usize {
     let wheel = wheels.iter().position(|wheel| wheel.file == file).expect("wheel in the set");
     assert!(wheels[wheel].entries.iter().any(|entry| entry.name == path));
@@ -262,379 +319,4 @@ fn correct_set_passes() {
     assert_eq!(facts.glibc.as_deref(), Some("2.26"));
     let json = serde_json::to_value(&report).expect("report serializes");
     assert_eq!(json["packages"][0]["file"], "rocm-1.0.tar.gz");
-}
-
-#[test]
-fn wrong_hash_is_a_record_violation() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
-    let path = "_rocm_sdk_core/__init__.py";
-    let index = member(&mut wheels, CORE_WHEEL, path);
-    let init = wheels[index].entries.iter_mut().find(|entry| entry.name == path).expect("member");
-    init.bytes = b"x".to_vec();
-    let report = verify(&fixture, &wheels);
-    // One byte instead of none: the hash and the size both disagree with RECORD.
-    assert_eq!(
-        violations(&report),
-        [
-            (CORE_WHEEL.to_owned(), Some(path.to_owned()), Check::Record),
-            (CORE_WHEEL.to_owned(), Some(path.to_owned()), Check::Record)
-        ]
-    );
-    assert!(report.violations().any(|finding| finding.message.contains("RECORD hash sha256=")));
-}
-
-#[test]
-fn runpath_is_a_violation() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &[BLAS_RPATH, "-Wl,--enable-new-dtags"]);
-    let report = verify(&fixture, &good_wheels(&libraries));
-    assert_eq!(violations(&report), [(LIBRARIES_WHEEL.to_owned(), Some(BLAS.to_owned()), Check::Rpath)]);
-    assert!(report.violations().any(|finding| finding.message.contains("DT_RUNPATH")));
-}
-
-#[test]
-fn absolute_rpath_is_a_violation() {
-    let fixture = fixture();
-    let flags = ["-Wl,-rpath,$ORIGIN/../../_rocm_sdk_core/lib:/opt/rocm/lib", "-Wl,--disable-new-dtags"];
-    let libraries = build_libraries(&fixture.build, &flags);
-    let report = verify(&fixture, &good_wheels(&libraries));
-    assert_eq!(violations(&report), [(LIBRARIES_WHEEL.to_owned(), Some(BLAS.to_owned()), Check::Rpath)]);
-    assert!(report.violations().any(|finding| finding.message.contains("`/opt/rocm/lib`")));
-}
-
-#[test]
-fn needed_library_that_resolves_nowhere() {
-    let fixture = fixture();
-    support::shared_lib(&fixture.build, "libmissing.so", "int missing(void) { return 1; }\n", &[]);
-    let flags = [BLAS_RPATH, "-Wl,--disable-new-dtags", "-Wl,--no-as-needed", "-l:libmissing.so"];
-    let libraries = build_libraries(&fixture.build, &flags);
-    let report = verify(&fixture, &good_wheels(&libraries));
-    assert_eq!(violations(&report), [(LIBRARIES_WHEEL.to_owned(), Some(BLAS.to_owned()), Check::Closure)]);
-    assert!(report.violations().any(|finding| finding.message.contains("`libmissing.so`")));
-}
-
-/// Moves PT_PHDR of a real PIE executable to the file's non-loaded tail and an unmapped address.
-fn break_phdr(bytes: &mut [u8]) {
-    let elf = goblin::elf::Elf::parse(bytes).expect("parse executable");
-    let index = elf
-        .program_headers
-        .iter()
-        .position(|header| header.p_type == goblin::elf::program_header::PT_PHDR)
-        .expect("a PIE executable has PT_PHDR");
-    let filesz = elf.program_headers[index].p_filesz;
-    let at = elf.header.e_phoff as usize + index * usize::from(elf.header.e_phentsize);
-    let offset = bytes.len() as u64 - filesz;
-    bytes[at + 8..at + 16].copy_from_slice(&offset.to_le_bytes());
-    bytes[at + 16..at + 24].copy_from_slice(&0x7fff_0000u64.to_le_bytes());
-    bytes[at + 24..at + 32].copy_from_slice(&0x7fff_0000u64.to_le_bytes());
-}
-
-#[test]
-fn program_header_table_outside_every_load() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let tool = support::executable(&fixture.build, "tool", "int main(void) { return 0; }\n", &["-pie", "-fPIE"]);
-    let mut bytes = fs_err::read(tool).expect("read tool");
-    break_phdr(&mut bytes);
-    let mut wheels = good_wheels(&libraries);
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
-    let mut files: Vec<Entry> =
-        wheels[core].entries.iter().filter(|entry| !entry.name.contains(".dist-info/")).cloned().collect();
-    files.push(entry("_rocm_sdk_core/bin/tool", bytes, 0o755));
-    wheels[core] = wheel("rocm_sdk_core", files, &[]);
-    let report = verify(&fixture, &wheels);
-    let found = violations(&report);
-    assert!(!found.is_empty());
-    for violation in &found {
-        assert_eq!(
-            violation,
-            &(CORE_WHEEL.to_owned(), Some("_rocm_sdk_core/bin/tool".to_owned()), Check::ElfStructure)
-        );
-    }
-    assert!(report
-        .violations()
-        .any(|finding| finding.message.starts_with("PT_PHDR") && finding.message.contains("outside every PT_LOAD")));
-}
-
-#[test]
-fn devel_member_climbing_out() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
-    let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), ("../x", TarMember::File(b"x"))]);
-    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
-    wheels[devel] = wheel(
-        "rocm_sdk_devel",
-        vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
-        &["rocm-sdk-core==1.0"],
-    );
-    let report = verify(&fixture, &wheels);
-    assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some("../x".to_owned()), Check::MemberPath)]);
-}
-
-#[test]
-fn two_wheels_installing_one_path() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
-    let device = wheels.iter().position(|wheel| wheel.file == DEVICE_WHEEL).expect("device");
-    wheels[device] = wheel(
-        "rocm_sdk_device_gfx90a",
-        vec![
-            entry("_rocm_sdk_libraries/__init__.py", "", 0o644),
-            entry("_rocm_sdk_libraries/.devel_links/gfx90a.json", "{}", 0o644),
-        ],
-        &["rocm-sdk-libraries==1.0"],
-    );
-    let report = verify(&fixture, &wheels);
-    let path = Some("_rocm_sdk_libraries/__init__.py".to_owned());
-    assert_eq!(
-        violations(&report),
-        [
-            (DEVICE_WHEEL.to_owned(), path.clone(), Check::DuplicatePath),
-            (LIBRARIES_WHEEL.to_owned(), path, Check::DuplicatePath)
-        ]
-    );
-}
-
-#[test]
-fn two_different_files_under_one_name() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    write_dist(&fixture.dist, &good_wheels(&libraries));
-    write_sdist(&fixture.dist.join("gfx110X-all/rocm-1.0.tar.gz"), "\"gfx90a\"");
-    write_sdist(&fixture.dist.join("gfx94X-dcgpu/rocm-1.0.tar.gz"), "\"gfx90a\", \"gfx90a:xnack+\"");
-    let report = verify_dist(&fixture.dist).expect("dist is readable");
-    assert_eq!(violations(&report), [("rocm-1.0.tar.gz".to_owned(), None, Check::DuplicateFileName)]);
-}
-
-#[test]
-fn missing_device_wheel_breaks_completeness() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let wheels: Vec<Wheel> = good_wheels(&libraries).into_iter().filter(|wheel| wheel.file != DEVICE_WHEEL).collect();
-    let report = verify(&fixture, &wheels);
-    assert_eq!(violations(&report), [(LIBRARIES_WHEEL.to_owned(), None, Check::Completeness)]);
-}
-
-#[test]
-fn colon_in_member_name_is_a_warning() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
-    let device = wheels.iter().position(|wheel| wheel.file == DEVICE_WHEEL).expect("device");
-    let kpack = "_rocm_sdk_libraries/.kpack/blas_lib_gfx90a:xnack+.kpack";
-    wheels[device] = wheel(
-        "rocm_sdk_device_gfx90a",
-        vec![entry("_rocm_sdk_libraries/.devel_links/gfx90a.json", "{}", 0o644), entry(kpack, "k", 0o644)],
-        &["rocm-sdk-libraries==1.0"],
-    );
-    let report = verify(&fixture, &wheels);
-    assert_eq!(violations(&report), []);
-    let warnings: Vec<_> = report.warnings().map(|w| (w.file.clone(), w.path.clone(), w.check)).collect();
-    assert_eq!(warnings, [(DEVICE_WHEEL.to_owned(), Some(kpack.to_owned()), Check::WindowsName)]);
-}
-
-#[test]
-fn glibc_floor_agrees_with_auditwheel() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let report = verify(&fixture, &good_wheels(&libraries));
-    let core = report.packages.iter().find(|package| package.file == CORE_WHEEL).expect("core wheel");
-    let ours = core.portability.as_ref().and_then(|facts| facts.manylinux_tag.clone()).expect("a tag");
-    let auditwheel = support::tools_venv().join("bin/auditwheel");
-    let shown = support::run(Command::new(auditwheel).arg("show").arg(fixture.dist.join(CORE_WHEEL)));
-    let theirs = shown
-        .split('"')
-        .find(|part| part.starts_with("manylinux_"))
-        .unwrap_or_else(|| panic!("no manylinux tag in auditwheel's output:\n{shown}"));
-    assert_eq!(ours, theirs, "auditwheel said:\n{shown}");
-}
-
-#[test]
-fn devel_symlink_to_nothing() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
-    let link = "_rocm_sdk_devel/lib/libgone.so";
-    let devel_tar = tar_bytes(&[
-        ("./", TarMember::Dir),
-        ("./_rocm_sdk_devel/", TarMember::Dir),
-        (link, TarMember::Symlink("../../_rocm_sdk_core/lib/libgone.so")),
-    ]);
-    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
-    wheels[devel] = wheel(
-        "rocm_sdk_devel",
-        vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
-        &["rocm-sdk-core==1.0"],
-    );
-    let report = verify(&fixture, &wheels);
-    assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some(link.to_owned()), Check::Devel)]);
-}
-
-#[test]
-fn launcher_target_must_exist() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let template = packager::launcher::LauncherTemplate::compile(&fixture.build).expect("compile the launcher");
-    let launcher = template.instantiate("../libexec/tool.py").expect("a launcher");
-    let core_with = |extra: Vec<Entry>| {
-        let mut files = vec![
-            entry("_rocm_sdk_core/__init__.py", "", 0o644),
-            entry("_rocm_sdk_core/lib/libcore.so", libraries.core.clone(), 0o755),
-            entry("_rocm_sdk_core/bin/tool", launcher.clone(), 0o755),
-        ];
-        files.extend(extra);
-        wheel("rocm_sdk_core", files, &[])
-    };
-    let mut wheels = good_wheels(&libraries);
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
-    wheels[core] = core_with(vec![]);
-    let report = verify(&fixture, &wheels);
-    assert_eq!(
-        violations(&report),
-        [(CORE_WHEEL.to_owned(), Some("_rocm_sdk_core/bin/tool".to_owned()), Check::Launcher)]
-    );
-
-    let fixed = self::fixture();
-    wheels[core] = core_with(vec![entry("_rocm_sdk_core/libexec/tool.py", "print()\n", 0o755)]);
-    let report = verify(&fixed, &wheels);
-    assert_eq!(violations(&report), []);
-}
-
-#[test]
-fn manylinux_tag_older_than_the_symbols_need() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
-    let files = vec![
-        entry("_rocm_sdk_core/__init__.py", "", 0o644),
-        entry("_rocm_sdk_core/lib/libcore.so", libraries.core.clone(), 0o755),
-    ];
-    wheels[core] = wheel_tagged("rocm_sdk_core", "py3-none-manylinux_2_17_x86_64", files, &[]);
-    let report = verify(&fixture, &wheels);
-    let file = "rocm_sdk_core-1.0-py3-none-manylinux_2_17_x86_64.whl".to_owned();
-    assert_eq!(violations(&report), [(file, None, Check::Portability)]);
-    assert!(report.violations().any(|finding| finding.message.contains("GLIBC_2.26")));
-}
-
-#[test]
-fn symlink_in_a_wheel() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
-    // Added after RECORD was written, so RECORD does not mention it either way.
-    wheels[core].entries.insert(0, entry("_rocm_sdk_core/lib/libcore.so.1", "libcore.so", 0o120_777));
-    let report = verify(&fixture, &wheels);
-    assert_eq!(
-        violations(&report),
-        [(CORE_WHEEL.to_owned(), Some("_rocm_sdk_core/lib/libcore.so.1".to_owned()), Check::Symlink)]
-    );
-}
-
-#[test]
-fn pin_to_another_version_of_a_set_member() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
-    let device = wheels.iter().position(|wheel| wheel.file == DEVICE_WHEEL).expect("device");
-    wheels[device] = wheel(
-        "rocm_sdk_device_gfx90a",
-        vec![entry("_rocm_sdk_libraries/.devel_links/gfx90a.json", "{}", 0o644)],
-        &["rocm-sdk-libraries==0.9"],
-    );
-    let report = verify(&fixture, &wheels);
-    assert_eq!(violations(&report), [(DEVICE_WHEEL.to_owned(), None, Check::Pin)]);
-}
-
-#[test]
-fn xz_devel_tarball_elf_files_are_checked() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let runpath_dir = fixture.build.join("runpath");
-    fs_err::create_dir_all(&runpath_dir).expect("create dir");
-    let with_runpath = build_libraries(&runpath_dir, &[BLAS_RPATH, "-Wl,--enable-new-dtags"]);
-    let devel_lib = "_rocm_sdk_devel/lib/libblas.so";
-    let tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), (devel_lib, TarMember::File(&with_runpath.blas))]);
-    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 1);
-    xz.write_all(&tar).expect("compress");
-    let devel_tar_xz = xz.finish().expect("finish xz");
-    let mut wheels = good_wheels(&libraries);
-    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
-    wheels[devel] = wheel(
-        "rocm_sdk_devel",
-        vec![
-            entry("rocm_sdk_devel/__init__.py", "", 0o644),
-            entry("rocm_sdk_devel/_devel.tar.xz", devel_tar_xz, 0o644),
-        ],
-        &["rocm-sdk-core==1.0"],
-    );
-    let report = verify(&fixture, &wheels);
-    assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some(devel_lib.to_owned()), Check::Rpath)]);
-    let devel = report.packages.iter().find(|package| package.file == DEVEL_WHEEL).expect("devel");
-    assert_eq!(devel.n_elf_files, 1);
-}
-
-#[test]
-fn identical_copies_in_family_folders_are_one_package() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let wheels = good_wheels(&libraries);
-    write_dist(&fixture.dist.join("gfx110X-all"), &wheels);
-    write_dist(&fixture.dist.join("gfx94X-dcgpu"), &wheels);
-    write_sdist(&fixture.dist.join("rocm-1.0.tar.gz"), "\"gfx90a\"");
-    let report = verify_dist(&fixture.dist).expect("dist is readable");
-    assert_eq!(violations(&report), []);
-    let core = report.packages.iter().find(|package| package.file == CORE_WHEEL).expect("core");
-    let expected: Vec<PathBuf> =
-        ["gfx110X-all", "gfx94X-dcgpu"].iter().map(|dir| Path::new(dir).join(CORE_WHEEL)).collect();
-    assert_eq!(core.locations, expected);
-}
-
-/// An RPATH long enough that every layout must grow.
-const LONG_RPATH: &str = "$ORIGIN/../../_rocm_sdk_core/lib:$ORIGIN/../../_rocm_sdk_core/lib/llvm/lib:\
-                          $ORIGIN/../../_rocm_sdk_core/lib/rocm_sysdeps/lib:$ORIGIN/../../_rocm_sdk_core/lib/host-math/lib";
-
-fn set_rpath(path: &Path) -> Vec<u8> {
-    let edit = packager::elf::plan_set_rpath(path, LONG_RPATH).expect("plan the RPATH edit");
-    packager::elf::apply_edit_in_place(path, &edit).expect("apply the RPATH edit");
-    fs_err::read(path).expect("read patched file")
-}
-
-#[test]
-fn layouts_grown_by_the_elf_work_pass() {
-    let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let grown = fixture.build.join("grown");
-    fs_err::create_dir_all(&grown).expect("create dir");
-    // A short DT_RUNPATH becomes a long DT_RPATH: the dynamic string table must move.
-    build_libraries(&grown, &["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"]);
-    let blas = set_rpath(&grown.join("libblas.so"));
-    let main = "int main(void) { return 0; }\n";
-    let tool = support::executable(&grown, "tool", main, &["-no-pie", "-fno-pie", "-Wl,-rpath,$ORIGIN"]);
-    let tool = set_rpath(&tool);
-    let mut wheels = good_wheels(&libraries);
-    let libraries_index = wheels.iter().position(|wheel| wheel.file == LIBRARIES_WHEEL).expect("libraries");
-    wheels[libraries_index] = wheel(
-        "rocm_sdk_libraries",
-        vec![entry("_rocm_sdk_libraries/__init__.py", "", 0o644), entry(BLAS, blas, 0o755)],
-        &["rocm-sdk-core==1.0"],
-    );
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
-    wheels[core] = wheel(
-        "rocm_sdk_core",
-        vec![
-            entry("_rocm_sdk_core/__init__.py", "", 0o644),
-            entry("_rocm_sdk_core/lib/libcore.so", libraries.core.clone(), 0o755),
-            entry("_rocm_sdk_core/bin/tool", tool, 0o755),
-        ],
-        &[],
-    );
-    let report = verify(&fixture, &wheels);
-    assert_eq!(violations(&report), [], "{report:#?}");
-    assert_eq!(report.n_warnings(), 0, "{report:#?}");
 }

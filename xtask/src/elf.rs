@@ -5,7 +5,8 @@
 //! file order; any failing file prints `error: <file>: ...` on stderr and the exit code is 1
 //! (the other files are still processed); success is 0. Unlike patchelf, `--set-rpath` and
 //! `--add-rpath` always write DT_RPATH (SPEC §2), so `--force-rpath` changes nothing and is
-//! accepted only so patchelf command lines work unchanged.
+//! accepted only so patchelf command lines work unchanged. An edit is atomic: the result is
+//! written beside the file and renamed over it, so a failure leaves the file as it was.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,13 +29,15 @@ pub struct ElfArgs {
     /// Print `executable`, `shared-library`, `other` or `not-elf`.
     #[arg(long)]
     print_kind: bool,
-    /// Set the whole search path to this colon-separated list.
+    /// Set the whole search path to this colon-separated list, stored as DT_RPATH.
     #[arg(long, value_name = "LIST")]
     set_rpath: Option<String>,
     /// Append these colon-separated entries, skipping ones already present.
     #[arg(long, value_name = "LIST")]
     add_rpath: Option<String>,
-    /// Accepted for patchelf compatibility: the result is always DT_RPATH.
+    /// No effect: --set-rpath and --add-rpath always write DT_RPATH (a DT_RUNPATH becomes
+    /// DT_RPATH), which patchelf does only with this flag. Accepted so patchelf command lines
+    /// work unchanged.
     #[arg(long)]
     force_rpath: bool,
     /// ELF files to read or edit.
@@ -114,7 +117,8 @@ fn describe(error: ElfError) -> String {
     let text = match &error {
         ElfError::Malformed { reason, .. } => format!("malformed ELF file: {reason}"),
         ElfError::Unsupported { reason, .. } => format!("cannot patch: {reason}"),
-        ElfError::Read { source, .. } => format!("cannot read or write: {source}"),
+        ElfError::Read { source, .. } => format!("cannot read: {source}"),
+        ElfError::Write { source, .. } => format!("cannot write: {source}"),
     };
     match error.hint() {
         Some(hint) => format!("{text}\n\nhint: {hint}"),

@@ -19,7 +19,6 @@ mod source;
 pub mod splice;
 
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 pub use machine::TargetMachine;
@@ -82,6 +81,12 @@ pub enum ElfError {
         #[source]
         source: io::Error,
     },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl ElfError {
@@ -91,6 +96,13 @@ impl ElfError {
                 "the file is truncated or corrupt: rebuild the artifact, or leave the file out with an exclude glob",
             ),
             Self::Unsupported { .. } => Some("only 64-bit little-endian ELF (x86_64, aarch64) can be patched"),
+            Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
+                Some("the disk is full: the file is unchanged (the edited copy replaces it only when complete)")
+            }
+            Self::Write { .. } => Some(
+                "the file is unchanged (the edited copy is written beside it and replaces it only when complete): \
+                 its directory must be writable and have room for a copy",
+            ),
             Self::Read { .. } => None,
         }
     }
@@ -139,23 +151,53 @@ pub fn plan_set_rpath(path: &Path, rpath: &str) -> Result<RpathEdit, ElfError> {
     Ok(edit)
 }
 
-/// Applies `edit` to the file itself (for `cargo xtask elf`): patches, then the appended
-/// block, then fsync. The packager never does this; it streams with [`SplicedReader`].
+/// Applies `edit` to the file itself (for `cargo xtask elf`). The packager never does this;
+/// it streams with [`SplicedReader`].
+///
+/// Atomic, so a full disk or a crash leaves the original untouched rather than a file whose
+/// headers already point at an appended block that never arrived: the spliced result goes
+/// to a temp file beside the original (same directory, so same filesystem), gets the
+/// original's permission bits, is synced, and is renamed over it. A symlink is followed and
+/// its target replaced, as patchelf edits through links. The file becomes a new inode, so
+/// hard links to it keep the old contents, and its owner is whoever runs the edit.
 pub fn apply_edit_in_place(path: &Path, edit: &RpathEdit) -> Result<(), ElfError> {
-    let write_error = |source| ElfError::Read { path: path.to_path_buf(), source };
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(write_error)?;
-    let len = file.metadata().map_err(write_error)?.len();
-    if len != edit.original_len {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+
+    let read_error = |source| ElfError::Read { path: path.to_path_buf(), source };
+    let write_error = |source| ElfError::Write { path: path.to_path_buf(), source };
+    let real = std::fs::canonicalize(path).map_err(read_error)?;
+    let (Some(dir), Some(name)) = (real.parent(), real.file_name().and_then(|name| name.to_str())) else {
+        return Err(ElfError::Unsupported { path: path.to_path_buf(), reason: "its name is not UTF-8".into() });
+    };
+    let file = std::fs::File::open(&real).map_err(read_error)?;
+    let metadata = file.metadata().map_err(read_error)?;
+    if metadata.len() != edit.original_len {
         return Err(ElfError::Unsupported {
             path: path.to_path_buf(),
-            reason: format!("the file is {len} bytes but the edit was planned for {}", edit.original_len),
+            reason: format!("the file is {} bytes but the edit was planned for {}", metadata.len(), edit.original_len),
         });
     }
-    for patch in &edit.patches {
-        file.write_all_at(&patch.bytes, patch.offset).map_err(write_error)?;
+    let mut reader = SplicedReader::new(file, edit).map_err(read_error)?;
+    let atomic_error = |error: crate::write::WriteError| match error {
+        crate::write::WriteError::Write { source, .. } | crate::write::WriteError::Read { source, .. } => {
+            write_error(source)
+        }
+        other => write_error(io::Error::other(other.to_string())),
+    };
+    let mut out = crate::write::atomic::AtomicFile::create(dir, name).map_err(atomic_error)?;
+    out.set_mode(metadata.permissions().mode() & 0o7777);
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = reader.read(&mut buffer).map_err(read_error)?;
+        if n == 0 {
+            break;
+        }
+        out.file().write_all(&buffer[..n]).map_err(write_error)?;
     }
-    file.write_all_at(&edit.appended, edit.original_len).map_err(write_error)?;
-    file.sync_all().map_err(write_error)
+    // Until this rename the original is untouched; dropping `out` on an error removes the temp file.
+    out.commit().map_err(atomic_error)?;
+    Ok(())
 }
 
 /// Classifies a parsed file and reads its names (SPEC §6: other machines are `Other`).

@@ -80,6 +80,9 @@ fn check_segments(file: &str, path: &str, elf: &ElfFile, findings: &mut Findings
             );
         }
     }
+    if let Some((strtab, strsz)) = elf.dynamic_strings {
+        check_string_table(file, path, elf, strtab, strsz, findings);
+    }
     if elf.elf_type == ET_EXEC {
         if let Some(first) = elf.loads().next() {
             if first.flags & PF_W != 0 {
@@ -91,6 +94,32 @@ fn check_segments(file: &str, path: &str, elf: &ElfFile, findings: &mut Findings
                 );
             }
         }
+    }
+}
+
+/// ld.so reads names from anywhere in `[DT_STRTAB, DT_STRTAB + DT_STRSZ)`, so the whole
+/// table, not just its start, must lie in the file-backed part of one `PT_LOAD`; a grown
+/// layout that moves the table but misjudges its size leaves the tail unmapped or zero
+/// (SPEC §6 "A grown layout keeps the kernel's rules").
+fn check_string_table(file: &str, path: &str, elf: &ElfFile, strtab: u64, strsz: u64, findings: &mut Findings) {
+    if elf.offset_of(strtab).is_none() {
+        return; // Its start is already reported as outside every PT_LOAD.
+    }
+    let end = strtab.checked_add(strsz);
+    let inside = end.is_some_and(|end| {
+        elf.loads().any(|load| strtab >= load.vaddr && end <= load.vaddr.saturating_add(load.filesz))
+    });
+    if !inside {
+        findings.violation(
+            file,
+            Some(path),
+            Check::ElfStructure,
+            format!(
+                "dynamic string table (DT_STRTAB {strtab:#x}, DT_STRSZ {strsz:#x}, addresses {strtab:#x}..{:#x}) \
+                 is not inside one PT_LOAD's file-backed range",
+                strtab.saturating_add(strsz)
+            ),
+        );
     }
 }
 
@@ -165,6 +194,34 @@ impl ElfFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn library_with_strings(strtab: u64, strsz: u64) -> Vec<String> {
+        let load = |vaddr, filesz| Segment { kind: 1, flags: 4, offset: vaddr, vaddr, filesz, memsz: filesz };
+        let elf = ElfFile {
+            elf_type: ET_DYN,
+            len: 0x3000,
+            segments: vec![load(0, 0x1000), load(0x1000, 0x2000)],
+            dynamic_addresses: vec![("DT_STRTAB", strtab)],
+            dynamic_strings: Some((strtab, strsz)),
+            ..ElfFile::default()
+        };
+        let mut findings = Findings::default();
+        check_segments("x.whl", "lib/x.so", &elf, &mut findings);
+        findings.violations.into_iter().map(|finding| finding.message).collect()
+    }
+
+    #[test]
+    fn string_table_must_fit_in_one_load() {
+        assert_eq!(library_with_strings(0x800, 0x800), Vec::<String>::new());
+        assert_eq!(library_with_strings(0x1800, 0x1800), Vec::<String>::new());
+        // Across the boundary of two adjacent loads: each holds only part of it.
+        assert_eq!(library_with_strings(0x800, 0x801).len(), 1);
+        assert_eq!(library_with_strings(0x2800, 0x900).len(), 1);
+        assert_eq!(library_with_strings(0x800, u64::MAX).len(), 1);
+        // A start outside every load is reported once, by the address check.
+        let outside = library_with_strings(0x5000, 0x10);
+        assert_eq!(outside, ["DT_STRTAB address 0x5000 is outside every PT_LOAD"]);
+    }
 
     #[test]
     fn origin_entries() {

@@ -128,6 +128,9 @@ pub(crate) struct ElfFile {
     pub runpath: Option<String>,
     /// `DT_STRTAB`, `DT_SYMTAB`, `DT_VERNEED` addresses, by tag name.
     pub dynamic_addresses: Vec<(&'static str, u64)>,
+    /// `DT_STRTAB` and `DT_STRSZ`, when the dynamic section has both: the loader reads the
+    /// whole range from memory, so all of it must be mapped.
+    pub dynamic_strings: Option<(u64, u64)>,
     /// Version names from `.gnu.version_r` (`GLIBC_2.34`, `GLIBCXX_3.4.30`, ...).
     pub needed_versions: Vec<String>,
     /// Launcher target after [`LAUNCHER_MARKER`], when present.
@@ -383,6 +386,7 @@ fn read_dynamic(window: &ElfWindow, fields: Fields, elf: &mut ElfFile) {
             _ => {}
         }
     }
+    elf.dynamic_strings = entries.strtab.zip(entries.strsz);
     let Some(strtab_vaddr) = entries.strtab else {
         if !entries.needed.is_empty() {
             elf.problems.push("dynamic section has DT_NEEDED but no DT_STRTAB".to_owned());

@@ -1,0 +1,94 @@
+//! `verify --dist` on a broken devel tarball: members climbing out, symlinks that resolve
+//! nowhere or leave site-packages, ELF files inside an xz tarball.
+
+use std::io::Write;
+
+use super::*;
+
+#[test]
+fn devel_member_climbing_out() {
+    let fixture = fixture();
+    let libraries = build_libraries(&fixture.build, &default_blas_flags());
+    let mut wheels = good_wheels(&libraries);
+    let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), ("../x", TarMember::File(b"x"))]);
+    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
+    wheels[devel] = wheel(
+        "rocm_sdk_devel",
+        vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
+        &["rocm-sdk-core==1.0"],
+    );
+    let report = verify(&fixture, &wheels);
+    assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some("../x".to_owned()), Check::MemberPath)]);
+}
+
+#[test]
+fn devel_symlink_to_nothing() {
+    let fixture = fixture();
+    let libraries = build_libraries(&fixture.build, &default_blas_flags());
+    let mut wheels = good_wheels(&libraries);
+    let link = "_rocm_sdk_devel/lib/libgone.so";
+    let devel_tar = tar_bytes(&[
+        ("./", TarMember::Dir),
+        ("./_rocm_sdk_devel/", TarMember::Dir),
+        (link, TarMember::Symlink("../../_rocm_sdk_core/lib/libgone.so")),
+    ]);
+    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
+    wheels[devel] = wheel(
+        "rocm_sdk_devel",
+        vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
+        &["rocm-sdk-core==1.0"],
+    );
+    let report = verify(&fixture, &wheels);
+    assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some(link.to_owned()), Check::Devel)]);
+}
+
+#[test]
+fn xz_devel_tarball_elf_files_are_checked() {
+    let fixture = fixture();
+    let libraries = build_libraries(&fixture.build, &default_blas_flags());
+    let runpath_dir = fixture.build.join("runpath");
+    fs_err::create_dir_all(&runpath_dir).expect("create dir");
+    let with_runpath = build_libraries(&runpath_dir, &[BLAS_RPATH, "-Wl,--enable-new-dtags"]);
+    let devel_lib = "_rocm_sdk_devel/lib/libblas.so";
+    let tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), (devel_lib, TarMember::File(&with_runpath.blas))]);
+    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 1);
+    xz.write_all(&tar).expect("compress");
+    let devel_tar_xz = xz.finish().expect("finish xz");
+    let mut wheels = good_wheels(&libraries);
+    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
+    wheels[devel] = wheel(
+        "rocm_sdk_devel",
+        vec![
+            entry("rocm_sdk_devel/__init__.py", "", 0o644),
+            entry("rocm_sdk_devel/_devel.tar.xz", devel_tar_xz, 0o644),
+        ],
+        &["rocm-sdk-core==1.0"],
+    );
+    let report = verify(&fixture, &wheels);
+    assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some(devel_lib.to_owned()), Check::Rpath)]);
+    let devel = report.packages.iter().find(|package| package.file == DEVEL_WHEEL).expect("devel");
+    assert_eq!(devel.n_elf_files, 1);
+}
+
+#[test]
+fn devel_symlink_leaving_site_packages() {
+    let fixture = fixture();
+    let libraries = build_libraries(&fixture.build, &default_blas_flags());
+    let mut wheels = good_wheels(&libraries);
+    let link = "_rocm_sdk_devel/lib/libc.so";
+    // Three levels up from `_rocm_sdk_devel/lib/` is above site-packages: the link would
+    // pick up whatever the host has there.
+    let target = "../../../lib/libc.so.6";
+    let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), (link, TarMember::Symlink(target))]);
+    let devel = position(&wheels, DEVEL_WHEEL);
+    wheels[devel] = wheel(
+        "rocm_sdk_devel",
+        vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
+        &["rocm-sdk-core==1.0"],
+    );
+    let report = verify(&fixture, &wheels);
+    assert_violations(
+        &report,
+        &[(DEVEL_WHEEL, Some(link), Check::Devel, "symlink to `../../../lib/libc.so.6` leaves site-packages")],
+    );
+}
