@@ -255,12 +255,12 @@ fn wheel_spec(
 /// member streams, so at most a few edits are in memory at once.
 fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Result<MemberData, crate::Error> {
     Ok(match file {
-        PlannedFile::Copy { source, len, .. } => MemberData::File { path: source.clone(), len: *len },
+        PlannedFile::Copy { source, len, .. } => MemberData::File { path: source.to_path_buf(), len: *len },
         PlannedFile::PatchRpath { source, len, strategy: EditStrategy::Unchanged, .. } => {
-            MemberData::File { path: source.clone(), len: *len }
+            MemberData::File { path: source.to_path_buf(), len: *len }
         }
         PlannedFile::PatchRpath { source, len, rpath, new_len, .. } => {
-            MemberData::PatchRpath { path: source.clone(), len: *len, rpath: rpath.clone(), new_len: *new_len }
+            MemberData::PatchRpath { path: source.to_path_buf(), len: *len, rpath: rpath.clone(), new_len: *new_len }
         }
         PlannedFile::Launcher { target, .. } => {
             let template =

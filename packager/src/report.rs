@@ -31,7 +31,7 @@ impl Report {
         let mut rpath_edits = BTreeMap::new();
         for package in &plan.packages {
             let devel_files = package.devel_tree.values().filter_map(|entry| match entry {
-                crate::plan::DevelEntry::File { file } => Some(file),
+                crate::plan::DevelEntry::File { file } => Some(&**file),
                 _ => None,
             });
             for file in package.files.values().chain(devel_files) {

@@ -117,7 +117,7 @@ fn last_artifact_wins_and_overrides_are_reported() {
     );
     let winner = &namespace.all[&rel("lib/libx.so")];
     assert_eq!(catalog.artifact_dir_name(winner.artifact), "bbb_lib_generic");
-    assert_eq!(winner.source, b.join("two/stage/lib/libx.so"));
+    assert_eq!(*winner.source, *b.join("two/stage/lib/libx.so"));
     assert_eq!(winner.kind, EntryKind::File { len: 8, mode: 0o640 });
     // `lib` is a directory in both artifacts: that is a merge, not an override.
     let overrides: Vec<(&str, &str, &str)> =

@@ -62,7 +62,7 @@ fn check_common(artifacts: &Path, summary: &ExampleSummary) {
         assert!(LEGACY_FAMILIES.iter().any(|f| family(&clash.loser).as_deref() == Some(*f)), "{clash:?}");
     }
 
-    let source = |path: &str| namespace.all[&rel(path)].source.clone();
+    let source = |path: &str| namespace.all[&rel(path)].source.to_path_buf();
     for (path, soname, needed) in [
         ("lib/libamdhip64.so.7.1.0", "libamdhip64.so.7", Some("libhsa-runtime64.so.1")),
         ("lib/llvm/lib/libLLVM.so.22.0git", "libLLVM.so.22.0git", None),

@@ -102,7 +102,7 @@ fn planned_sources(plan: &packager::Plan) -> (PathBuf, PathBuf) {
         .files
         .iter()
         .find_map(|(rel, file)| match file {
-            PlannedFile::Copy { source, .. } if rel.as_str() == "share/hostile/data.txt" => Some(source.clone()),
+            PlannedFile::Copy { source, .. } if rel.as_str() == "share/hostile/data.txt" => Some(source.to_path_buf()),
             _ => None,
         })
         .expect("the added data file is copied");
@@ -114,7 +114,7 @@ fn planned_sources(plan: &packager::Plan) -> (PathBuf, PathBuf) {
                 if *strategy != packager::elf::EditStrategy::Unchanged
                     && source.ends_with("lib/libhsa-runtime64.so.1.15.0") =>
             {
-                Some(source.clone())
+                Some(source.to_path_buf())
             }
             _ => None,
         })

@@ -15,6 +15,7 @@ pub mod therock;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use glob::Glob;
 pub use manifest::{ARTIFACT_MANIFEST, DIST_INFO};
@@ -73,8 +74,8 @@ pub enum EntryKind {
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub rel: RelPath,
-    /// The path on disk.
-    pub source: PathBuf,
+    /// The path on disk, shared with the plan's files made from this entry.
+    pub source: Arc<Path>,
     /// Index into [`Catalog::artifacts`].
     pub artifact: usize,
     pub kind: EntryKind,

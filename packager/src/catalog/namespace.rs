@@ -8,6 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 
 use super::{Catalog, CatalogError, Entry, EntryKind, Namespace, Override, Selection};
@@ -89,7 +91,7 @@ fn walk_dir(basedir: &Path, dir: &Path, artifact: usize, out: &mut Vec<Entry>) -
             return Err(CatalogError::BadPath { path, reason });
         };
         let is_dir = kind == EntryKind::Dir;
-        out.push(Entry { rel, source: path.clone(), artifact, kind });
+        out.push(Entry { rel, source: Arc::from(path.as_path()), artifact, kind });
         if is_dir {
             walk_dir(basedir, &path, artifact, out)?;
         }

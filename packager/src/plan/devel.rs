@@ -68,7 +68,7 @@ pub fn devel_package(
                 }
             }
         } else if let EntryKind::File { len, mode } = entry.kind {
-            DevelEntry::File { file: devel_file(builder, &dist_name, rel, &entry.source, len, mode) }
+            DevelEntry::File { file: Box::new(devel_file(builder, &dist_name, rel, &entry.source, len, mode)) }
         } else {
             continue;
         };
@@ -90,7 +90,7 @@ pub fn devel_package(
         }
     }
     plan_edits(tree.values_mut().filter_map(|entry| match entry {
-        DevelEntry::File { file } => Some(file),
+        DevelEntry::File { file } => Some(&mut **file),
         _ => None,
     }))?;
     Ok(Some(PackagePlan {
@@ -117,21 +117,21 @@ fn devel_file(
     builder: &mut Builder<'_>,
     dist_name: &str,
     rel: &RelPath,
-    source: &std::path::Path,
+    source: &std::sync::Arc<std::path::Path>,
     len: u64,
     mode: u32,
 ) -> PlannedFile {
     let executable = mode & 0o111 != 0;
     let facts = builder.facts.get(source);
     let Some(elf) = facts.elf.as_ref().filter(|_| facts.is_patchable_elf()) else {
-        return PlannedFile::Copy { source: source.to_path_buf(), len, executable };
+        return PlannedFile::Copy { source: source.clone(), len, executable };
     };
     let Some(existing) = elf.search_path() else {
-        return PlannedFile::Copy { source: source.to_path_buf(), len, executable };
+        return PlannedFile::Copy { source: source.clone(), len, executable };
     };
     let decision = decide_rpath(rel, Some(existing), "", &[], builder.config.keep_absolute_rpath);
     if elf.runpath.is_none() && decision.rpath == existing {
-        return PlannedFile::Copy { source: source.to_path_buf(), len, executable };
+        return PlannedFile::Copy { source: source.clone(), len, executable };
     }
     if !decision.removed.is_empty() {
         builder.findings.push(Finding {
@@ -141,7 +141,7 @@ fn devel_file(
         });
     }
     PlannedFile::PatchRpath {
-        source: source.to_path_buf(),
+        source: source.clone(),
         len,
         executable,
         kind: elf.kind,

@@ -17,7 +17,8 @@ pub mod targets;
 pub mod version;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::catalog::{Catalog, CatalogError, Override};
 use crate::config::{PackageConfig, PackageGroup};
@@ -81,11 +82,11 @@ impl PlanError {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum PlannedFile {
-    /// Copied byte for byte.
-    Copy { source: PathBuf, len: u64, executable: bool },
+    /// Copied byte for byte. Sources are shared with the catalog entry they came from.
+    Copy { source: Arc<Path>, len: u64, executable: bool },
     /// Copied with its search path set to `rpath` as DT_RPATH.
     PatchRpath {
-        source: PathBuf,
+        source: Arc<Path>,
         len: u64,
         executable: bool,
         kind: ElfKind,
@@ -97,7 +98,7 @@ pub enum PlannedFile {
         new_len: u64,
     },
     /// A compiled launcher that execs `target` (relative to its own directory).
-    Launcher { target: String, link: PathBuf },
+    Launcher { target: String, link: Arc<Path> },
     /// Generated text (device link manifests).
     Generated {
         #[serde(skip)]
@@ -128,8 +129,15 @@ impl PlannedFile {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum DevelEntry {
     Dir,
-    Symlink { target: String, why: LinkReason },
-    File { file: PlannedFile },
+    Symlink {
+        target: String,
+        why: LinkReason,
+    },
+    /// Boxed: a planned file is several times the size of the other variants, and a
+    /// devel tree holds one entry per path of the build, once per family.
+    File {
+        file: Box<PlannedFile>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

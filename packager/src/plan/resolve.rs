@@ -91,7 +91,7 @@ mod tests {
                     (None, true) => EntryKind::Dir,
                     (None, false) => EntryKind::File { len: 1, mode: 0o644 },
                 };
-                (rel.clone(), Entry { rel, source: PathBuf::from(path), artifact: 0, kind })
+                (rel.clone(), Entry { rel, source: PathBuf::from(path).into(), artifact: 0, kind })
             })
             .collect()
     }

@@ -3,6 +3,7 @@
 //! executable symlinks, and contents instead of other symlinks.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -247,7 +248,7 @@ impl<'a> Builder<'a> {
             .all
             .values()
             .filter(|entry| matches!(entry.kind, EntryKind::File { .. }))
-            .map(|entry| entry.source.as_path())
+            .map(|entry| &*entry.source)
             .collect();
         self.facts.fill(paths).map_err(elf_error)
     }
@@ -301,7 +302,7 @@ fn add_profiler_links(files: &mut BTreeMap<RelPath, PlannedFile>) {
     if let (Some(compute), Some(link)) = (compute, link) {
         if files.contains_key(&compute) {
             let target = link.relative_link_to(&compute);
-            extra.push((link, PlannedFile::Launcher { target, link: std::path::PathBuf::new() }));
+            extra.push((link, PlannedFile::Launcher { target, link: Arc::from(std::path::Path::new("")) }));
         }
     }
     for (rel, file) in extra {
