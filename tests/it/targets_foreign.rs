@@ -1,7 +1,8 @@
 //! SPEC §6 "Never edit what is not ours to edit", for CPU code: an i386 and an aarch64
 //! shared library in an x86_64 build (another class, another machine) are copied into the
 //! wheel byte for byte, without an error or a finding, while a host library beside them
-//! still gets its RPATH rewritten.
+//! still gets its RPATH rewritten; and `verify --dist` judges only the host library, so
+//! the foreign ones' kept absolute RPATHs are no violation.
 
 use std::path::Path;
 use std::process::Command;
@@ -96,4 +97,20 @@ fn libraries_for_other_machines_are_copied_untouched() {
             && finding.what == FindingKind::RpathRemoved { entries: vec![ABSOLUTE_RPATH.to_owned()] }
     });
     assert!(removed, "the host library's absolute entry is not reported: {:?}", report.findings);
+
+    // verify --dist reads the foreign libraries as data, as the packager does: their
+    // absolute RPATH is for a loader of another machine.
+    let verified = packager::verify::verify_dist(&dist).expect("verify reads the dist");
+    let violations: Vec<_> = verified.violations().collect();
+    assert!(violations.is_empty(), "{violations:#?}");
+    let libraries = verified
+        .packages
+        .iter()
+        .find(|package| package.file.starts_with("rocm_sdk_libraries-"))
+        .expect("the libraries wheel is verified");
+    let mut expected: Vec<String> =
+        originals.iter().map(|(file, _)| format!("_rocm_sdk_libraries/lib/{file}")).collect();
+    expected.sort();
+    assert_eq!(libraries.foreign_elf_files, expected);
+    assert!(libraries.n_elf_files > 0, "the host libraries are still checked");
 }

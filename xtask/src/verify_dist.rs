@@ -43,6 +43,9 @@ fn render(report: &VerifyReport, verbose: bool) -> String {
                 let _ = writeln!(text, "       at {}", location.display());
             }
         }
+        if let Some(line) = foreign_line(&package.foreign_elf_files, verbose) {
+            let _ = writeln!(text, "       info: {line}");
+        }
         for violation in &package.violations {
             let _ = writeln!(text, "       error: {}", describe(violation));
         }
@@ -58,6 +61,27 @@ fn render(report: &VerifyReport, verbose: bool) -> String {
         report.n_warnings()
     );
     text
+}
+
+/// Without `-v`, this many foreign ELF files are named; the rest are counted.
+const FOREIGN_NAMED: usize = 3;
+
+/// ELF files for another machine are data in the wheel (SPEC §6), so verify does not judge
+/// them; one line says which, so a foreign file that should have been a host one is seen.
+fn foreign_line(paths: &[String], verbose: bool) -> Option<String> {
+    if paths.is_empty() {
+        return None;
+    }
+    let shown = if verbose { paths.len() } else { paths.len().min(FOREIGN_NAMED) };
+    let mut line = format!(
+        "{} ELF file(s) for another machine, kept as data and not checked: {}",
+        paths.len(),
+        paths[..shown].join(", ")
+    );
+    if shown < paths.len() {
+        let _ = write!(line, " and {} more (-v lists them)", paths.len() - shown);
+    }
+    Some(line)
 }
 
 fn describe(finding: &Finding) -> String {
@@ -95,6 +119,7 @@ mod tests {
             n_members: 3,
             n_elf_files: 1,
             n_gpu_code_objects: 0,
+            foreign_elf_files: vec!["a/lib/arm64.so".to_owned()],
             portability: Some(Portability {
                 glibc: Some("2.26".to_owned()),
                 glibcxx: None,
@@ -108,6 +133,7 @@ mod tests {
         assert_eq!(
             render(&report, false),
             "FAIL a-1.0-py3-none-linux_x86_64.whl  (glibc 2.26, can carry manylinux_2_26_x86_64)\n\
+             \x20      info: 1 ELF file(s) for another machine, kept as data and not checked: a/lib/arm64.so\n\
              \x20      error: [rpath] a/lib/x.so: has DT_RUNPATH `$ORIGIN`\n\
              \x20      warning: [windows-name] a/x:y: Windows cannot extract this name\n\
              1 packages, 1 violations, 1 warnings\n"

@@ -63,7 +63,7 @@ pub fn devel_package(
             match resolve(&namespace.all, rel, target) {
                 Ok(_) => DevelEntry::Symlink { target: target.clone(), why: LinkReason::Source },
                 Err(unresolved) => {
-                    builder.drop_finding(&dist_name, rel, &unresolved.describe());
+                    builder.drop_unresolved(&dist_name, entry, &unresolved);
                     continue;
                 }
             }
@@ -134,7 +134,7 @@ fn devel_file(
         return PlannedFile::Copy { source: source.clone(), len, executable };
     }
     if !decision.removed.is_empty() {
-        builder.findings.push(Finding {
+        builder.record(Finding {
             package: dist_name.to_owned(),
             path: rel.clone(),
             what: FindingKind::RpathRemoved { entries: decision.removed.clone() },

@@ -2,13 +2,14 @@
 //! device packages hold only real files: SONAME-named libraries, launchers instead of
 //! executable symlinks, and contents instead of other symlinks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use super::inspect::{FactCache, FileFacts};
-use super::resolve::resolve;
+use super::resolve::{resolve, Unresolved};
 use super::rpath::decide_rpath;
 use super::{catalog_error, elf_error, rules, Finding, FindingKind, PackagePlan, PlanError, PlannedFile};
 use crate::catalog::{Catalog, Entry, EntryKind, Glob, Namespace, Override, Selection};
@@ -30,6 +31,9 @@ pub struct Builder<'a> {
     pub overrides: Vec<Override>,
     /// Per dist name: relpath → the SONAME it stands for.
     pub aliases: BTreeMap<String, BTreeMap<RelPath, String>>,
+    /// Links already warned about: several packages select one link (core and devel), and
+    /// the user needs to hear about it once.
+    warned_links: BTreeSet<Arc<Path>>,
 }
 
 /// The outcome of populating one package's files.
@@ -54,12 +58,22 @@ impl<'a> Builder<'a> {
             findings: Vec::new(),
             overrides: Vec::new(),
             aliases: BTreeMap::new(),
+            warned_links: BTreeSet::new(),
         }
     }
 
     pub fn select(&mut self, selection: &Selection<'_>) -> Result<Namespace, crate::Error> {
         let namespace = self.catalog.select(selection).map_err(catalog_error)?;
-        self.overrides.extend(namespace.overridden.iter().cloned());
+        for override_ in &namespace.overridden {
+            // Several packages select the same artifacts; each override is explained once.
+            if !self.overrides.contains(override_) {
+                self.progress.explain(&format!(
+                    "override {}: {} wins over {}",
+                    override_.rel, override_.winner, override_.loser
+                ));
+                self.overrides.push(override_.clone());
+            }
+        }
         Ok(namespace)
     }
 
@@ -158,7 +172,7 @@ impl<'a> Builder<'a> {
                         }
                     },
                     Err(unresolved) => {
-                        self.drop_finding(dist_name, rel, &unresolved.describe());
+                        self.drop_unresolved(dist_name, entry, &unresolved);
                         continue;
                     }
                 },
@@ -170,7 +184,7 @@ impl<'a> Builder<'a> {
                 // the target ships in the same package; otherwise the contents are copied.
                 if namespace.entries.contains_key(&source.rel) {
                     let target = rel.relative_link_to(&source.rel);
-                    self.findings.push(Finding {
+                    self.record(Finding {
                         package: dist_name.to_owned(),
                         path: rel.clone(),
                         what: FindingKind::Launcher { target: target.clone() },
@@ -182,7 +196,7 @@ impl<'a> Builder<'a> {
             if let Some(soname) = facts.soname() {
                 if rel.file_name() != soname {
                     population.aliases.insert(rel.clone(), soname.to_owned());
-                    self.findings.push(Finding {
+                    self.record(Finding {
                         package: dist_name.to_owned(),
                         path: rel.clone(),
                         what: FindingKind::Alias { soname: soname.to_owned() },
@@ -224,7 +238,7 @@ impl<'a> Builder<'a> {
         };
         let decision = decide_rpath(rel, elf.search_path(), core_dir, deps, self.config.keep_absolute_rpath);
         if !decision.removed.is_empty() {
-            self.findings.push(Finding {
+            self.record(Finding {
                 package: dist_name.to_owned(),
                 path: rel.clone(),
                 what: FindingKind::RpathRemoved { entries: decision.removed.clone() },
@@ -253,13 +267,53 @@ impl<'a> Builder<'a> {
         self.facts.fill(paths).map_err(elf_error)
     }
 
+    /// Keeps a decision for the summary and `--json`, and explains it at `-v` in the words
+    /// `--plan` lists it with (issue 9).
+    pub fn record(&mut self, finding: Finding) {
+        self.progress.explain(&describe(&finding));
+        self.findings.push(finding);
+    }
+
     pub fn drop_finding(&mut self, dist_name: &str, rel: &RelPath, reason: &str) {
-        self.progress.explain(&format!("{dist_name}: dropped {rel}: {reason}"));
-        self.findings.push(Finding {
+        self.record(Finding {
             package: dist_name.to_owned(),
             path: rel.clone(),
             what: FindingKind::Dropped { reason: reason.to_owned() },
         });
+    }
+
+    /// Drops a symlink that cannot be followed. A link that leaves the tree or loops is a
+    /// mistake in the build (an absolute link to the build machine, a bad relative one), and
+    /// is warned about at default verbosity, once, naming the link in the artifacts (issue
+    /// 10). A dangling link is only counted and explained at `-v`, like a link to a
+    /// directory: a runtime package selects some components and paths of each artifact, so
+    /// links into the rest (`lib/libfoo.so` of a `dev` component, a doc link into an
+    /// excluded tree) dangle there by design in every real build, and the devel tree, which
+    /// selects everything, keeps them; warning about each would bury the real mistakes.
+    pub fn drop_unresolved(&mut self, dist_name: &str, link: &Entry, unresolved: &Unresolved) {
+        let reason = unresolved.describe();
+        let is_mistake = matches!(unresolved, Unresolved::Escapes { .. } | Unresolved::Loop);
+        if is_mistake && self.warned_links.insert(link.source.clone()) {
+            self.progress.warn(&format!("dropped {} ({}): {reason}", link.rel, link.source.display()));
+        }
+        self.drop_finding(dist_name, &link.rel, &reason);
+    }
+}
+
+/// A decision in the words `--plan` lists it with (`xtask`'s summary), so a `-v` line can be
+/// found in the plan as it is.
+fn describe(finding: &Finding) -> String {
+    let (package, path) = (&finding.package, &finding.path);
+    match &finding.what {
+        FindingKind::Dropped { reason } => format!("{package}: dropped {path}: {reason}"),
+        FindingKind::Alias { soname } => format!("{package}: {path} is an alias of {soname} (a link in devel)"),
+        FindingKind::Launcher { target } => format!("{package}: {path} becomes a launcher of {target}"),
+        FindingKind::RpathRemoved { entries } => {
+            format!("{package}: {path}: removed absolute RPATH entries {}", entries.join(":"))
+        }
+        FindingKind::UnrequestedTarget { target } => {
+            format!("{package}: {path}: device code for {target}, which no family flag requested")
+        }
     }
 }
 

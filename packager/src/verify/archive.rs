@@ -14,11 +14,11 @@ use sha2::{Digest, Sha256};
 
 use super::devel::{read_devel_tar, DevelTree};
 use super::elf_checks::check_elf;
-use super::elf_parse::{parse_elf, ElfFile, ElfWindow, ELF_MAGIC};
+use super::elf_parse::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC};
 use super::metadata::{self, parse_headers, WheelName};
 use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
-use crate::elf::EM_AMDGPU;
+use crate::elf::{TargetMachine, EM_AMDGPU};
 
 /// Metadata files larger than this are reported instead of read.
 const TEXT_CAP: usize = 16 << 20;
@@ -31,6 +31,35 @@ const S_IFLNK: u32 = 0o120_000;
 pub(crate) struct ElfMember {
     pub path: String,
     pub elf: ElfFile,
+}
+
+/// Which ELF members verify judges (SPEC §6 "Never edit what is not ours to edit"): only
+/// those the wheel's platform runs. The others are data, to the packager and here alike:
+/// an aarch64 library in an x86_64 wheel keeps its absolute RPATH, and that is no
+/// violation, since no loader of this platform ever reads it.
+#[derive(Debug)]
+pub(crate) struct ElfScope {
+    /// The machine of the wheel's platform tag; the host's for an sdist or a wheel whose
+    /// file name does not parse, as the packager falls back to it.
+    pub target: TargetMachine,
+    /// AMDGPU code objects (`e_machine` 224).
+    pub n_gpu_code_objects: usize,
+    /// ELF files for another CPU, by the path they install to.
+    pub foreign: Vec<String>,
+}
+
+impl ElfScope {
+    fn new() -> ElfScope {
+        ElfScope { target: TargetMachine::host(), n_gpu_code_objects: 0, foreign: Vec::new() }
+    }
+
+    /// Whether `machine`, class and byte order are the target's (as the packager's
+    /// `TargetMachine::can_run` decides for its own ELF reader's facts).
+    fn runs(&self, identity: ElfIdentity) -> bool {
+        let target = &self.target;
+        (identity.machine, identity.is_64, identity.little_endian)
+            == (target.machine, target.is_64, target.little_endian)
+    }
 }
 
 /// What one archive holds, as far as the later checks need it.
@@ -48,7 +77,7 @@ pub(crate) struct Archive {
     /// Paths the wheel installs into site-packages (files only; `.dist-info` included).
     pub installed: Vec<String>,
     pub elf_files: Vec<ElfMember>,
-    pub n_gpu_code_objects: usize,
+    pub elf_scope: ElfScope,
     pub devel: Vec<DevelTree>,
     /// METADATA (wheel) or PKG-INFO (sdist) headers.
     pub headers: Vec<(String, String)>,
@@ -70,7 +99,7 @@ impl Archive {
             n_members: 0,
             installed: Vec::new(),
             elf_files: Vec::new(),
-            n_gpu_code_objects: 0,
+            elf_scope: ElfScope::new(),
             devel: Vec::new(),
             headers: Vec::new(),
             dist_info_py: None,
@@ -136,22 +165,31 @@ fn read_full(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
-/// Parses an ELF window and applies the per-file checks. AMDGPU code objects are only
-/// counted (SPEC §6: not ours to judge). Returns the parsed file for the closure checks.
+/// Parses an ELF window and applies the per-file checks to files the wheel's platform
+/// runs. AMDGPU code objects and ELF files for another CPU are only counted (SPEC §6: not
+/// ours to judge), whether or not the rest of them parses. Returns the parsed file for the
+/// closure checks.
 pub(crate) fn inspect_elf(
     file: &str,
     path: &str,
     window: &ElfWindow,
-    n_gpu_code_objects: &mut usize,
+    scope: &mut ElfScope,
     findings: &mut Findings,
 ) -> Option<ElfFile> {
+    match elf_identity(window.head()) {
+        Some(identity) if identity.machine == EM_AMDGPU => {
+            scope.n_gpu_code_objects += 1;
+            return None;
+        }
+        Some(identity) if !scope.runs(identity) => {
+            scope.foreign.push(path.to_owned());
+            return None;
+        }
+        _ => {}
+    }
     match parse_elf(window) {
         Err(reason) => {
             findings.violation(file, Some(path), Check::ElfStructure, format!("unreadable ELF file: {reason}"));
-            None
-        }
-        Ok(elf) if elf.machine == EM_AMDGPU => {
-            *n_gpu_code_objects += 1;
             None
         }
         Ok(elf) => {
@@ -169,6 +207,7 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
             check_name_and_version(file, &name.name, &name.version, &mut archive.findings);
             archive.name = Some(name.name.clone());
             archive.version = Some(name.version.clone());
+            archive.elf_scope.target = TargetMachine::from_platform_tag(&name.platform);
             archive.wheel_name = Some(name);
         }
         Err(reason) => archive.findings.violation(file, None, Check::FileName, format!("wheel file name {reason}")),
@@ -276,7 +315,7 @@ fn read_wheel_member(
         return;
     };
     if let Some(window) = streamed.window {
-        let elf = inspect_elf(&file, &installed, &window, &mut archive.n_gpu_code_objects, &mut archive.findings);
+        let elf = inspect_elf(&file, &installed, &window, &mut archive.elf_scope, &mut archive.findings);
         if let Some(elf) = elf {
             archive.elf_files.push(ElfMember { path: installed.clone(), elf });
         }
@@ -293,7 +332,7 @@ fn read_devel_member(
     archive: &mut Archive,
 ) -> io::Result<Streamed> {
     let mut tee = HashingReader { inner: member, hasher: Sha256::new(), size: 0 };
-    let tree = read_devel_tar(&mut tee, xz, file, name, &mut archive.findings, &mut archive.n_gpu_code_objects);
+    let tree = read_devel_tar(&mut tee, xz, file, name, &mut archive.findings, &mut archive.elf_scope);
     archive.devel.push(tree);
     // The tar reader stops at the end-of-archive blocks; the rest still counts for RECORD.
     io::copy(&mut tee, &mut io::sink())?;

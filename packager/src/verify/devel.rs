@@ -7,7 +7,7 @@
 
 use std::io::{self, Read};
 
-use super::archive::{check_member_path, inspect_elf, stream_member, ElfMember};
+use super::archive::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope};
 use super::report::{Check, Findings};
 
 #[derive(Debug)]
@@ -39,13 +39,13 @@ pub(crate) fn read_devel_tar(
     file: &str,
     member: &str,
     findings: &mut Findings,
-    n_gpu_code_objects: &mut usize,
+    elf_scope: &mut ElfScope,
 ) -> DevelTree {
     let mut tree = DevelTree::default();
     let result = if xz {
-        read_entries(liblzma::read::XzDecoder::new(reader), file, &mut tree, findings, n_gpu_code_objects)
+        read_entries(liblzma::read::XzDecoder::new(reader), file, &mut tree, findings, elf_scope)
     } else {
-        read_entries(reader, file, &mut tree, findings, n_gpu_code_objects)
+        read_entries(reader, file, &mut tree, findings, elf_scope)
     };
     if let Err(error) = result {
         findings.violation(file, Some(member), Check::Devel, format!("the devel tarball is unreadable: {error}"));
@@ -58,7 +58,7 @@ fn read_entries(
     file: &str,
     tree: &mut DevelTree,
     findings: &mut Findings,
-    n_gpu_code_objects: &mut usize,
+    elf_scope: &mut ElfScope,
 ) -> io::Result<()> {
     let mut tar = tar::Archive::new(reader);
     let mut top: Option<String> = None;
@@ -109,7 +109,7 @@ fn read_entries(
         } else if entry_type.is_file() {
             let streamed = stream_member(&mut entry, false, false)?;
             if let Some(window) = streamed.window {
-                if let Some(elf) = inspect_elf(file, &path, &window, n_gpu_code_objects, findings) {
+                if let Some(elf) = inspect_elf(file, &path, &window, elf_scope, findings) {
                     tree.elf_files.push(ElfMember { path: path.clone(), elf });
                 }
             }

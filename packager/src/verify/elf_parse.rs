@@ -192,6 +192,35 @@ impl Fields {
     }
 }
 
+/// The machine, class and byte order an ELF header names: all that is needed to know
+/// whether a file is for the wheel's platform before judging anything else about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ElfIdentity {
+    pub machine: u16,
+    pub is_64: bool,
+    pub little_endian: bool,
+}
+
+/// Reads [`ElfIdentity`] from the first 20 bytes; `None` when they are not a valid start
+/// of an ELF header (then [`parse_elf`] says why).
+pub(crate) fn elf_identity(head: &[u8]) -> Option<ElfIdentity> {
+    if head.len() < 20 || &head[..4] != ELF_MAGIC {
+        return None;
+    }
+    let is_64 = match head[4] {
+        1 => false,
+        2 => true,
+        _ => return None,
+    };
+    let little_endian = match head[5] {
+        1 => true,
+        2 => false,
+        _ => return None,
+    };
+    let machine = Fields { little_endian, is_64 }.u16(head, 18) as u16;
+    Some(ElfIdentity { machine, is_64, little_endian })
+}
+
 /// Parses the window. `Err` when even the ELF header is unusable (the caller reports it).
 pub(crate) fn parse_elf(window: &ElfWindow) -> Result<ElfFile, String> {
     let head = window.head();

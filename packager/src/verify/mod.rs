@@ -80,6 +80,8 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
         .map(|(archive, portability)| {
             let (violations, warnings) = by_file.remove(&archive.file).unwrap_or_default();
             let n_devel_elf: usize = archive.devel.iter().map(|tree| tree.elf_files.len()).sum();
+            let mut foreign_elf_files = archive.elf_scope.foreign;
+            foreign_elf_files.sort();
             PackageReport {
                 n_elf_files: archive.elf_files.len() + n_devel_elf,
                 file: archive.file,
@@ -89,7 +91,8 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
                 version: archive.version,
                 sha256: archive.sha256,
                 n_members: archive.n_members,
-                n_gpu_code_objects: archive.n_gpu_code_objects,
+                n_gpu_code_objects: archive.elf_scope.n_gpu_code_objects,
+                foreign_elf_files,
                 portability,
                 violations,
                 warnings,

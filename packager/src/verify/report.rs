@@ -101,6 +101,9 @@ pub struct PackageReport {
     pub n_elf_files: usize,
     /// AMDGPU code objects (`e_machine` 224): counted, never checked.
     pub n_gpu_code_objects: usize,
+    /// ELF files built for another CPU than the wheel's platform tag names (an aarch64
+    /// library in an x86_64 wheel), by installed path, sorted: data, never checked (SPEC §6).
+    pub foreign_elf_files: Vec<String>,
     /// Wheels only.
     pub portability: Option<Portability>,
     pub violations: Vec<Violation>,
