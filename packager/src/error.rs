@@ -60,6 +60,7 @@ impl CatalogError {
             | CatalogError::NonUtf8Name { path }
             | CatalogError::BadPath { path, .. }
             | CatalogError::NotACheckout { path }
+            | CatalogError::MissingCheckoutArtifacts { path }
             | CatalogError::BadCheckoutFile { path, .. }
             | CatalogError::Read { path, .. } => Some(path),
             CatalogError::BadGlob { .. } => None,

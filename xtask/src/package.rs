@@ -19,8 +19,8 @@ use crate::Output;
 
 #[derive(clap::Args)]
 pub struct PackageArgs {
-    /// The artifacts directory of a TheRock build [default: build/artifacts of the checkout,
-    /// else the bundled example generated under target/]
+    /// The artifacts directory of a TheRock build [default: build/artifacts of the checkout;
+    /// outside a checkout, the bundled example generated under target/]
     #[arg(long, value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
     /// The TheRock checkout (found by walking up from the current directory if not given).
@@ -38,11 +38,17 @@ pub struct PackageArgs {
     /// Wheel platform tag, e.g. manylinux_2_28_x86_64.
     #[arg(long, env = "ROCM_SDK_WHEEL_PLATFORM_TAG", value_name = "TAG")]
     pub platform_tag: Option<String>,
-    /// Lay the package trees out in --dest-dir instead of building archives.
-    #[arg(long = "no-build-packages", action = clap::ArgAction::SetFalse)]
+    /// Build the wheels and the sdist (the default; undoes an earlier --no-build-packages).
+    #[arg(long, overrides_with = "no_build_packages")]
     pub build_packages: bool,
+    /// Lay the package trees out in --dest-dir instead of building archives.
+    #[arg(long, overrides_with = "build_packages")]
+    pub no_build_packages: bool,
+    /// Deflate wheel members (the default; undoes an earlier --no-wheel-compression).
+    #[arg(long, overrides_with = "no_wheel_compression")]
+    pub wheel_compression: bool,
     /// Store wheel members uncompressed.
-    #[arg(long)]
+    #[arg(long, overrides_with = "wheel_compression")]
     pub no_wheel_compression: bool,
     /// Deflate level of wheel members (0-9).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
@@ -160,10 +166,9 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         Some(dir) => Some(dir.clone()),
         None => therock::find_checkout(&cwd),
     };
-    let checkout_artifacts = checkout.as_ref().map(|root| root.join("build/artifacts")).filter(|dir| dir.is_dir());
-    let (artifacts_dir, example_version) = match (&args.artifact_dir, checkout_artifacts) {
+    let (artifacts_dir, example_version) = match (&args.artifact_dir, &checkout) {
         (Some(dir), _) => (check_artifacts_dir(dir)?, None),
-        (None, Some(dir)) => (dir, None),
+        (None, Some(root)) => (checkout_artifacts(root)?, None),
         (None, None) => (generate_example(output)?, Some("7.12.0.dev0".to_owned())),
     };
     let version = match (&args.version, &checkout, example_version) {
@@ -204,7 +209,8 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         build_time: build_time()?,
         wheel_compression,
         devel_tarball_compression,
-        build_packages: args.build_packages,
+        // The last of --build-packages / --no-build-packages wins (clap resets the other).
+        build_packages: !args.no_build_packages,
         keep_absolute_rpath: args.keep_absolute_rpath,
         only: args.only.iter().map(|group| PackageGroup::from(*group)).collect(),
         families,
@@ -222,6 +228,20 @@ fn check_artifacts_dir(dir: &Path) -> anyhow::Result<PathBuf> {
             Err(CatalogError::MissingArtifactsDir { path: dir.to_path_buf() }.into())
         }
         Err(source) => Err(CatalogError::Read { path: dir.to_path_buf(), source }.into()),
+    }
+}
+
+/// The checkout's `build/artifacts`. A checkout not built yet is an error: packaging the
+/// bundled example under the checkout's version would look like a real build.
+fn checkout_artifacts(root: &Path) -> anyhow::Result<PathBuf> {
+    let dir = root.join("build/artifacts");
+    match std::fs::metadata(&dir) {
+        Ok(metadata) if metadata.is_dir() => Ok(dir),
+        Ok(_) => Err(CatalogError::MissingCheckoutArtifacts { path: dir }.into()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Err(CatalogError::MissingCheckoutArtifacts { path: dir }.into())
+        }
+        Err(source) => Err(CatalogError::Read { path: dir, source }.into()),
     }
 }
 

@@ -96,3 +96,31 @@ fn no_version_outside_a_checkout_says_so_with_one_hint() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!dir.path().join("dist").exists(), "nothing written");
 }
+
+/// A malformed `SOURCE_DATE_EPOCH` is an error naming the variable and its value, never
+/// silently replaced by the default time.
+#[test]
+fn malformed_source_date_epoch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let artifacts = dir.path().join("artifacts");
+    std::fs::create_dir_all(&artifacts).expect("mkdir");
+    let dest = dir.path().join("dist");
+    for value in ["yesterday", "-1", "1.5e9", ""] {
+        let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .current_dir(dir.path())
+            .args(["package", "--version", "7.12.0.dev0", "--artifact-dir"])
+            .arg(&artifacts)
+            .arg("--dest-dir")
+            .arg(&dest)
+            .env("SOURCE_DATE_EPOCH", value)
+            .env_remove("GITHUB_ACTIONS")
+            .output()
+            .expect("run xtask");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{value:?}: {stderr}");
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(first.starts_with("error: SOURCE_DATE_EPOCH=") && first.contains(&format!("{value:?}")), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(!dest.exists(), "nothing written");
+    }
+}

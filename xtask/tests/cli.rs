@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 fn xtask(cwd: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
@@ -32,6 +33,28 @@ fn example(dir: &Path) -> PathBuf {
     artifacts
 }
 
+/// The example, generated once per test process under `target/tmp/cli-shared-example/{pid}`
+/// (directories of ended processes are removed) for the tests that only read it.
+fn shared_example() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-shared-example");
+        if let Ok(entries) = fs_err::read_dir(&root) {
+            for entry in entries.flatten() {
+                if !Path::new("/proc").join(entry.file_name()).exists() {
+                    let _ = fs_err::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let dir = root.join(std::process::id().to_string());
+        if dir.exists() {
+            fs_err::remove_dir_all(&dir).expect("remove a stale example");
+        }
+        fs_err::create_dir_all(&dir).expect("test step");
+        example(&dir)
+    })
+}
+
 fn package(dir: &Path, artifacts: &Path, extra: &[&str]) -> Command {
     let mut command = xtask(dir);
     command.args(extra).arg("package").arg("--artifact-dir").arg(artifacts);
@@ -40,7 +63,12 @@ fn package(dir: &Path, artifacts: &Path, extra: &[&str]) -> Command {
 }
 
 fn dist_files(dir: &Path) -> Vec<String> {
-    let mut files: Vec<String> = fs_err::read_dir(dir.join("dist"))
+    visible_files(&dir.join("dist"))
+}
+
+/// The names in `dir`, sorted, without hidden ones (the destination's lock file).
+fn visible_files(dir: &Path) -> Vec<String> {
+    let mut files: Vec<String> = fs_err::read_dir(dir)
         .expect("test step")
         .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())
         .filter(|name| !name.starts_with('.'))
@@ -52,10 +80,10 @@ fn dist_files(dir: &Path) -> Vec<String> {
 #[test]
 fn ci_logs_get_one_line_per_output_and_the_step_summary_the_table() {
     let temp = tempfile::tempdir().expect("test step");
-    let artifacts = example(temp.path());
+    let artifacts = shared_example();
     let summary = temp.path().join("step-summary.md");
     fs_err::write(&summary, "earlier step\n").expect("test step");
-    let output = run(package(temp.path(), &artifacts, &[]).env("GITHUB_STEP_SUMMARY", &summary));
+    let output = run(package(temp.path(), artifacts, &[]).env("GITHUB_STEP_SUMMARY", &summary));
     let stderr = String::from_utf8(output.stderr).expect("test step");
     let stdout = String::from_utf8(output.stdout).expect("test step");
     let files = dist_files(temp.path());
@@ -93,13 +121,13 @@ fn ci_logs_get_one_line_per_output_and_the_step_summary_the_table() {
 #[test]
 fn quiet_prints_nothing_and_verbose_explains() {
     let temp = tempfile::tempdir().expect("test step");
-    let artifacts = example(temp.path());
-    let quiet = run(&mut package(temp.path(), &artifacts, &["-q"]));
+    let artifacts = shared_example();
+    let quiet = run(&mut package(temp.path(), artifacts, &["-q"]));
     assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
     assert_eq!(String::from_utf8_lossy(&quiet.stdout), "");
     assert_eq!(dist_files(temp.path()).len(), 7);
 
-    let verbose = run(&mut package(temp.path(), &artifacts, &["-v"]));
+    let verbose = run(&mut package(temp.path(), artifacts, &["-v"]));
     let stderr = String::from_utf8_lossy(&verbose.stderr);
     for stage in ["] catalog", "] plan", "] write"] {
         assert!(stderr.contains(stage), "{stage} missing:\n{stderr}");
@@ -108,7 +136,7 @@ fn quiet_prints_nothing_and_verbose_explains() {
     // same words as --plan.
     let dropped = "rocm-sdk-core: dropped lib/libamdhip64.so.6: dangling symlink";
     assert!(stderr.contains(dropped), "{stderr}");
-    let plan = run(package(temp.path(), &artifacts, &["-q"]).arg("--plan"));
+    let plan = run(package(temp.path(), artifacts, &["-q"]).arg("--plan"));
     let plan = String::from_utf8_lossy(&plan.stdout);
     assert!(plan.lines().any(|line| line.trim_start().starts_with(dropped)), "{plan}");
 }
@@ -144,8 +172,8 @@ fn under_github_actions_an_error_is_an_annotation_naming_the_file() {
 #[test]
 fn index_writes_both_pages() {
     let temp = tempfile::tempdir().expect("test step");
-    let artifacts = example(temp.path());
-    run(package(temp.path(), &artifacts, &["-q"]).args(["--only", "meta,core"]));
+    let artifacts = shared_example();
+    run(package(temp.path(), artifacts, &["-q"]).args(["--only", "meta,core"]));
     let output = run(xtask(temp.path()).args(["index", "dist"]));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("indexed 2 files of 2 projects"), "{stderr}");
@@ -161,4 +189,101 @@ fn example_takes_a_relative_output_dir() {
     let temp = tempfile::tempdir().expect("temp dir");
     run(xtask(temp.path()).args(["-q", "example", "--out", "art"]));
     assert!(temp.path().join("art/base_lib_generic/artifact_manifest.txt").is_file());
+}
+
+#[test]
+fn help_lists_every_subcommand_and_each_has_its_own() {
+    let temp = tempfile::tempdir().expect("test step");
+    let output = run(xtask(temp.path()).arg("--help"));
+    let help = String::from_utf8_lossy(&output.stdout);
+    let subcommands = ["package", "verify", "index", "example", "elf", "bench"];
+    for subcommand in subcommands {
+        assert!(help.lines().any(|line| line.trim_start().starts_with(&format!("{subcommand} "))), "{help}");
+    }
+    for subcommand in subcommands {
+        let output = run(xtask(temp.path()).args([subcommand, "--help"]));
+        let help = String::from_utf8_lossy(&output.stdout);
+        let usage = help.lines().find(|line| line.starts_with("Usage: ")).unwrap_or_else(|| panic!("{help}"));
+        assert!(usage.contains(&format!(" {subcommand} ")), "{help}");
+    }
+}
+
+/// `--json PATH`: the report in a file (the table still on stdout).
+#[test]
+fn json_path_writes_the_report_to_a_file() {
+    let temp = tempfile::tempdir().expect("test step");
+    let report = temp.path().join("report.json");
+    let output = run(package(temp.path(), shared_example(), &[]).args(["--only", "meta,core", "--json"]).arg(&report));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("rocm_sdk_core-7.12.0.dev0"));
+    let report: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&report).expect("test step")).expect("the report is JSON");
+    assert_eq!(report["version"], "7.12.0.dev0");
+    let outputs = report["outputs"].as_array().expect("an outputs list");
+    let mut listed: Vec<&str> = outputs.iter().map(|output| output["file_name"].as_str().unwrap_or("")).collect();
+    listed.sort();
+    assert_eq!(listed, dist_files(temp.path()));
+    assert_eq!(listed, ["rocm-7.12.0.dev0.tar.gz", "rocm_sdk_core-7.12.0.dev0-py3-none-linux_x86_64.whl"]);
+}
+
+/// `compress_type` of every member of each wheel in `dist`, read back with Python.
+fn compress_types(dist: &Path) -> Vec<u64> {
+    let script = "import glob, json, sys, zipfile\n\
+                  print(json.dumps(sorted({i.compress_type for w in glob.glob(sys.argv[1] + '/*.whl') \
+                  for i in zipfile.ZipFile(w).infolist()})))";
+    let output = run(Command::new("python3").args(["-c", script]).arg(dist));
+    serde_json::from_slice(&output.stdout).expect("test step")
+}
+
+/// Reference compatibility (issue 4): `--wheel-compression` and `--build-packages` undo
+/// their `--no-` forms; the last one given wins.
+#[test]
+fn positive_flags_undo_their_negative_forms() {
+    let temp = tempfile::tempdir().expect("test step");
+    let package_into = |dest: &str, flags: &[&str]| {
+        let mut command = xtask(temp.path());
+        command.args(["-q", "package", "--only", "core", "--version", "7.12.0.dev0", "--artifact-dir"]);
+        run(command.arg(shared_example()).args(["--dest-dir", dest]).args(flags));
+        temp.path().join(dest)
+    };
+    const STORED: u64 = 0;
+    const DEFLATED: u64 = 8;
+    let dist = package_into("deflated", &["--no-wheel-compression", "--wheel-compression"]);
+    assert_eq!(compress_types(&dist), [DEFLATED]);
+    let dist = package_into("stored", &["--wheel-compression", "--no-wheel-compression"]);
+    assert_eq!(compress_types(&dist), [STORED]);
+
+    let archives = package_into("archives", &["--no-build-packages", "--build-packages"]);
+    assert_eq!(visible_files(&archives), ["rocm_sdk_core-7.12.0.dev0-py3-none-linux_x86_64.whl"]);
+    let trees = package_into("trees", &["--build-packages", "--no-build-packages"]);
+    let entries = visible_files(&trees);
+    assert!(!entries.is_empty() && entries.iter().all(|entry| trees.join(entry).is_dir()), "{entries:?}");
+}
+
+/// `(date_time of every wheel member, mtime of every sdist member)`, each de-duplicated.
+fn archive_times(dist: &Path) -> (Vec<Vec<u64>>, Vec<u64>) {
+    let script = "import glob, json, sys, tarfile, zipfile\n\
+                  d = sys.argv[1]\n\
+                  z = sorted({i.date_time for w in glob.glob(d + '/*.whl') for i in zipfile.ZipFile(w).infolist()})\n\
+                  t = sorted({m.mtime for s in glob.glob(d + '/*.tar.gz') for m in tarfile.open(s).getmembers()})\n\
+                  print(json.dumps([z, t]))";
+    let output = run(Command::new("python3").args(["-c", script]).arg(dist));
+    serde_json::from_slice(&output.stdout).expect("test step")
+}
+
+/// `SOURCE_DATE_EPOCH` reaches the archives: zip stores UTC date and time to 2 seconds,
+/// from 1980 on (earlier times clamp to 1980-01-01); tar stores the seconds.
+#[test]
+fn source_date_epoch_sets_the_archive_times() {
+    let temp = tempfile::tempdir().expect("test step");
+    // 1700000001 is 2023-11-14T22:13:21Z; 86400 is 1970-01-02, before zip's range.
+    let cases = [("1700000001", vec![2023, 11, 14, 22, 13, 20]), ("86400", vec![1980, 1, 1, 0, 0, 0])];
+    for (epoch, zip_time) in cases {
+        let dist = temp.path().join(epoch);
+        let mut command = xtask(temp.path());
+        command.args(["-q", "package", "--only", "meta,core", "--version", "7.12.0.dev0", "--artifact-dir"]);
+        run(command.arg(shared_example()).arg("--dest-dir").arg(&dist).env("SOURCE_DATE_EPOCH", epoch));
+        let (zip_times, tar_times) = archive_times(&dist);
+        assert_eq!(zip_times, [zip_time], "SOURCE_DATE_EPOCH={epoch}");
+        assert_eq!(tar_times, [epoch.parse::<u64>().expect("test step")], "SOURCE_DATE_EPOCH={epoch}");
+    }
 }

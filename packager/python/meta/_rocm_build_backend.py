@@ -19,6 +19,8 @@ import zipfile
 ROOT = os.path.dirname(os.path.abspath(__file__))
 DIST_NAME = "rocm"
 SUMMARY = "ROCm SDK for Python: installs the ROCm packages for this machine's GPU"
+# The same license as every wheel of the build (`License: MIT` in their METADATA).
+LICENSE = "MIT"
 # Zip cannot store times before 1980; a fixed time keeps rebuilt wheels identical.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
@@ -96,6 +98,7 @@ def render_metadata(dist_info):
         "Name: " + DIST_NAME,
         "Version: " + dist_info.__version__,
         "Summary: " + SUMMARY,
+        "License: " + LICENSE,
         "Requires-Python: >=3.9",
     ]
     lines += ["Requires-Dist: " + requirement for requirement in requires]

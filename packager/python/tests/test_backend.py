@@ -119,6 +119,8 @@ class BackendTest(support.TempDirTest):
             prefix = prepared + "/"
             metadata = wheel.read(prefix + "METADATA").decode()
             self.assertEqual(metadata, (out / prepared / "METADATA").read_text())
+            # The same license as the platform wheels of the build.
+            self.assertIn("\nLicense: MIT\n", metadata)
             self.assertIn('Requires-Dist: rocm-sdk-device-gfx90a==%s; extra == "device"' % support.VERSION, metadata)
             self.assertIn(
                 'Requires-Dist: rocm-sdk-device-gfx90a==%s; (sys_platform == "linux") and extra == "device-all"' % support.VERSION,

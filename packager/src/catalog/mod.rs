@@ -132,6 +132,10 @@ pub enum CatalogError {
     BadPath { path: PathBuf, reason: String },
     #[error("invalid glob {pattern:?}: {reason}")]
     BadGlob { pattern: String, reason: String },
+    /// A checkout was found (or named), no --artifact-dir given, and the checkout has not
+    /// been built: packaging something else under its version would mislead.
+    #[error("the TheRock checkout has no build artifacts: {} is not a directory", path.display())]
+    MissingCheckoutArtifacts { path: PathBuf },
     #[error("not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}", path.display())]
     NotACheckout { path: PathBuf },
     #[error("cannot parse {}: {message}", path.display())]
@@ -162,6 +166,9 @@ impl CatalogError {
                 Some("packages hold only regular files, directories and symlinks with UTF-8 names: fix or remove this path in the build")
             }
             Self::NotACheckout { .. } => Some("pass --therock-dir, or run from inside a TheRock checkout"),
+            Self::MissingCheckoutArtifacts { .. } => {
+                Some("pass --artifact-dir, or build TheRock first (its build writes build/artifacts)")
+            }
             _ => None,
         }
     }

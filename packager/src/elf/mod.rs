@@ -93,7 +93,8 @@ impl ElfError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Malformed { .. } => Some(
-                "the file is truncated or corrupt: rebuild the artifact, or leave the file out with an exclude glob",
+                "the file is truncated or corrupt: rebuild the artifact or remove the file from it, \
+                 and report the build if a fresh one has it too",
             ),
             Self::Unsupported { .. } => Some("only 64-bit little-endian ELF (x86_64, aarch64) can be patched"),
             Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
@@ -226,4 +227,19 @@ fn info_from(source: &dyn Source, elf: &ElfFile) -> Result<ElfInfo, ElfError> {
         runpath: joined(DT_RUNPATH)?,
         interpreter: elf.interpreter.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CLI has no flag to leave a file out, so the hint must not suggest one.
+    #[test]
+    fn malformed_hint_names_something_the_user_can_do() {
+        let error = ElfError::Malformed { path: PathBuf::from("lib/libx.so"), reason: "truncated".to_owned() };
+        let hint = error.hint().unwrap_or_default();
+        assert!(hint.contains("rebuild the artifact") && hint.contains("remove the file"), "{hint}");
+        assert!(hint.contains("report the build"), "{hint}");
+        assert!(!hint.contains("glob") && !hint.contains("exclude"), "{hint}");
+    }
 }

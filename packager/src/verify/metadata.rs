@@ -92,67 +92,10 @@ pub(crate) fn file_name_form(name: &str) -> String {
     normalize_name(name).replace('-', "_")
 }
 
-/// A normalised PEP 440 version: `[N!]N(.N)*[{a|b|rc}N][.postN][.devN][+local]`.
+/// A normalised PEP 440 version: `[N!]N(.N)*[{a|b|rc}N][.postN][.devN][+local]`, judged
+/// by the packager's own normalisation, so what `package` accepts `verify` accepts.
 pub(crate) fn is_normalized_version(version: &str) -> bool {
-    let (public, local) = match version.split_once('+') {
-        Some((public, local)) => (public, Some(local)),
-        None => (version, None),
-    };
-    if let Some(local) = local {
-        let local_ok = local
-            .split('.')
-            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
-        if !local_ok {
-            return false;
-        }
-    }
-    let mut rest = public;
-    if let Some((epoch, after)) = rest.split_once('!') {
-        if !is_number(epoch) {
-            return false;
-        }
-        rest = after;
-    }
-    let mut release_end = 0;
-    let bytes = rest.as_bytes();
-    while release_end < bytes.len() && (bytes[release_end].is_ascii_digit() || bytes[release_end] == b'.') {
-        release_end += 1;
-    }
-    // A `.` before `post`/`dev` belongs to the suffix, not the release.
-    let mut release = &rest[..release_end];
-    if release.ends_with('.') {
-        release = &release[..release.len() - 1];
-        release_end -= 1;
-    }
-    if release.is_empty() || !release.split('.').all(is_number) {
-        return false;
-    }
-    let mut suffix = &rest[release_end..];
-    for prefix in ["a", "b", "rc"] {
-        if let Some(after) = suffix.strip_prefix(prefix) {
-            let digits = after.chars().take_while(char::is_ascii_digit).count();
-            if !is_number(&after[..digits]) {
-                return false;
-            }
-            suffix = &after[digits..];
-            break;
-        }
-    }
-    for prefix in [".post", ".dev"] {
-        if let Some(after) = suffix.strip_prefix(prefix) {
-            let digits = after.chars().take_while(char::is_ascii_digit).count();
-            if !is_number(&after[..digits]) {
-                return false;
-            }
-            suffix = &after[digits..];
-        }
-    }
-    suffix.is_empty()
-}
-
-/// A decimal number without leading zeros.
-fn is_number(text: &str) -> bool {
-    !text.is_empty() && text.chars().all(|c| c.is_ascii_digit()) && (text == "0" || !text.starts_with('0'))
+    crate::plan::version::normalize_pep440(version).is_ok_and(|normal| normal == version)
 }
 
 /// Email-style headers up to the first blank line; continuation lines are joined.
@@ -338,7 +281,7 @@ mod tests {
         for good in ["7.0.0", "7.12.0.dev0", "1!2.0rc1.post2.dev3+local.7", "0.1a0"] {
             assert!(is_normalized_version(good), "{good}");
         }
-        for bad in ["", "7.0.", "07.1", "7.0-dev", "v1", "1.0.DEV0", "1..2"] {
+        for bad in ["", "7.0.", "07.1", "7.0-dev", "v1", "1.0.DEV0", "1..2", "7.0+ABC", "0!1.0"] {
             assert!(!is_normalized_version(bad), "{bad}");
         }
     }

@@ -1,4 +1,5 @@
-//! A `--version` that is not PEP 440 is refused with the reason, before anything is written.
+//! A `--version` that is not PEP 440, or not in its normal form, is refused with the
+//! reason (the normal form, when there is one), before anything is written.
 
 use super::{check_archives, copy_example, describe, output, xtask};
 
@@ -8,9 +9,12 @@ fn a_non_pep440_version_is_refused_with_the_reason() {
     let artifacts = copy_example(temp.path());
     let dist = temp.path().join("dist");
     let cases = [
-        ("7.0-beta", "unexpected \"-beta\""),
-        ("v7.0", "it must start with a release number"),
-        ("7.0.dev", "dev-release \".dev\" must be followed by a number"),
+        ("7.0-beta", "not in normal form: use 7.0b0"),
+        ("v7.0", "not in normal form: use 7.0"),
+        ("7.0.dev", "not in normal form: use 7.0.dev0"),
+        ("07.1", "not in normal form: use 7.1"),
+        ("7.0+ABC", "not in normal form: use 7.0+abc"),
+        ("release-7", "it must start with a release number"),
         ("7.0+", "local part \"\" must be dot-separated letters and digits"),
         ("7.0\"; import os", "unexpected"),
     ];

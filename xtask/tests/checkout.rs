@@ -1,0 +1,131 @@
+//! Issue 2: inside a TheRock checkout, `package` needs no flags: the version comes from
+//! `version.json` (`{rocm-version}.dev0`), the artifacts from `build/artifacts`.
+//! `--therock-dir` does the same from outside, `--version` overrides, and a checkout not
+//! built yet is an error rather than the bundled example under the checkout's version.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn xtask(cwd: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    command.current_dir(cwd);
+    for key in ["GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "RUST_LOG", "SOURCE_DATE_EPOCH"] {
+        command.env_remove(key);
+    }
+    command
+}
+
+fn run(command: &mut Command) -> Output {
+    let output = command.output().expect("run xtask");
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// A fake TheRock checkout at `dir/TheRock`: the two files `package` reads, no build.
+fn checkout(dir: &Path) -> PathBuf {
+    let root = dir.join("TheRock");
+    fs_err::create_dir_all(root.join("cmake")).expect("test step");
+    fs_err::write(root.join("version.json"), "{\n  \"rocm-version\": \"7.9.0\"\n}\n").expect("test step");
+    fs_err::write(
+        root.join("cmake/therock_amdgpu_targets.cmake"),
+        "therock_add_amdgpu_target(gfx1100 \"AMD RX 7900 XTX\" FAMILY dgpu-all gfx110X-all gfx110X-dgpu)\n\
+         therock_add_amdgpu_target(gfx942 \"MI300X\" FAMILY dcgpu-all gfx94X-all gfx94X-dcgpu)\n",
+    )
+    .expect("test step");
+    root
+}
+
+/// The output file names in `dist`, sorted.
+fn dist_files(dist: &Path) -> Vec<String> {
+    let mut files: Vec<String> = fs_err::read_dir(dist)
+        .expect("test step")
+        .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The version each output's file name carries (`{name}-{version}-…whl`, `{name}-{version}.tar.gz`).
+fn versions(files: &[String]) -> Vec<&str> {
+    files
+        .iter()
+        .map(|file| match file.strip_suffix(".tar.gz") {
+            Some(stem) => stem.rsplit_once('-').map_or("", |(_, version)| version),
+            None => file.split('-').nth(1).unwrap_or(""),
+        })
+        .collect()
+}
+
+/// One member of a zip archive, read back with Python's zipfile.
+fn zip_member(archive: &Path, member: &str) -> String {
+    let script = "import sys, zipfile; sys.stdout.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]).decode())";
+    let output = run(Command::new("python3").args(["-c", script]).arg(archive).arg(member));
+    String::from_utf8(output.stdout).expect("test step")
+}
+
+#[test]
+fn a_checkout_gives_the_version_and_the_artifacts() {
+    let temp = tempfile::tempdir().expect("test step");
+    let root = checkout(temp.path());
+    let artifacts = root.join("build/artifacts");
+    run(xtask(temp.path()).args(["-q", "example", "--out"]).arg(&artifacts));
+    // A line only the checkout's build has: it shows the wheels were made from it.
+    let hip_version = artifacts.join("core-hip_lib_generic/core/clr/stage/share/hip/version");
+    fs_err::write(&hip_version, "HIP_VERSION=7.1.0\nBUILT_IN=the checkout\n").expect("test step");
+    let inside = root.join("projects/clr");
+    fs_err::create_dir_all(&inside).expect("test step");
+
+    // From a subdirectory, with no flags but where to write.
+    let from_inside = temp.path().join("dist-inside");
+    let output = run(xtask(&inside).arg("package").arg("--dest-dir").arg(&from_inside));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("bundled example"), "{stderr}");
+    let files = dist_files(&from_inside);
+    assert_eq!(files.len(), 7, "{files:?}");
+    assert_eq!(versions(&files), ["7.9.0.dev0"; 7], "{files:?}");
+    let core = from_inside.join("rocm_sdk_core-7.9.0.dev0-py3-none-linux_x86_64.whl");
+    assert_eq!(zip_member(&core, "_rocm_sdk_core/share/hip/version"), "HIP_VERSION=7.1.0\nBUILT_IN=the checkout\n");
+
+    // From outside, naming the checkout: the same files, byte for byte.
+    let from_outside = temp.path().join("dist-outside");
+    run(xtask(temp.path()).args(["-q", "package", "--therock-dir"]).arg(&root).arg("--dest-dir").arg(&from_outside));
+    assert_eq!(dist_files(&from_outside), files);
+    for file in &files {
+        let (inside, outside) = (from_inside.join(file), from_outside.join(file));
+        assert!(fs_err::read(inside).expect("test step") == fs_err::read(outside).expect("test step"), "{file}");
+    }
+
+    // --version wins over version.json.
+    let overridden = temp.path().join("dist-overridden");
+    run(xtask(&inside).args(["-q", "package", "--version", "9.9.9", "--dest-dir"]).arg(&overridden));
+    let files = dist_files(&overridden);
+    assert_eq!(versions(&files), ["9.9.9"; 7], "{files:?}");
+}
+
+#[test]
+fn a_checkout_not_built_yet_is_an_error_naming_build_artifacts() {
+    let temp = tempfile::tempdir().expect("test step");
+    let root = checkout(temp.path());
+    let missing = root.join("build/artifacts");
+    let dest = temp.path().join("dist");
+    let expected =
+        format!("error: the TheRock checkout has no build artifacts: {} is not a directory", missing.display());
+    let hint = "\nhint: pass --artifact-dir, or build TheRock first (its build writes build/artifacts)\n";
+    let from_root = xtask(&root).arg("package").arg("--dest-dir").arg(&dest).output().expect("run xtask");
+    let from_outside =
+        xtask(temp.path()).arg("package").arg("--therock-dir").arg(&root).arg("--dest-dir").arg(&dest).output();
+    for output in [from_root, from_outside.expect("run xtask")] {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().next(), Some(expected.as_str()), "{stderr}");
+        assert!(stderr.ends_with(hint), "{stderr}");
+        assert!(!stderr.contains("bundled example"), "{stderr}");
+        assert!(!dest.exists(), "nothing written");
+    }
+}
