@@ -1,10 +1,15 @@
 //! A run stopped midway, by SIGKILL (nothing can clean up) or SIGINT/SIGTERM (the CLI
 //! cleans up): `dist/` then holds only the complete packages of the run before, and a
 //! rerun succeeds.
+//!
+//! "Midway" is made certain, not hoped for: the moment a temp file appears the run is
+//! frozen with SIGSTOP, the test checks that it is in the middle of writing, and only then
+//! delivers the signal (and SIGCONT). Without the freeze, a loaded machine could let the
+//! run finish or commit between the test seeing the temp file and the signal landing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 
 use super::{
     add_noise, check_archives, copy_example, describe, output, package_command, temp_files, wait_for_temp_file,
@@ -28,10 +33,38 @@ fn dist_from_before(dir: &Path) -> (std::path::PathBuf, BTreeMap<String, Vec<u8>
     (artifacts, before)
 }
 
-fn send(child: &std::process::Child, signal: libc::c_int) {
-    let pid = libc::pid_t::try_from(child.id()).expect("pid fits");
+fn pid(child: &Child) -> libc::pid_t {
+    libc::pid_t::try_from(child.id()).expect("pid fits")
+}
+
+fn send(child: &Child, signal: libc::c_int) {
     // SAFETY: kill has no memory preconditions; the pid is our own live child.
-    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    assert_eq!(unsafe { libc::kill(pid(child), signal) }, 0);
+}
+
+/// Waits for a temp file in `dist`, then freezes the run (SIGSTOP) and waits until it is
+/// frozen; asserts that it is mid-write then: its temp files are there and the archives
+/// are still those of the run before. The caller delivers its signal, then [`resume`]s.
+fn freeze_mid_write(dist: &Path, child: &mut Child, before: &BTreeMap<String, Vec<u8>>) {
+    wait_for_temp_file(dist, child);
+    send(child, libc::SIGSTOP);
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid writes only `status`; WUNTRACED reports the stop without reaping.
+        let waited = unsafe { libc::waitpid(pid(child), &mut status, libc::WUNTRACED) };
+        if waited == pid(child) {
+            break;
+        }
+        assert_eq!(std::io::Error::last_os_error().kind(), std::io::ErrorKind::Interrupted, "waitpid");
+    }
+    assert!(libc::WIFSTOPPED(status), "the run ended (wait status {status:#x}) before it could be frozen");
+    assert!(!temp_files(dist).is_empty(), "the frozen run is writing");
+    assert_eq!(&archives(dist), before, "the frozen run has committed nothing");
+}
+
+/// Lets a frozen run go on; a signal sent while it was frozen is delivered now.
+fn resume(child: &Child) {
+    send(child, libc::SIGCONT);
 }
 
 #[test]
@@ -41,7 +74,8 @@ fn sigkill_mid_run_leaves_only_complete_archives_and_a_rerun_succeeds() {
     let dist = temp.path().join("dist");
 
     let mut child = package_command(&artifacts, &dist).stderr(Stdio::null()).spawn().expect("spawn");
-    wait_for_temp_file(&dist, &mut child);
+    freeze_mid_write(&dist, &mut child, &before);
+    // SIGKILL ends a stopped process too; no SIGCONT needed.
     send(&child, libc::SIGKILL);
     let status = child.wait().expect("wait");
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
@@ -67,8 +101,9 @@ fn sigint_and_sigterm_mid_run_remove_the_temp_files() {
 
     for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let mut child = package_command(&artifacts, &dist).stderr(Stdio::piped()).spawn().expect("spawn");
-        wait_for_temp_file(&dist, &mut child);
+        freeze_mid_write(&dist, &mut child, &before);
         send(&child, signal);
+        resume(&child);
         let result = child.wait_with_output().expect("wait");
         let stderr = String::from_utf8_lossy(&result.stderr);
         assert_eq!(result.status.code(), Some(128 + signal), "{name}: {}", describe(&result));
