@@ -48,6 +48,9 @@ pub fn measure_floor(dir: &Path, level: u32) -> anyhow::Result<Floor> {
     let cpu_before = process_cpu_seconds();
     let compressed_bytes = chunks
         .par_iter()
+        // One task per chunk: rayon splits a slice by count, and a run of a large file's
+        // chunks would otherwise land on one thread while the other finishes small files.
+        .with_max_len(1)
         .map(|&(index, offset, len)| compress_chunk(&files[index].0, offset, len, level))
         .try_reduce(|| 0, |a, b| Ok(a + b))?;
     Ok(Floor {

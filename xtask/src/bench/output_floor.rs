@@ -76,6 +76,9 @@ pub fn measure_output_floor(payload: &OutputPayload, level: u32, xz_preset: u32)
     let cpu_before = process_cpu_seconds();
     let mut compressed_bytes = chunks
         .par_iter()
+        // One task per chunk: rayon splits a slice by count, and a run of a large file's
+        // chunks would otherwise land on one thread while the other finishes small files.
+        .with_max_len(1)
         .map(|&(path, offset, len)| compress_chunk(path, offset, len, level))
         .try_reduce(|| 0, |a, b| Ok(a + b))?;
     for stream in &payload.xz_streams {
