@@ -63,10 +63,28 @@ pub fn plan_families(catalog: &Catalog, request: &FamilyRequest) -> Result<Famil
     plan.linux.dedup();
     plan.windows.sort();
     plan.windows.dedup();
-    // The default prefers a family that was asked for; else the first in sorted order.
-    let preferred = plan.available.iter().find(|family| plan.linux.contains(family) || plan.windows.contains(family));
-    plan.default = preferred.or(plan.available.first()).cloned();
+    // `plan.linux` stands for every family when its flag is absent; the default looks only
+    // at the lists that were given.
+    let linux = (!request.linux.is_empty()).then_some(plan.linux.as_slice());
+    let windows = (!request.windows.is_empty()).then_some(plan.windows.as_slice());
+    plan.default = default_family(&plan.available, linux, windows);
     Ok(plan)
+}
+
+/// SPEC §2: the default is the first of the build's `available` families (sorted) that
+/// both the Linux and the Windows lists name when both flags were given, so one default
+/// serves both platforms; failing that, the first that a given list names; failing that,
+/// the first. `None` for a list means its flag was not given.
+fn default_family(available: &[String], linux: Option<&[String]>, windows: Option<&[String]>) -> Option<String> {
+    let named = |family: &&String, list: Option<&[String]>| list.is_some_and(|list| list.contains(family));
+    let in_both = match (linux, windows) {
+        (Some(_), Some(_)) => available.iter().find(|family| named(family, linux) && named(family, windows)),
+        _ => None,
+    };
+    in_both
+        .or_else(|| available.iter().find(|family| named(family, linux) || named(family, windows)))
+        .or(available.first())
+        .cloned()
 }
 
 /// The requested names as the build spells them: targets for kpack-split, families otherwise.
@@ -134,6 +152,47 @@ mod tests {
         assert!(looks_like_target("gfx950:xnack+"));
         assert!(!looks_like_target("gfx110X-all"));
         assert!(!looks_like_target("gfx94X-dcgpu"));
+    }
+
+    /// The default for a build of three families, given the lists of the flags given.
+    fn default_of(linux: Option<&[&str]>, windows: Option<&[&str]>) -> Option<String> {
+        let owned = |list: &[&str]| list.iter().map(|name| (*name).to_owned()).collect::<Vec<String>>();
+        let build = owned(&["gfx110X-all", "gfx1151", "gfx94X-dcgpu"]);
+        let (linux, windows) = (linux.map(owned), windows.map(owned));
+        default_family(&build, linux.as_deref(), windows.as_deref())
+    }
+
+    #[test]
+    fn default_without_flags_is_the_first_family() {
+        assert_eq!(default_of(None, None).as_deref(), Some("gfx110X-all"));
+        assert_eq!(default_family(&[], None, None), None);
+    }
+
+    #[test]
+    fn default_prefers_the_intersection_when_both_flags_are_given() {
+        // The union's first family (gfx110X-all) is Linux-only; gfx94X-dcgpu is named by both.
+        let default = default_of(Some(&["gfx110X-all", "gfx94X-dcgpu"]), Some(&["gfx94X-dcgpu", "gfx1151"]));
+        assert_eq!(default.as_deref(), Some("gfx94X-dcgpu"));
+        // Of several in both, the first in sorted order, whatever the lists' order.
+        let default = default_of(Some(&["gfx94X-dcgpu", "gfx1151"]), Some(&["gfx94X-dcgpu", "gfx1151"]));
+        assert_eq!(default.as_deref(), Some("gfx1151"));
+    }
+
+    #[test]
+    fn default_falls_back_to_a_named_family_when_no_built_family_is_in_both() {
+        // gfx1201 is in both lists, but the build has no artifacts for it.
+        let default = default_of(Some(&["gfx1201", "gfx94X-dcgpu"]), Some(&["gfx1201", "gfx1151"]));
+        assert_eq!(default.as_deref(), Some("gfx1151"));
+        // Nothing named was built: the first family.
+        assert_eq!(default_of(Some(&["gfx1201"]), Some(&["gfx1201"])).as_deref(), Some("gfx110X-all"));
+    }
+
+    #[test]
+    fn default_with_one_flag_is_the_first_family_it_names() {
+        let given: &[&str] = &["gfx94X-dcgpu", "gfx1201"];
+        assert_eq!(default_of(Some(given), None).as_deref(), Some("gfx94X-dcgpu"));
+        assert_eq!(default_of(None, Some(given)).as_deref(), Some("gfx94X-dcgpu"));
+        assert_eq!(default_of(Some(&["gfx1201"]), None).as_deref(), Some("gfx110X-all"));
     }
 
     #[test]
