@@ -211,6 +211,23 @@ class DeviceLinksTest(DevelSite):
         self.assertEqual(self.init().returncode, 0)
         self.assertEqual((record.read_text(), post_record.read_text()), before)
 
+    def test_the_recorded_tree_root_covers_the_device_links(self):
+        # pip removes a directory whole only when the RECORD it uninstalls lists every file
+        # below it, and uv keeps a file that two RECORDs list: so each device link is in its
+        # device wheel's RECORD alone, and the devel RECORD lists the tree's root directory,
+        # which both installers remove with everything in it.
+        self.make(families=["gfx90a"])
+        relpath, record = self.add_device("gfx90a")
+        self.assertEqual(self.init().returncode, 0)
+        devel_paths = self.record_paths()
+        self.assertIn(DEVEL, devel_paths)
+        self.assertTrue((self.site / DEVEL).is_dir())
+        self.assertNotIn(DEVEL + "/" + relpath, devel_paths)
+        self.assertIn(DEVEL + "/" + relpath, self.record_paths(record))
+        self.assertEqual(devel_paths.count(DEVEL), 1)
+        self.assertEqual(self.init().returncode, 0)
+        self.assertEqual(self.record_paths(), devel_paths, "a second init records nothing new")
+
     def test_other_versions_are_skipped(self):
         self.make(families=["gfx90a"])
         relpath, record = self.add_device("gfx90a", version="6.0.0")

@@ -109,7 +109,14 @@ def ensure_expanded(devel):
         created = expand_tarball(tarball, str(devel.site_dir), devel.platform_name)
         if not (devel.root / "__init__.py").is_file():
             raise RuntimeError("expanding %s did not produce %s/__init__.py" % (tarball, devel.platform_name))
-        _record.append_paths(record, created)
+        # The tree's root directory is recorded too. Device wheels link their files into
+        # the tree and record the links in their own RECORD only (SPEC §4; uv keeps a file
+        # that two RECORDs list), so the devel RECORD does not list every file below the
+        # root. pip removes a directory whole only when the RECORD it uninstalls lists
+        # every file below it, and leaves the directories it empties; without this entry
+        # `pip uninstall` would leave device links and empty directories behind. pip and
+        # uv both remove a recorded directory with everything in it.
+        _record.append_paths(record, created + [devel.platform_name])
         os.fsync(record.fileno())
         # Last: until the tarball is gone, the next use redoes the expansion.
         tarball.unlink()
