@@ -87,11 +87,24 @@ pub fn write_outputs(
     let options = ArchiveOptions { compression: config.wheel_compression, build_time: config.build_time };
     let launcher = compile_launcher_if_needed(plan, config)?;
     let packages: Vec<&PackagePlan> = plan.packages.iter().filter(|package| wanted(package.group)).collect();
+    // `--only` a group this build has no package of (device in legacy mode, devel without
+    // `dev` artifacts) writes nothing for it, and no error: a CI matrix may run every group
+    // whatever the build's mode. Said, so an empty job is no surprise.
+    for group in &config.only {
+        if *group != PackageGroup::Meta && !plan.packages.iter().any(|package| package.group == *group) {
+            let group = group.as_str();
+            progress.warn(&format!("--only {group}: this build has no {group} package, nothing was written for it"));
+        }
+    }
     if !config.build_packages {
         // Trees are no packages pip reads, so each replaces its own older tree when whole.
         for package in packages {
             let spec = wheel_spec(plan, package, config, launcher.as_ref())?;
             let tree = write::write_tree(&config.dest_dir, &spec)?;
+            progress.output_finished(&tree.display().to_string());
+        }
+        if wanted(PackageGroup::Meta) {
+            let tree = write::write_sdist_tree(&config.dest_dir, &sdist_spec(plan))?;
             progress.output_finished(&tree.display().to_string());
         }
         return Ok(Vec::new());
@@ -255,13 +268,19 @@ fn wheel_spec(
 /// member streams, so at most a few edits are in memory at once.
 fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Result<MemberData, crate::Error> {
     Ok(match file {
-        PlannedFile::Copy { source, len, .. } => MemberData::File { path: source.to_path_buf(), len: *len },
-        PlannedFile::PatchRpath { source, len, strategy: EditStrategy::Unchanged, .. } => {
-            MemberData::File { path: source.to_path_buf(), len: *len }
+        PlannedFile::Copy { source, len, stamp, .. } => {
+            MemberData::File { path: source.to_path_buf(), len: *len, stamp: Some(*stamp) }
         }
-        PlannedFile::PatchRpath { source, len, rpath, new_len, .. } => {
-            MemberData::PatchRpath { path: source.to_path_buf(), len: *len, rpath: rpath.clone(), new_len: *new_len }
+        PlannedFile::PatchRpath { source, len, stamp, strategy: EditStrategy::Unchanged, .. } => {
+            MemberData::File { path: source.to_path_buf(), len: *len, stamp: Some(*stamp) }
         }
+        PlannedFile::PatchRpath { source, len, stamp, rpath, new_len, .. } => MemberData::PatchRpath {
+            path: source.to_path_buf(),
+            len: *len,
+            stamp: Some(*stamp),
+            rpath: rpath.clone(),
+            new_len: *new_len,
+        },
         PlannedFile::Launcher { target, .. } => {
             let template =
                 launcher.ok_or_else(|| PlanError::Invalid { message: "launcher was not compiled".to_owned() })?;

@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use packager::catalog::{Catalog, CatalogError, EntryKind, Glob, Selection, BUILD_MANIFEST};
+use packager::catalog::{Catalog, CatalogError, EntryKind, FileStamp, Glob, Selection, BUILD_MANIFEST};
 use packager::RelPath;
 
 /// An artifacts dir under construction: `artifact(name, prefix)` makes the artifact with a
@@ -118,7 +118,9 @@ fn last_artifact_wins_and_overrides_are_reported() {
     let winner = &namespace.all[&rel("lib/libx.so")];
     assert_eq!(catalog.artifact_dir_name(winner.artifact), "bbb_lib_generic");
     assert_eq!(*winner.source, *b.join("two/stage/lib/libx.so"));
-    assert_eq!(winner.kind, EntryKind::File { len: 8, mode: 0o640 });
+    // The stamp is the winner's own: the writer re-checks that very file (issue 10).
+    let stamp = FileStamp::of(&fs_err::metadata(b.join("two/stage/lib/libx.so")).expect("stat"));
+    assert_eq!(winner.kind, EntryKind::File { len: 8, mode: 0o640, stamp });
     // `lib` is a directory in both artifacts: that is a merge, not an override.
     let overrides: Vec<(&str, &str, &str)> =
         namespace.overridden.iter().map(|o| (o.rel.as_str(), o.winner.as_str(), o.loser.as_str())).collect();
@@ -184,8 +186,10 @@ fn modes_are_permission_bits() {
     fs_err::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     fs_err::set_permissions(&read_only, std::fs::Permissions::from_mode(0o444)).expect("chmod");
     let namespace = Catalog::read(tree.root()).expect("reads").select(&everything()).expect("selects");
-    assert_eq!(namespace.all[&rel("bin/tool")].kind, EntryKind::File { len: 10, mode: 0o755 });
-    assert_eq!(namespace.all[&rel("share/doc")].kind, EntryKind::File { len: 2, mode: 0o444 });
+    let stamp = |path: &Path| FileStamp::of(&fs_err::metadata(path).expect("stat"));
+    assert_eq!(namespace.all[&rel("bin/tool")].kind, EntryKind::File { len: 10, mode: 0o755, stamp: stamp(&script) });
+    let read_only_kind = EntryKind::File { len: 2, mode: 0o444, stamp: stamp(&read_only) };
+    assert_eq!(namespace.all[&rel("share/doc")].kind, read_only_kind);
 }
 
 #[test]

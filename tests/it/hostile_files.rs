@@ -1,9 +1,10 @@
 //! Files that cannot be packaged as they are: names that are not UTF-8, special files,
-//! unreadable paths, and files that change between the plan and the write stage.
+//! unreadable paths, and files that change between the plan and the write stage (removed,
+//! resized, replaced, or rewritten in place with the same size, before or while they stream).
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use packager::plan::PlannedFile;
@@ -184,4 +185,94 @@ fn files_that_change_after_planning_fail_the_write_cleanly() {
             assert!(text.contains("hint: "), "{what}: {text}");
         }
     }
+}
+
+/// Rewrites `path` in place: the same length and inode, other bytes, and a modification
+/// time a minute later than before (set, so a coarse file-system clock cannot hide it).
+fn rewrite_same_size(path: &Path) {
+    let before = fs_err::metadata(path).expect("stat");
+    let bytes: Vec<u8> = fs_err::read(path).expect("read").iter().map(|byte| byte ^ 0x5a).collect();
+    let mut file = fs_err::OpenOptions::new().write(true).open(path).expect("open for writing");
+    std::io::Write::write_all(&mut file, &bytes).expect("rewrite");
+    let later = before.modified().expect("mtime") + std::time::Duration::from_secs(60);
+    file.file().set_modified(later).expect("set mtime");
+    let after = fs_err::metadata(path).expect("stat");
+    assert_eq!((after.len(), after.ino()), (before.len(), before.ino()), "rewritten in place");
+}
+
+#[test]
+fn a_same_size_rewrite_after_planning_fails_the_write_and_leaves_dist_as_it_was() {
+    for which in ["copied", "patched"] {
+        let example = Example::new();
+        let data_dir = example.core_stage().join("share/hostile");
+        fs_err::create_dir_all(&data_dir).expect("mkdir");
+        fs_err::write(data_dir.join("data.txt"), "planned contents\n".repeat(1000)).expect("write");
+        example.package().expect("the example packages");
+        let before = dist_snapshot(&example.dist());
+        assert!(before.keys().any(|name| name.ends_with(".whl")), "{:?}", before.keys());
+
+        let config = example.config();
+        let plan = packager::plan(&config, &packager::Silent).expect("plans");
+        let (copied, patched) = planned_sources(&plan);
+        let path = if which == "copied" { copied } else { patched };
+        rewrite_same_size(&path);
+        let lock = packager::DestLock::acquire(&config.dest_dir).expect("lock");
+        let error = packager::write_locked(&plan, &config, &packager::Silent, &lock)
+            .expect_err("a file rewritten after planning must fail the write");
+        let text = full_text(&error);
+        let named = format!("{} changed while it was being packaged", path.display());
+        assert!(text.contains(&named) && text.contains("it was modified"), "{which}: {text}");
+        assert!(text.contains("hint: "), "{which}: {text}");
+        assert!(dist_snapshot(&example.dist()) == before, "{which}: dist changed although the run failed");
+    }
+}
+
+/// Passes bytes on, and rewrites `path` in place once the file has begun to stream.
+struct RewriteMidway<'a> {
+    path: &'a Path,
+    written: usize,
+    rewritten: bool,
+}
+
+impl std::io::Write for RewriteMidway<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.written += bytes.len();
+        // Past the 512-byte tar header: part of the file has been read.
+        if self.written > 4096 && !self.rewritten {
+            self.rewritten = true;
+            rewrite_same_size(self.path);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
+    use packager::write::{write_devel_tarball, DevelTarSpec, MemberData, TarEntry, TarEntryKind, WriteError};
+    let temp = tempfile::tempdir().expect("tempdir");
+    let path = temp.path().join("big.bin");
+    fs_err::write(&path, vec![7u8; 4 << 20]).expect("write");
+    let metadata = fs_err::metadata(&path).expect("stat");
+    let stamp = Some(packager::catalog::FileStamp::of(&metadata));
+    let spec = DevelTarSpec {
+        entries: vec![TarEntry {
+            name: "_devel/big.bin".into(),
+            kind: TarEntryKind::File {
+                data: MemberData::File { path: path.clone(), len: metadata.len(), stamp },
+                executable: false,
+            },
+        }],
+        compression: packager::config::DevelTarballCompression::None,
+        build_time: packager::config::BuildTime::DEFAULT,
+    };
+    let mut out = RewriteMidway { path: &path, written: 0, rewritten: false };
+    let error = write_devel_tarball(&mut out, &spec).expect_err("a file rewritten while it streams must fail");
+    assert!(out.rewritten, "the file was rewritten midway");
+    let WriteError::Changed { path: named, reason } = &error else { panic!("{error:?}") };
+    assert_eq!(named, &path);
+    assert!(reason.contains("it was modified") && reason.contains("while it was read"), "{reason}");
 }

@@ -10,7 +10,7 @@
 //! reported), `verify` (`verify_dist` on a hand-broken copy).
 
 #[path = "targets_cli.rs"]
-mod cli;
+pub(crate) mod cli;
 #[path = "targets_devel.rs"]
 mod devel_rpath;
 #[path = "targets_elf.rs"]

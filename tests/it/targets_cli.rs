@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use super::{add_clashes, build, copy_tree, files_below, wheel_members, wheel_of, CreationOrder, CLASHES, VERSION};
 
 /// The `xtask` executable, built once per test binary with the cargo running the tests.
-pub(super) fn xtask() -> &'static Path {
+pub(crate) fn xtask() -> &'static Path {
     static XTASK: OnceLock<PathBuf> = OnceLock::new();
     XTASK.get_or_init(|| {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");

@@ -1,5 +1,6 @@
-//! Real pip in fresh venvs on the kpack-split output (SPEC §3, §6): device wheels install
-//! and uninstall without breaking anything else, and the `rocm` sdist picks device wheels
+//! Real pip in fresh venvs on the kpack-split output (SPEC §3, §4, §6): the example passes
+//! what the legacy one does (the checks of `installed`), device wheels install and
+//! uninstall without breaking anything else, and the `rocm` sdist picks device wheels
 //! by base target: from `ROCM_SDK_TARGET_FAMILY`, from a GPU `offload-arch` reports, and
 //! never from the fallback default.
 
@@ -7,11 +8,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use super::build;
+use super::{build, VERSION};
+use crate::installed::{self, rocm_dists as installed, same_inode, site_packages, PATH_WITHOUT_GPU_TOOLS};
 use crate::support;
-
-/// A `PATH` on which no `offload-arch` is found: the machine has no GPU tools.
-const PATH_WITHOUT_GPU_TOOLS: &str = "/usr/bin:/bin";
 
 fn stderr_of(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -34,19 +33,6 @@ fn uninstall(venv: &Path, names: &[&str]) {
     support::run(Command::new(venv.join("bin/python")).args(["-m", "pip", "uninstall", "--quiet", "-y"]).args(names));
 }
 
-/// Installed distributions whose name starts with `rocm`.
-fn installed(venv: &Path) -> BTreeSet<String> {
-    let json = support::run(Command::new(venv.join("bin/python")).args(["-m", "pip", "list", "--format=json"]));
-    let list: serde_json::Value = serde_json::from_str(&json).expect("pip list JSON");
-    list.as_array()
-        .expect("a list")
-        .iter()
-        .filter_map(|package| package["name"].as_str())
-        .filter(|name| name.starts_with("rocm"))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// `Provides-Extra` of the installed `rocm`, sorted: what the sdist built on this machine offers.
 fn extras(venv: &Path) -> Vec<String> {
     let code =
@@ -59,24 +45,23 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 }
 
 fn rocm_sdk(venv: &Path, args: &[&str]) -> String {
-    support::run(Command::new(venv.join("bin/rocm-sdk")).args(args).env("PATH", PATH_WITHOUT_GPU_TOOLS))
+    installed::rocm_sdk(venv, args, &[])
 }
 
-/// The venv's `site-packages`.
-fn site_packages(venv: &Path) -> PathBuf {
-    let text = support::run(
-        Command::new(venv.join("bin/python")).args(["-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]),
-    );
-    PathBuf::from(text.trim())
-}
-
+/// Everything a user does with the kpack-split example, in one venv so the install is
+/// paid once: the checks the legacy example passes (see [`installed`]), the device
+/// metadata modules, a device wheel uninstalled and installed again, and an uninstall of
+/// everything that leaves nothing behind (device links included).
 #[test]
-fn uninstalling_a_device_wheel_leaves_the_rest_working() {
+fn kpack_split_example_installs_loads_runs_and_uninstalls() {
+    let build = build(true);
     let temp = tempfile::tempdir().expect("temp dir");
     let venv = support::fresh_venv(&temp.path().join("venv"));
-    install(&venv, &["rocm[libraries,devel,device-all]"], &[]);
+    let before = installed::venv_listing(&venv);
+    install(&venv, &["rocm[libraries,devel,profiler,device-all]"], &[]);
     let everything = set(&[
         "rocm",
+        "rocm-profiler",
         "rocm-sdk-core",
         "rocm-sdk-devel",
         "rocm-sdk-device-gfx1030",
@@ -84,10 +69,47 @@ fn uninstalling_a_device_wheel_leaves_the_rest_working() {
         "rocm-sdk-libraries",
     ]);
     assert_eq!(installed(&venv), everything);
-    rocm_sdk(&venv, &["test"]);
 
-    let libraries = site_packages(&venv).join("_rocm_sdk_libraries");
-    let devel_root = PathBuf::from(rocm_sdk(&venv, &["path", "--root"]).trim());
+    // The racing first uses also place the device links (and record them).
+    installed::init_concurrently(&venv);
+    installed::assert_installation_works(&venv, temp.path(), "_rocm_sdk_libraries/lib/librocblas.so.5");
+    installed::assert_devel_tree_matches_plan(&venv, &build.artifacts, "rocm-sdk-devel");
+    assert_device_modules_import(&venv);
+    uninstalling_a_device_wheel_leaves_the_rest_working(&venv, &everything);
+    installed::assert_records_complete(&venv);
+    installed::assert_uninstall_restores(&venv, &before, installed::Uninstaller::Pip);
+}
+
+/// Each device wheel's metadata module (SPEC §2) imports from the installed libraries
+/// package and names its target, its version and an importable libraries package.
+fn assert_device_modules_import(venv: &Path) {
+    let code = "import importlib, importlib.metadata as m, json, sys\n\
+        out = {}\n\
+        for target in sys.argv[1:]:\n\
+        \x20   d = importlib.import_module('_rocm_sdk_libraries._device_' + target)\n\
+        \x20   importlib.import_module(d.LIBRARIES_PY_PACKAGE_NAME)\n\
+        \x20   out[target] = [d.__version__, d.TARGET, d.LIBRARIES_PY_PACKAGE_NAME, m.version(d.DIST_NAME), d.__file__]\n\
+        print(json.dumps(out))";
+    let targets = [Path::new("gfx1030"), Path::new("gfx90a")];
+    let output = installed::python(venv, code, &targets, &[]);
+    installed::assert_success(&output, "importing the device modules");
+    let values: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let libraries = site_packages(venv).join("_rocm_sdk_libraries");
+    for target in ["gfx1030", "gfx90a"] {
+        let file = libraries.join(format!("_device_{target}.py"));
+        assert_eq!(
+            values[target],
+            serde_json::json!([VERSION, target, "rocm_sdk_libraries", VERSION, file.to_string_lossy()]),
+            "_rocm_sdk_libraries._device_{target}"
+        );
+    }
+}
+
+/// Uninstalling one device wheel removes its files and devel links and nothing else;
+/// installing it again brings them back.
+fn uninstalling_a_device_wheel_leaves_the_rest_working(venv: &Path, everything: &BTreeSet<String>) {
+    let libraries = site_packages(venv).join("_rocm_sdk_libraries");
+    let devel_root = PathBuf::from(rocm_sdk(venv, &["path", "--root"]).trim());
     let gfx1030_file = "lib/rocblas/library/Kernels_gfx1030.co";
     let gfx90a_file = "lib/rocblas/library/Kernels_gfx90a-xnack-.co";
     for file in [gfx1030_file, gfx90a_file] {
@@ -98,9 +120,9 @@ fn uninstalling_a_device_wheel_leaves_the_rest_working() {
         assert!(same_inode(&installed_file, &linked), "{file} is not a hard link");
     }
 
-    uninstall(&venv, &["rocm-sdk-device-gfx1030"]);
-    assert!(!installed(&venv).contains("rocm-sdk-device-gfx1030"));
-    rocm_sdk(&venv, &["test"]);
+    uninstall(venv, &["rocm-sdk-device-gfx1030"]);
+    assert!(!installed(venv).contains("rocm-sdk-device-gfx1030"));
+    rocm_sdk(venv, &["test"]);
     let module_file = support::run(
         Command::new(venv.join("bin/python"))
             .args(["-c", "import _rocm_sdk_libraries; print(_rocm_sdk_libraries.__file__)"]),
@@ -109,16 +131,10 @@ fn uninstalling_a_device_wheel_leaves_the_rest_working() {
     assert!(!libraries.join(gfx1030_file).exists() && !devel_root.join(gfx1030_file).exists());
     assert!(libraries.join(gfx90a_file).is_file() && devel_root.join(gfx90a_file).is_file());
 
-    install(&venv, &["rocm-sdk-device-gfx1030"], &[]);
-    assert_eq!(installed(&venv), everything);
-    rocm_sdk(&venv, &["test"]);
+    install(venv, &["rocm-sdk-device-gfx1030"], &[]);
+    assert_eq!(&installed(venv), everything);
+    rocm_sdk(venv, &["test"]);
     assert!(same_inode(&libraries.join(gfx1030_file), &devel_root.join(gfx1030_file)));
-}
-
-fn same_inode(first: &Path, second: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let (a, b) = (fs_err::metadata(first).expect("stat"), fs_err::metadata(second).expect("stat"));
-    (a.dev(), a.ino()) == (b.dev(), b.ino())
 }
 
 #[test]

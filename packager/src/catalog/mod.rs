@@ -64,11 +64,35 @@ pub enum EntryKind {
         len: u64,
         /// Permission bits only (`st_mode & 0o7777`), file type bits stripped.
         mode: u32,
+        /// Which file it was and when it last changed, for the writer's re-check.
+        stamp: FileStamp,
     },
     /// The link text as read by `readlink`, which must be UTF-8.
     Symlink {
         target: String,
     },
+}
+
+/// Which file a regular file was when the catalog walked it, beyond its length (issue 10:
+/// a file that changes between plan and write fails the run). A file rewritten in place
+/// with the same size has a new modification time; one renamed over it is a new inode. The
+/// writer compares both when it opens the file and again when it has read all of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileStamp {
+    pub inode: u64,
+    /// `st_mtime` in nanoseconds since the epoch.
+    pub mtime_ns: i128,
+}
+
+impl FileStamp {
+    /// The stamp of a file as `stat`/`fstat` describe it.
+    pub fn of(metadata: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            inode: metadata.ino(),
+            mtime_ns: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

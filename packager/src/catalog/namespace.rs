@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::{Catalog, CatalogError, Entry, EntryKind, Namespace, Override, Selection};
+use super::{Catalog, CatalogError, Entry, EntryKind, FileStamp, Namespace, Override, Selection};
 use crate::relpath::{RelPath, RelPathError};
 
 pub(super) fn select(catalog: &Catalog, selection: &Selection<'_>) -> Result<Namespace, CatalogError> {
@@ -85,7 +85,7 @@ fn walk_dir(basedir: &Path, dir: &Path, artifact: usize, out: &mut Vec<Entry>) -
         } else if file_type.is_dir() {
             EntryKind::Dir
         } else if file_type.is_file() {
-            EntryKind::File { len: metadata.len(), mode: metadata.mode() & 0o7777 }
+            EntryKind::File { len: metadata.len(), mode: metadata.mode() & 0o7777, stamp: FileStamp::of(&metadata) }
         } else {
             let reason = "not a regular file, directory or symlink (a device, socket or FIFO)".to_owned();
             return Err(CatalogError::BadPath { path, reason });

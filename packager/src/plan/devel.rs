@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::resolve::resolve;
 use super::rpath::decide_rpath;
-use super::runtime::{plan_edits, Builder};
+use super::runtime::{plan_edits, Builder, SourceFile};
 use super::{rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile};
 use crate::catalog::{ArtifactName, EntryKind, Selection};
 use crate::config::PackageGroup;
@@ -67,8 +67,8 @@ pub fn devel_package(
                     continue;
                 }
             }
-        } else if let EntryKind::File { len, mode } = entry.kind {
-            DevelEntry::File { file: Box::new(devel_file(builder, &dist_name, rel, &entry.source, len, mode)) }
+        } else if let Some(file) = SourceFile::of(&entry.kind) {
+            DevelEntry::File { file: Box::new(devel_file(builder, &dist_name, rel, &entry.source, file)) }
         } else {
             continue;
         };
@@ -118,20 +118,20 @@ fn devel_file(
     dist_name: &str,
     rel: &RelPath,
     source: &std::sync::Arc<std::path::Path>,
-    len: u64,
-    mode: u32,
+    file: SourceFile,
 ) -> PlannedFile {
+    let SourceFile { len, mode, stamp } = file;
     let executable = mode & 0o111 != 0;
     let facts = builder.facts.get(source);
     let Some(elf) = facts.elf.as_ref().filter(|_| facts.is_patchable_elf()) else {
-        return PlannedFile::Copy { source: source.clone(), len, executable };
+        return PlannedFile::Copy { source: source.clone(), len, executable, stamp };
     };
     let Some(existing) = elf.search_path() else {
-        return PlannedFile::Copy { source: source.clone(), len, executable };
+        return PlannedFile::Copy { source: source.clone(), len, executable, stamp };
     };
     let decision = decide_rpath(rel, Some(existing), "", &[], builder.config.keep_absolute_rpath);
     if elf.runpath.is_none() && decision.rpath == existing {
-        return PlannedFile::Copy { source: source.clone(), len, executable };
+        return PlannedFile::Copy { source: source.clone(), len, executable, stamp };
     }
     if !decision.removed.is_empty() {
         builder.record(Finding {
@@ -143,6 +143,7 @@ fn devel_file(
     PlannedFile::PatchRpath {
         source: source.clone(),
         len,
+        stamp,
         executable,
         kind: elf.kind,
         rpath: decision.rpath,

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::catalog::{Catalog, CatalogError, Override};
+use crate::catalog::{Catalog, CatalogError, FileStamp, Override};
 use crate::config::{PackageConfig, PackageGroup};
 use crate::elf::{EditStrategy, ElfError, ElfKind};
 use crate::progress::Progress;
@@ -82,12 +82,21 @@ impl PlanError {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum PlannedFile {
-    /// Copied byte for byte. Sources are shared with the catalog entry they came from.
-    Copy { source: Arc<Path>, len: u64, executable: bool },
+    /// Copied byte for byte. Sources are shared with the catalog entry they came from;
+    /// `len` and `stamp` are what the catalog saw, re-checked when the file is written.
+    Copy {
+        source: Arc<Path>,
+        len: u64,
+        executable: bool,
+        #[serde(skip)]
+        stamp: FileStamp,
+    },
     /// Copied with its search path set to `rpath` as DT_RPATH.
     PatchRpath {
         source: Arc<Path>,
         len: u64,
+        #[serde(skip)]
+        stamp: FileStamp,
         executable: bool,
         kind: ElfKind,
         rpath: String,

@@ -89,7 +89,7 @@ mod tests {
                 let kind = match (link, is_dir) {
                     (Some(target), _) => EntryKind::Symlink { target: (*target).to_owned() },
                     (None, true) => EntryKind::Dir,
-                    (None, false) => EntryKind::File { len: 1, mode: 0o644 },
+                    (None, false) => EntryKind::File { len: 1, mode: 0o644, stamp: Default::default() },
                 };
                 (rel.clone(), Entry { rel, source: PathBuf::from(path).into(), artifact: 0, kind })
             })

@@ -12,7 +12,7 @@ use super::inspect::{FactCache, FileFacts};
 use super::resolve::{resolve, Unresolved};
 use super::rpath::decide_rpath;
 use super::{catalog_error, elf_error, rules, Finding, FindingKind, PackagePlan, PlanError, PlannedFile};
-use crate::catalog::{Catalog, Entry, EntryKind, Glob, Namespace, Override, Selection};
+use crate::catalog::{Catalog, Entry, EntryKind, FileStamp, Glob, Namespace, Override, Selection};
 use crate::config::{PackageConfig, PackageGroup};
 use crate::elf;
 use crate::progress::Progress;
@@ -34,6 +34,24 @@ pub struct Builder<'a> {
     /// Links already warned about: several packages select one link (core and devel), and
     /// the user needs to hear about it once.
     warned_links: BTreeSet<Arc<Path>>,
+}
+
+/// A regular file as the catalog saw it (the entry itself, or a link's target).
+#[derive(Clone, Copy)]
+pub struct SourceFile {
+    pub len: u64,
+    pub mode: u32,
+    pub stamp: FileStamp,
+}
+
+impl SourceFile {
+    /// `None` for directories and symlinks.
+    pub fn of(kind: &EntryKind) -> Option<SourceFile> {
+        match *kind {
+            EntryKind::File { len, mode, stamp } => Some(SourceFile { len, mode, stamp }),
+            _ => None,
+        }
+    }
 }
 
 /// The outcome of populating one package's files.
@@ -160,13 +178,13 @@ impl<'a> Builder<'a> {
             if population.files.contains_key(rel) {
                 continue;
             }
-            let (source, len, mode) = match &entry.kind {
+            let (source, file) = match &entry.kind {
                 EntryKind::Dir => continue,
-                EntryKind::File { len, mode } => (entry, *len, *mode),
+                EntryKind::File { len, mode, stamp } => (entry, SourceFile { len: *len, mode: *mode, stamp: *stamp }),
                 EntryKind::Symlink { target } => match resolve(&namespace.all, rel, target) {
-                    Ok(resolved) => match &resolved.kind {
-                        EntryKind::File { len, mode } => (resolved, *len, *mode),
-                        _ => {
+                    Ok(resolved) => match SourceFile::of(&resolved.kind) {
+                        Some(file) => (resolved, file),
+                        None => {
                             self.drop_finding(dist_name, rel, "symlink to a directory (wheels cannot hold links)");
                             continue;
                         }
@@ -179,7 +197,7 @@ impl<'a> Builder<'a> {
             };
             let facts = self.facts.get(&source.source);
             let is_link = matches!(entry.kind, EntryKind::Symlink { .. });
-            if is_link && facts.soname().is_none() && facts.is_executable(mode) {
+            if is_link && facts.soname().is_none() && facts.is_executable(file.mode) {
                 // SPEC §2: an executable symlink becomes a launcher of its target, as long as
                 // the target ships in the same package; otherwise the contents are copied.
                 if namespace.entries.contains_key(&source.rel) {
@@ -206,16 +224,15 @@ impl<'a> Builder<'a> {
                     let soname_rel = rel.parent().and_then(|dir| dir.join(soname).ok());
                     if let Some(soname_rel) = soname_rel {
                         if !namespace.entries.contains_key(&soname_rel) && !population.files.contains_key(&soname_rel) {
-                            let file =
-                                self.planned_file(&soname_rel, source, len, mode, &facts, &core_dir, deps, dist_name);
+                            let file = self.planned_file(&soname_rel, source, file, &facts, &core_dir, deps, dist_name);
                             population.files.insert(soname_rel, file);
                         }
                     }
                     continue;
                 }
             }
-            let file = self.planned_file(rel, source, len, mode, &facts, &core_dir, deps, dist_name);
-            population.files.insert(rel.clone(), file);
+            let planned = self.planned_file(rel, source, file, &facts, &core_dir, deps, dist_name);
+            population.files.insert(rel.clone(), planned);
         }
         Ok(population)
     }
@@ -225,16 +242,16 @@ impl<'a> Builder<'a> {
         &mut self,
         rel: &RelPath,
         source: &Entry,
-        len: u64,
-        mode: u32,
+        file: SourceFile,
         facts: &FileFacts,
         core_dir: &str,
         deps: &[&str],
         dist_name: &str,
     ) -> PlannedFile {
+        let SourceFile { len, mode, stamp } = file;
         let executable = mode & 0o111 != 0;
         let Some(elf) = facts.elf.as_ref().filter(|_| facts.is_patchable_elf()) else {
-            return PlannedFile::Copy { source: source.source.clone(), len, executable };
+            return PlannedFile::Copy { source: source.source.clone(), len, executable, stamp };
         };
         let decision = decide_rpath(rel, elf.search_path(), core_dir, deps, self.config.keep_absolute_rpath);
         if !decision.removed.is_empty() {
@@ -247,6 +264,7 @@ impl<'a> Builder<'a> {
         PlannedFile::PatchRpath {
             source: source.source.clone(),
             len,
+            stamp,
             executable,
             kind: elf.kind,
             rpath: decision.rpath,

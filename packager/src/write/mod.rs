@@ -9,6 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::catalog::FileStamp;
 use crate::config::{BuildTime, DevelTarballCompression, WheelCompression};
 use crate::elf::RpathEdit;
 use crate::progress::Progress;
@@ -31,15 +32,16 @@ pub use tar::xz_stream;
 /// Where a member's bytes come from. Payload files are read straight from the artifacts dir.
 #[derive(Clone, Debug)]
 pub enum MemberData {
-    /// A file copied as it is; `len` is what the plan saw (a change is an error).
-    File { path: PathBuf, len: u64 },
+    /// A file copied as it is; `len` and `stamp` (when known) are what the plan saw, and a
+    /// change is an error.
+    File { path: PathBuf, len: u64, stamp: Option<FileStamp> },
     /// An ELF file with an RPATH edit spliced in while streaming.
     Patched { path: PathBuf, edit: Arc<RpathEdit> },
     /// An ELF file whose search path becomes `rpath` (DT_RPATH). The edit is planned when the
     /// member is opened and dropped when it has streamed, so a wheel of thousands of
     /// libraries never holds their grown tables all at once. `len` and `new_len` are what
-    /// the plan saw; a difference at write time is an error.
-    PatchRpath { path: PathBuf, len: u64, rpath: String, new_len: u64 },
+    /// the plan saw, as is `stamp` (when known); a difference at write time is an error.
+    PatchRpath { path: PathBuf, len: u64, stamp: Option<FileStamp>, rpath: String, new_len: u64 },
     /// Generated content (Python, metadata, launchers).
     Bytes(Arc<Vec<u8>>),
     /// The devel tree as `_devel.tar[.xz]`, produced while the wheel is written.
@@ -169,6 +171,14 @@ impl WriteError {
             Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
                 Some("the destination is full: free space or pass another --dest-dir; nothing partial was left in it")
             }
+            Self::Write { source, .. } if source.raw_os_error() == Some(libc::EDQUOT) => Some(
+                "your disk quota is used up: free space or pass a --dest-dir elsewhere; nothing partial was left in it",
+            ),
+            // A file-size limit (`ulimit -f`) or a file system with small files (FAT32: 4 GiB).
+            Self::Write { source, .. } if source.raw_os_error() == Some(libc::EFBIG) => Some(
+                "the file is larger than the destination allows (`ulimit -f`, or a file system such as FAT32): \
+                 raise the limit or pass a --dest-dir on another file system",
+            ),
             Self::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
             Self::Changed { .. } => {
                 Some("something modified the artifacts during packaging: rerun when the build has finished")
@@ -240,8 +250,32 @@ pub fn write_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<PathBuf, WriteErr
     tree::write_tree(dest_dir, spec)
 }
 
+/// `--no-build-packages` for the `rocm` sdist: its files laid out as the directory its
+/// archive holds, `dest_dir/{name}-{version}`.
+pub fn write_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<PathBuf, WriteError> {
+    tree::write_sdist_tree(dest_dir, spec)
+}
+
 /// Writes the devel tarball alone (what the devel wheel carries as `_devel.tar[.xz]`),
 /// for tools and tests that want to look at it.
 pub fn write_devel_tarball(out: &mut dyn io::Write, spec: &DevelTarSpec) -> Result<(), WriteError> {
     tar::write_devel_tarball(spec, out, &crate::progress::Silent, "", Path::new("_devel.tar")).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_error(errno: i32) -> WriteError {
+        WriteError::Write { path: PathBuf::from("dist/x.whl"), source: io::Error::from_raw_os_error(errno) }
+    }
+
+    #[test]
+    fn full_disk_quota_and_file_size_limit_have_hints() {
+        let hint = |errno| write_error(errno).hint().unwrap_or_default();
+        assert!(hint(libc::ENOSPC).starts_with("the destination is full"), "{}", hint(libc::ENOSPC));
+        assert!(hint(libc::EDQUOT).contains("quota") && hint(libc::EDQUOT).contains("--dest-dir"));
+        assert!(hint(libc::EFBIG).contains("ulimit -f") && hint(libc::EFBIG).contains("--dest-dir"));
+        assert_eq!(write_error(libc::EACCES).hint(), None);
+    }
 }

@@ -15,26 +15,32 @@ use super::atomic::AtomicFile;
 use super::metadata::{file_name_version, normalize_dist_name, render_core_metadata};
 use super::source::from_io;
 use super::wheel::check_member_name;
-use super::{ArchiveOptions, SdistSpec, StagedFile, WriteError, WrittenFile};
+use super::{ArchiveOptions, SdistFile, SdistSpec, StagedFile, WriteError, WrittenFile};
+
+/// The sdist's top directory, `{name}-{version}` (PEP 625: the normalised name), and every
+/// file under it, PKG-INFO included, sorted and checked: what the archive holds, and what
+/// `--no-build-packages` lays out as a directory.
+pub fn sdist_layout(spec: &SdistSpec) -> Result<(String, Vec<SdistFile>), WriteError> {
+    let stem = format!("{}-{}", normalize_dist_name(&spec.metadata.name), file_name_version(&spec.metadata.version));
+    let pkg_info = render_core_metadata(&spec.metadata)?;
+    let mut files = vec![SdistFile { name: "PKG-INFO".to_owned(), bytes: pkg_info, executable: false }];
+    files.extend(spec.files.iter().cloned());
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    for pair in files.windows(2) {
+        if pair[0].name == pair[1].name {
+            return Err(WriteError::Invalid { reason: format!("the sdist lists {} twice", pair[0].name) });
+        }
+    }
+    for file in &files {
+        check_member_name(&file.name)?;
+    }
+    Ok((stem, files))
+}
 
 /// Writes the sdist to a temp file in `dest_dir`, staged for `super::commit`.
 pub fn stage_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) -> Result<StagedFile, WriteError> {
-    let pkg_info = render_core_metadata(&spec.metadata)?;
-    // PEP 625: the sdist's file name and top directory use the normalised name.
-    let stem = format!("{}-{}", normalize_dist_name(&spec.metadata.name), file_name_version(&spec.metadata.version));
+    let (stem, files) = sdist_layout(spec)?;
     let file_name = format!("{stem}.tar.gz");
-
-    let mut files: Vec<(&str, &[u8], bool)> = vec![("PKG-INFO", pkg_info.as_slice(), false)];
-    files.extend(spec.files.iter().map(|file| (file.name.as_str(), file.bytes.as_slice(), file.executable)));
-    files.sort_by(|a, b| a.0.cmp(b.0));
-    for pair in files.windows(2) {
-        if pair[0].0 == pair[1].0 {
-            return Err(WriteError::Invalid { reason: format!("the sdist lists {} twice", pair[0].0) });
-        }
-    }
-    for (name, _, _) in &files {
-        check_member_name(name)?;
-    }
 
     let mut atomic = AtomicFile::create(dest_dir, &file_name)?;
     let dest = atomic.dest().to_path_buf();
@@ -42,16 +48,18 @@ pub fn stage_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) 
     let gzip = GzBuilder::new().mtime(0).write(BufWriter::new(atomic.file()), Compression::best());
     let mut builder = tar::Builder::new(gzip);
     let mut uncompressed_bytes = 0;
-    for (name, bytes, executable) in &files {
+    for file in &files {
         let mut header = Header::new_ustar();
         header.set_entry_type(EntryType::Regular);
-        header.set_size(bytes.len() as u64);
-        header.set_mode(if *executable { 0o755 } else { 0o644 });
+        header.set_size(file.bytes.len() as u64);
+        header.set_mode(if file.executable { 0o755 } else { 0o644 });
         header.set_mtime(options.build_time.0);
         header.set_uid(0);
         header.set_gid(0);
-        builder.append_data(&mut header, format!("{stem}/{name}"), *bytes).map_err(write_error)?;
-        uncompressed_bytes += bytes.len() as u64;
+        builder
+            .append_data(&mut header, format!("{stem}/{}", file.name), file.bytes.as_slice())
+            .map_err(write_error)?;
+        uncompressed_bytes += file.bytes.len() as u64;
     }
     let gzip = builder.into_inner().map_err(write_error)?;
     let mut buffered = gzip.finish().map_err(write_error)?;

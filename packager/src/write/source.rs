@@ -1,8 +1,9 @@
 //! Reading a member's bytes from where the plan says they are, and noticing when the
-//! artifacts changed under us (issue 10: a file that changes size between plan and write
-//! fails the run cleanly).
+//! artifacts changed under us (issue 10: a file that vanishes or changes between plan and
+//! write fails the run cleanly). A file is re-checked when it is opened (type, length,
+//! inode, modification time against the catalog's) and with `fstat` once it has been read.
 //!
-//! Owns: `MemberData::File`, `Patched` and `Bytes` as byte streams with length checks.
+//! Owns: `MemberData::File`, `Patched` and `Bytes` as byte streams with these checks.
 //! Does not own: `DevelTar` (produced by `tar`), ELF splicing itself (`elf`).
 
 use std::fs::File;
@@ -11,6 +12,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{MemberData, WriteError};
+use crate::catalog::FileStamp;
 use crate::elf::SplicedReader;
 
 /// The exact size of the bytes `data` yields, when known before reading it.
@@ -42,24 +44,21 @@ pub fn from_io(error: io::Error, path: &Path, reading: bool) -> WriteError {
 /// `io::Error` (see [`from_io`]).
 pub fn open_member(data: &MemberData) -> Result<Box<dyn Read + Send + '_>, WriteError> {
     match data {
-        MemberData::File { path, len } => {
-            let file = open_planned(path, *len)?;
-            Ok(Box::new(ExactReader { inner: file, path: path.clone(), expected: *len, seen: 0, original_len: None }))
+        MemberData::File { path, len, stamp } => {
+            let file = open_planned(path, *len, *stamp)?;
+            let watch = Watch::of(&file, path, *len, *stamp)?;
+            Ok(Box::new(ExactReader { inner: file, path: path.clone(), expected: *len, seen: 0, watch }))
         }
         MemberData::Patched { path, edit } => {
-            let file = open_planned(path, edit.original_len)?;
+            let file = open_planned(path, edit.original_len, None)?;
+            let watch = Watch::of(&file, path, edit.original_len, None)?;
             let reader =
                 SplicedReader::new(file, edit).map_err(|source| WriteError::Read { path: path.clone(), source })?;
-            Ok(Box::new(ExactReader {
-                inner: reader,
-                path: path.clone(),
-                expected: edit.new_len(),
-                seen: 0,
-                original_len: Some(edit.original_len),
-            }))
+            Ok(Box::new(ExactReader { inner: reader, path: path.clone(), expected: edit.new_len(), seen: 0, watch }))
         }
-        MemberData::PatchRpath { path, len, rpath, new_len } => {
-            let file = open_planned(path, *len)?;
+        MemberData::PatchRpath { path, len, stamp, rpath, new_len } => {
+            let file = open_planned(path, *len, *stamp)?;
+            let watch = Watch::of(&file, path, *len, *stamp)?;
             let edit = crate::elf::plan_set_rpath(path, rpath)
                 .map_err(|error| WriteError::Changed { path: path.clone(), reason: error.to_string() })?;
             if edit.new_len() != *new_len {
@@ -68,13 +67,7 @@ pub fn open_member(data: &MemberData) -> Result<Box<dyn Read + Send + '_>, Write
             }
             let reader = SplicedReader::new_owned(file, edit)
                 .map_err(|source| WriteError::Read { path: path.clone(), source })?;
-            Ok(Box::new(ExactReader {
-                inner: reader,
-                path: path.clone(),
-                expected: *new_len,
-                seen: 0,
-                original_len: Some(*len),
-            }))
+            Ok(Box::new(ExactReader { inner: reader, path: path.clone(), expected: *new_len, seen: 0, watch }))
         }
         MemberData::Bytes(bytes) => Ok(Box::new(bytes.as_slice())),
         MemberData::DevelTar(_) => {
@@ -83,10 +76,11 @@ pub fn open_member(data: &MemberData) -> Result<Box<dyn Read + Send + '_>, Write
     }
 }
 
-/// Opens a file that the plan saw as a regular file of `planned` bytes, and checks that it
-/// still is one. Not followed if it became a symlink (it could now lead outside the
-/// artifacts), and opened without blocking, so a FIFO put in its place cannot hang the run.
-pub fn open_planned(path: &Path, planned: u64) -> Result<File, WriteError> {
+/// Opens a file that the plan saw as a regular file of `planned` bytes (and, when known,
+/// with `stamp`), and checks that it still is that file. Not followed if it became a
+/// symlink (it could now lead outside the artifacts), and opened without blocking, so a
+/// FIFO put in its place cannot hang the run.
+pub fn open_planned(path: &Path, planned: u64, stamp: Option<FileStamp>) -> Result<File, WriteError> {
     let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -110,6 +104,9 @@ pub fn open_planned(path: &Path, planned: u64) -> Result<File, WriteError> {
     if metadata.len() != planned {
         return Err(changed(path, planned, metadata.len()));
     }
+    if let Some(reason) = stamp.and_then(|stamp| stamp_change(stamp, FileStamp::of(&metadata))) {
+        return Err(WriteError::Changed { path: path.to_path_buf(), reason: format!("{reason} since it was planned") });
+    }
     Ok(file)
 }
 
@@ -117,37 +114,78 @@ fn changed(path: &Path, planned: u64, found: u64) -> WriteError {
     WriteError::Changed { path: path.to_path_buf(), reason: format!("planned {planned} bytes, found {found}") }
 }
 
+/// What differs between the planned and the found stamp, in words; `None` if nothing.
+fn stamp_change(planned: FileStamp, found: FileStamp) -> Option<String> {
+    if found.inode != planned.inode {
+        Some(format!("it was replaced by another file (inode {}, planned {})", found.inode, planned.inode))
+    } else if found.mtime_ns != planned.mtime_ns {
+        Some(format!(
+            "it was modified: same size, modification time {} ns, planned {} ns",
+            found.mtime_ns, planned.mtime_ns
+        ))
+    } else {
+        None
+    }
+}
+
+/// A second handle on the opened file, examined with `fstat` once all of it has been read:
+/// a file rewritten while it streamed (in place, so the same inode) shows a new length or
+/// modification time there, even when the part already read looked right.
+struct Watch {
+    file: File,
+    len: u64,
+    stamp: FileStamp,
+}
+
+impl Watch {
+    /// Watches `file` against what was checked at open: `len`, and `planned` if known, else
+    /// the stamp found at open.
+    fn of(file: &File, path: &Path, len: u64, planned: Option<FileStamp>) -> Result<Watch, WriteError> {
+        let read_error = |source| WriteError::Read { path: path.to_path_buf(), source };
+        let file = file.try_clone().map_err(read_error)?;
+        let stamp = match planned {
+            Some(stamp) => stamp,
+            None => FileStamp::of(&file.metadata().map_err(read_error)?),
+        };
+        Ok(Watch { file, len, stamp })
+    }
+
+    /// Why the file is not what was planned any more, if it is not.
+    fn change(&self) -> io::Result<Option<String>> {
+        let metadata = self.file.metadata()?;
+        if metadata.len() > self.len {
+            return Ok(Some("it grew while it was read".to_owned()));
+        }
+        if metadata.len() < self.len {
+            return Ok(Some("it shrank while it was read".to_owned()));
+        }
+        Ok(stamp_change(self.stamp, FileStamp::of(&metadata)).map(|reason| format!("{reason}, while it was read")))
+    }
+}
+
 /// Yields exactly `expected` bytes of `inner`, and fails with `Changed` when the file
-/// turns out shorter or longer than planned.
+/// turns out shorter or longer than planned, or modified once it has been read.
 struct ExactReader<R> {
     inner: R,
     path: PathBuf,
     expected: u64,
     seen: u64,
-    /// For a spliced file, the original's planned length, re-checked at the end because
-    /// the splicer never reads past it.
-    original_len: Option<u64>,
+    watch: Watch,
 }
 
 impl<R: Read> ExactReader<R> {
+    /// At the end of the planned bytes: the file must still be the planned one, with no
+    /// byte more (the splicer never reads past the original length, so `fstat` decides).
     fn check_end(&mut self) -> io::Result<()> {
-        let longer = match self.original_len {
-            Some(original_len) => {
-                let now = std::fs::metadata(&self.path)
-                    .map_err(|source| to_io(WriteError::Read { path: self.path.clone(), source }))?
-                    .len();
-                now != original_len
+        let change =
+            self.watch.change().map_err(|source| to_io(WriteError::Read { path: self.path.clone(), source }))?;
+        match change {
+            Some(reason) => {
+                let reason = format!("planned {} bytes: {reason}", self.watch.len);
+                Err(to_io(WriteError::Changed { path: self.path.clone(), reason }))
             }
-            None => {
-                let mut probe = [0u8; 1];
-                self.read_inner(&mut probe)? > 0
-            }
-        };
-        if longer {
-            let reason = format!("planned {} bytes, but it grew while it was read", self.expected);
-            return Err(to_io(WriteError::Changed { path: self.path.clone(), reason }));
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn read_inner(&mut self, buf: &mut [u8]) -> io::Result<usize> {

@@ -24,7 +24,11 @@ fn devel_spec(fixtures: &Path, compression: DevelTarballCompression) -> DevelTar
     fs_err::write(&header, "int api(void);\n".repeat(100_000)).expect("write");
     let entry = |name: &str, kind: TarEntryKind| TarEntry { name: name.into(), kind };
     let file_kind = |path: &Path, executable: bool| TarEntryKind::File {
-        data: MemberData::File { path: path.to_path_buf(), len: fs_err::metadata(path).expect("stat").len() },
+        data: MemberData::File {
+            path: path.to_path_buf(),
+            len: fs_err::metadata(path).expect("stat").len(),
+            stamp: None,
+        },
         executable,
     };
     DevelTarSpec {
