@@ -20,8 +20,9 @@ use crate::config::{BuildTime, DevelTarballCompression};
 use crate::progress::Progress;
 
 /// The xz encoder may use this much memory; threads are reduced to fit (SPEC §5: the
-/// process stays under 256 MiB).
-const XZ_MEMORY_BUDGET: u64 = 192 << 20;
+/// process stays under 256 MiB). The rest of the process (the plan, a second wheel
+/// writer's window) needs most of another 128 MiB on a large build.
+const XZ_MEMORY_BUDGET: u64 = 128 << 20;
 
 /// Uncompressed bytes per xz block. Blocks are compressed independently: that is what lets
 /// every core work on the stream, and what makes its bytes independent of the thread

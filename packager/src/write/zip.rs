@@ -334,4 +334,72 @@ mod tests {
         check(1_709_210_096, (2024, 2, 29, 12, 34, 56));
         check(u64::MAX, (2107, 12, 31, 23, 59, 58));
     }
+
+    /// Seeks over all-zero writes, so a test archive passes 4 GiB without 4 GiB of disk.
+    struct SparseFile(std::fs::File);
+
+    impl Write for SparseFile {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if buf.iter().all(|&byte| byte == 0) {
+                self.0.seek(SeekFrom::Current(buf.len() as i64))?;
+                Ok(buf.len())
+            } else {
+                self.0.write(buf)
+            }
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            self.0.flush()
+        }
+    }
+
+    impl Seek for SparseFile {
+        fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+            self.0.seek(pos)
+        }
+    }
+
+    #[test]
+    fn a_member_past_4_gib_gets_a_zip64_offset_that_python_reads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("big.zip");
+        let file = std::fs::File::create(&path).expect("create");
+        let mut zip = ZipWriter::new(SparseFile(file), BuildTime::DEFAULT);
+        let big_len: u64 = (4 << 30) + (300 << 20);
+        let header = |name: &str| EntryHeader { name: name.to_owned(), method: Method::Stored, executable: false };
+        let entry = zip.begin_entry(header("big"), big_len).expect("begin");
+        let zeros = vec![0u8; 1 << 20];
+        let mut crc = crc32fast::Hasher::new();
+        for _ in 0..big_len / zeros.len() as u64 {
+            zip.write_data(&zeros).expect("data");
+            crc.update(&zeros);
+        }
+        let sums = EntrySums { crc: crc.finalize(), uncompressed: big_len, compressed: big_len };
+        zip.end_entry(entry, sums).expect("end");
+        let after = b"written after 4 GiB\n".to_vec();
+        let after_sums = EntrySums {
+            crc: crc32fast::hash(&after),
+            uncompressed: after.len() as u64,
+            compressed: after.len() as u64,
+        };
+        zip.write_entry(header("after"), after_sums, &[after]).expect("after");
+        zip.finish().expect("finish");
+
+        // Python's zipfile follows the ZIP64 end record and the offset in the extra field.
+        let script = "import sys, zipfile\n\
+                      z = zipfile.ZipFile(sys.argv[1])\n\
+                      big, after = z.getinfo('big'), z.getinfo('after')\n\
+                      assert big.file_size == int(sys.argv[2]), big.file_size\n\
+                      assert after.header_offset > 2**32, after.header_offset\n\
+                      assert z.read('after') == b'written after 4 GiB\\n'\n\
+                      assert z.open('big').read(1 << 20) == bytes(1 << 20)\n\
+                      print('ok')\n";
+        let output = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(&path)
+            .arg(big_len.to_string())
+            .output()
+            .expect("python3 is needed for this test");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "ok\n", "{}", String::from_utf8_lossy(&output.stderr));
+    }
 }

@@ -1,5 +1,6 @@
-//! Measuring a child process: wall time, user and system CPU and peak RSS (from `wait4`),
-//! and the peak extra disk space on the destination's filesystem (sampled with `statvfs`).
+//! Measuring a child process: wall time and user and system CPU (from `wait4`), peak RSS
+//! (the child's `VmHWM`, sampled), and the peak extra disk space on the destination's
+//! filesystem (sampled with `statvfs`).
 //!
 //! Owns: running one command and what it cost. Does not own: what the command is.
 
@@ -34,28 +35,13 @@ impl ProcessCost {
     }
 }
 
-/// How often free disk space is sampled.
-const DISK_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
+/// How often free disk space and the child's peak RSS are sampled.
+const DISK_SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Runs `command` to completion with stdout and stderr sent to `log`, watching the free
 /// space of the filesystem holding `disk_dir`.
 pub fn measure(mut command: Command, disk_dir: &Path, log: &Path) -> anyhow::Result<ProcessCost> {
     let baseline = free_bytes(disk_dir)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let stop = Arc::clone(&stop);
-        let disk_dir = disk_dir.to_path_buf();
-        std::thread::spawn(move || {
-            let mut lowest = baseline;
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok(free) = free_bytes(&disk_dir) {
-                    lowest = lowest.min(free);
-                }
-                std::thread::sleep(DISK_SAMPLE_INTERVAL);
-            }
-            lowest
-        })
-    };
     let log_file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let stderr = log_file.try_clone().with_context(|| format!("duplicating {}", log.display()))?;
     let started = Instant::now();
@@ -65,10 +51,27 @@ pub fn measure(mut command: Command, disk_dir: &Path, log: &Path) -> anyhow::Res
         .stderr(Stdio::from(stderr))
         .spawn()
         .with_context(|| format!("starting {command:?}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = Arc::clone(&stop);
+        let disk_dir = disk_dir.to_path_buf();
+        let status_path = format!("/proc/{}/status", child.id());
+        std::thread::spawn(move || {
+            let (mut lowest, mut peak_rss) = (baseline, 0);
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(free) = free_bytes(&disk_dir) {
+                    lowest = lowest.min(free);
+                }
+                peak_rss = peak_rss.max(high_water_rss(&status_path));
+                std::thread::sleep(DISK_SAMPLE_INTERVAL);
+            }
+            (lowest, peak_rss)
+        })
+    };
     let (status, usage) = wait_with_usage(child.id());
     let wall_seconds = started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
-    let lowest = sampler.join().unwrap_or(baseline);
+    let (lowest, sampled_rss) = sampler.join().unwrap_or((baseline, 0));
     let status = status?;
     let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
     let error = if success {
@@ -82,8 +85,11 @@ pub fn measure(mut command: Command, disk_dir: &Path, log: &Path) -> anyhow::Res
         wall_seconds,
         user_seconds: seconds(usage.ru_utime),
         sys_seconds: seconds(usage.ru_stime),
-        // Linux reports ru_maxrss in KiB.
-        peak_rss_bytes: (usage.ru_maxrss.max(0) as u64) * 1024,
+        // wait4's ru_maxrss (KiB) starts from this process's own RSS: posix_spawn runs the
+        // child in our address space until exec, and the kernel keeps that mm's high-water
+        // mark. The child's own VmHWM, sampled, is what it used; ru_maxrss only bounds it
+        // from above when the child ran too briefly to be sampled.
+        peak_rss_bytes: if sampled_rss > 0 { sampled_rss } else { (usage.ru_maxrss.max(0) as u64) * 1024 },
         peak_extra_disk_bytes: baseline.saturating_sub(lowest),
         success,
         error,
@@ -111,6 +117,16 @@ fn wait_with_usage(pid: u32) -> (anyhow::Result<i32>, libc::rusage) {
 
 fn seconds(time: libc::timeval) -> f64 {
     time.tv_sec as f64 + time.tv_usec as f64 / 1e6
+}
+
+/// `VmHWM` of `/proc/{pid}/status` in bytes: the process's peak resident set since exec
+/// (0 once it has exited).
+fn high_water_rss(status_path: &str) -> u64 {
+    let text = std::fs::read_to_string(status_path).unwrap_or_default();
+    text.lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
 }
 
 /// Bytes available to unprivileged users on the filesystem holding `dir`.
