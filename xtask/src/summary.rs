@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use packager::plan::{DevelEntry, Finding, FindingKind, Plan, PlannedFile};
+use packager::plan::{DevelEntry, Plan, PlannedFile};
 use packager::Report;
 
 use crate::Output;
@@ -33,29 +33,13 @@ pub fn render_plan(plan: &Plan) -> String {
     if !plan.findings.is_empty() {
         let _ = writeln!(out, "\nfindings:");
         for finding in &plan.findings {
-            let _ = writeln!(out, "  {}", describe_finding(finding));
+            let _ = writeln!(out, "  {finding}");
         }
     }
     for override_ in &plan.overrides {
         let _ = writeln!(out, "  override {}: {} wins over {}", override_.rel, override_.winner, override_.loser);
     }
     out
-}
-
-/// A finding in words; a dropped file reads exactly as `-v` reports it while planning.
-fn describe_finding(finding: &Finding) -> String {
-    let (package, path) = (&finding.package, &finding.path);
-    match &finding.what {
-        FindingKind::Dropped { reason } => format!("{package}: dropped {path}: {reason}"),
-        FindingKind::Alias { soname } => format!("{package}: {path} is an alias of {soname} (a link in devel)"),
-        FindingKind::Launcher { target } => format!("{package}: {path} becomes a launcher of {target}"),
-        FindingKind::RpathRemoved { entries } => {
-            format!("{package}: {path}: removed absolute RPATH entries {}", entries.join(":"))
-        }
-        FindingKind::UnrequestedTarget { target } => {
-            format!("{package}: {path}: device code for {target}, which no family flag requested")
-        }
-    }
 }
 
 fn devel_count(package: &packager::plan::PackagePlan) -> String {

@@ -169,6 +169,25 @@ pub struct Finding {
     pub what: FindingKind,
 }
 
+/// A decision in the words `--plan` lists it with, and `-v` explains it with while
+/// planning, so a `-v` line can be found in the plan as it is.
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (package, path) = (&self.package, &self.path);
+        match &self.what {
+            FindingKind::Dropped { reason } => write!(f, "{package}: dropped {path}: {reason}"),
+            FindingKind::Alias { soname } => write!(f, "{package}: {path} is an alias of {soname} (a link in devel)"),
+            FindingKind::Launcher { target } => write!(f, "{package}: {path} becomes a launcher of {target}"),
+            FindingKind::RpathRemoved { entries } => {
+                write!(f, "{package}: {path}: removed absolute RPATH entries {}", entries.join(":"))
+            }
+            FindingKind::UnrequestedTarget { target } => {
+                write!(f, "{package}: {path}: device code for {target}, which no family flag requested")
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(tag = "finding", rename_all = "kebab-case")]
 pub enum FindingKind {

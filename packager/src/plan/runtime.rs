@@ -288,7 +288,7 @@ impl<'a> Builder<'a> {
     /// Keeps a decision for the summary and `--json`, and explains it at `-v` in the words
     /// `--plan` lists it with (issue 9).
     pub fn record(&mut self, finding: Finding) {
-        self.progress.explain(&describe(&finding));
+        self.progress.explain(&finding.to_string());
         self.findings.push(finding);
     }
 
@@ -315,23 +315,6 @@ impl<'a> Builder<'a> {
             self.progress.warn(&format!("dropped {} ({}): {reason}", link.rel, link.source.display()));
         }
         self.drop_finding(dist_name, &link.rel, &reason);
-    }
-}
-
-/// A decision in the words `--plan` lists it with (`xtask`'s summary), so a `-v` line can be
-/// found in the plan as it is.
-fn describe(finding: &Finding) -> String {
-    let (package, path) = (&finding.package, &finding.path);
-    match &finding.what {
-        FindingKind::Dropped { reason } => format!("{package}: dropped {path}: {reason}"),
-        FindingKind::Alias { soname } => format!("{package}: {path} is an alias of {soname} (a link in devel)"),
-        FindingKind::Launcher { target } => format!("{package}: {path} becomes a launcher of {target}"),
-        FindingKind::RpathRemoved { entries } => {
-            format!("{package}: {path}: removed absolute RPATH entries {}", entries.join(":"))
-        }
-        FindingKind::UnrequestedTarget { target } => {
-            format!("{package}: {path}: device code for {target}, which no family flag requested")
-        }
     }
 }
 
