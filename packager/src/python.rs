@@ -12,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use crate::plan::Target;
 use crate::write::EntryPoint;
 
 mod embedded;
@@ -129,21 +130,20 @@ fn bool_literal(value: bool) -> &'static str {
     }
 }
 
-/// The base of a target id or family, ASCII lower-cased: `gfx90a:xnack+` → `gfx90a`.
-pub fn base_target(name: &str) -> String {
-    name.split(':').next().unwrap_or_default().trim().to_ascii_lowercase()
-}
-
 /// A family or target inside Python identifiers: `gfx110X-all` → `gfx110x_all`.
 pub fn target_identifier(name: &str) -> String {
-    base_target(name).chars().map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '_' }).collect()
+    Target::from_target_id(name)
+        .as_str()
+        .chars()
+        .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '_' })
+        .collect()
 }
 
 /// A family or target inside distribution names: `gfx110X-all` → `gfx110x-all` (runs
 /// of `-_.` become one `-`, as name normalisation does).
 pub fn target_dist_segment(name: &str) -> String {
     let mut segment = String::new();
-    for c in base_target(name).chars() {
+    for c in Target::from_target_id(name).as_str().chars() {
         if matches!(c, '-' | '_' | '.') {
             if !segment.ends_with('-') {
                 segment.push('-');
@@ -343,7 +343,7 @@ pub fn python_part(role: PackageRole<'_>, info: &DistInfo) -> PythonPart {
 /// two different targets never share a module and the name is always an identifier.
 pub fn device_module_name(target: &str) -> String {
     let mut name = String::from("_device_");
-    for byte in base_target(target).bytes() {
+    for byte in Target::from_target_id(target).as_str().bytes() {
         if byte.is_ascii_lowercase() || byte.is_ascii_digit() {
             name.push(char::from(byte));
         } else {
@@ -370,7 +370,7 @@ fn device_part(target: &str, info: &DistInfo) -> PythonPart {
     );
     let constants = [
         ("__version__", str_literal(&info.version)),
-        ("TARGET", str_literal(&base_target(target))),
+        ("TARGET", str_literal(Target::from_target_id(target).as_str())),
         ("DIST_NAME", str_literal(&dist_name(role, info))),
         ("LIBRARIES_PY_PACKAGE_NAME", str_literal(&libraries_package)),
     ];

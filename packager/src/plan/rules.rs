@@ -1,6 +1,7 @@
 //! SPEC §2 "What goes where", as data: which artifacts and paths feed each package, and
 //! which RPATH entries each package's ELF files get.
 
+use super::targets::Target;
 use crate::catalog::{ArtifactName, CatalogError, Glob};
 
 pub const CORE_ARTIFACTS: &[&str] = &[
@@ -103,12 +104,12 @@ pub fn is_libraries_artifact(name: &ArtifactName, family: Option<&str>) -> bool 
 }
 
 /// Device artifacts of one base target (kpack-split): `gfx90a:xnack+` feeds `gfx90a`.
-pub fn is_device_artifact(name: &ArtifactName, target: &super::targets::Target) -> bool {
+pub fn is_device_artifact(name: &ArtifactName, target: &Target) -> bool {
     name.name != "rpp"
         && LIBRARIES_ARTIFACTS.contains(&name.name.as_str())
         && name.component == "lib"
         && name.target_family != "generic"
-        && super::targets::Target::from_target_id(&name.target_family) == *target
+        && Target::from_target_id(&name.target_family) == *target
 }
 
 /// Every artifact that fed a runtime package (profiler aside) plus the devel-only ones.

@@ -186,6 +186,16 @@ fn names_follow_the_package_table() {
     assert_eq!(platform_dir_name(PackageRole::Meta, &kpack), None);
 }
 
+/// Target ids name things after their target: identifiers and dist segments drop the
+/// feature suffixes and lower-case the base (SPEC §6).
+#[test]
+fn target_ids_name_like_their_target() {
+    assert_eq!(target_identifier("GFX90A:xnack+"), "gfx90a");
+    assert_eq!(target_identifier("gfx110X-all"), "gfx110x_all");
+    assert_eq!(target_dist_segment("gfx90a:sramecc+:xnack-"), "gfx90a");
+    assert_eq!(target_dist_segment("gfx110X-all"), "gfx110x-all");
+}
+
 /// SPEC §6: no member path appears in two wheels of one build.
 #[test]
 fn no_two_packages_share_a_python_file() {

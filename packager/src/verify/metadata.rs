@@ -258,11 +258,6 @@ pub(crate) fn available_target_families(source: &str) -> Option<Vec<String>> {
     Some(families)
 }
 
-/// A GPU target as device wheel names spell it: base ISA (no `:xnack±`), lower case.
-pub(crate) fn base_target(target: &str) -> String {
-    file_name_form(target.split(':').next().unwrap_or(target))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,7 +285,10 @@ mod tests {
     fn names() {
         assert_eq!(normalize_name("rocm_sdk__Core.x"), "rocm-sdk-core-x");
         assert_eq!(file_name_form("rocm-sdk-libraries-gfx110X-all"), "rocm_sdk_libraries_gfx110x_all");
-        assert_eq!(base_target("gfx90a:xnack+"), "gfx90a");
+        // How `set` spells the device wheel an advertised target id needs (SPEC §6).
+        let device_base = |id: &str| file_name_form(crate::plan::Target::from_target_id(id).as_str());
+        assert_eq!(device_base("gfx90a:xnack+"), "gfx90a");
+        assert_eq!(device_base("GFX90A:sramecc+:xnack-"), "gfx90a");
     }
 
     #[test]

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 
 use super::archive::Archive;
-use super::metadata::{available_target_families, base_target, normalize_name};
+use super::metadata::{available_target_families, file_name_form, normalize_name};
 use super::report::{ArchiveKind, Check, Findings};
+use crate::plan::Target;
 
 /// Files found under one name: keeps the first of each name, merging byte-identical copies
 /// and reporting different ones.
@@ -158,7 +159,8 @@ fn check_kpack_completeness(archives: &[Archive], findings: &mut Findings) {
             );
             continue;
         };
-        let mut bases: Vec<String> = targets.iter().map(|target| base_target(target)).collect();
+        let mut bases: Vec<String> =
+            targets.iter().map(|target| file_name_form(Target::from_target_id(target).as_str())).collect();
         bases.sort();
         bases.dedup();
         for base in bases {
