@@ -1,6 +1,8 @@
-//! Logging and progress display: tracing to stderr; on a terminal an indicatif bar per
-//! output file, otherwise (CI logs) one line per finished output with its payload size and
-//! time. `-q` prints nothing but errors; `-v` adds the stages and each decision.
+//! Logging and progress display: tracing to stderr; on a terminal a spinner for the stage
+//! under way (catalog, plan, write) with its elapsed time, and an indicatif bar per output
+//! file with bytes done, total and ETA; otherwise (CI logs) one line per finished output
+//! with its payload size and time. `-q` prints nothing but errors; `-v` adds the stages and
+//! each decision.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -28,6 +30,8 @@ pub struct CliProgress {
     output: Output,
     started: Instant,
     bars: Option<MultiProgress>,
+    /// The spinner of the stage under way (terminal only).
+    stage_bar: Mutex<Option<ProgressBar>>,
     active: Mutex<HashMap<String, ProgressBar>>,
     /// When each output started and how many payload bytes it reads, for its line.
     started_outputs: Mutex<HashMap<String, (Instant, u64)>>,
@@ -40,12 +44,16 @@ impl CliProgress {
             output,
             started: Instant::now(),
             bars: interactive.then(MultiProgress::new),
+            stage_bar: Mutex::new(None),
             active: Mutex::new(HashMap::new()),
             started_outputs: Mutex::new(HashMap::new()),
         }
     }
 
     pub fn finish(&self) {
+        if let Some(bar) = self.stage_bar.lock().ok().and_then(|mut stage| stage.take()) {
+            bar.finish_and_clear();
+        }
         if let Ok(mut active) = self.active.lock() {
             for (_, bar) in active.drain() {
                 bar.finish_and_clear();
@@ -70,6 +78,19 @@ impl packager::Progress for CliProgress {
     fn stage(&self, name: &str, _total_bytes: u64) {
         if self.output.verbose > 0 {
             self.line(&format!("[{:>6.1}s] {name}", self.started.elapsed().as_secs_f64()));
+        }
+        let Some(bars) = &self.bars else { return };
+        // The stage line sits above the output bars; each new stage replaces the last.
+        let bar = bars.insert(0, ProgressBar::new_spinner());
+        let style = ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.set_message(name.to_owned());
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        if let Ok(mut stage) = self.stage_bar.lock() {
+            if let Some(previous) = stage.replace(bar) {
+                previous.finish_and_clear();
+            }
         }
     }
 

@@ -287,3 +287,32 @@ fn source_date_epoch_sets_the_archive_times() {
         assert_eq!(tar_times, [epoch.parse::<u64>().expect("test step")], "SOURCE_DATE_EPOCH={epoch}");
     }
 }
+
+/// On a terminal (a pty from util-linux's `script`), each stage shows a spinner with its
+/// elapsed time and each output a bar with bytes done and total; the summary follows.
+#[test]
+fn a_terminal_gets_stage_spinners_and_output_bars() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let artifacts = shared_example();
+    let dist = temp.path().join("dist");
+    let log = temp.path().join("terminal.log");
+    let inner = format!(
+        "{} package --artifact-dir '{}' --dest-dir '{}' --version 7.12.0.dev0",
+        env!("CARGO_BIN_EXE_xtask"),
+        artifacts.display(),
+        dist.display()
+    );
+    let mut command = Command::new("script");
+    command.args(["-qec", &inner]).arg(&log).current_dir(temp.path()).env("TERM", "xterm");
+    for key in ["GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "RUST_LOG", "SOURCE_DATE_EPOCH"] {
+        command.env_remove(key);
+    }
+    let output = command.output().expect("run `script` (util-linux; apt-get install bsdutils)");
+    let screen = String::from_utf8_lossy(&fs_err::read(&log).expect("terminal log")).into_owned();
+    assert!(output.status.success(), "{screen}");
+    for stage in ["catalog (", "plan (", "write ("] {
+        assert!(screen.contains(stage), "no {stage:?} spinner:\n{screen}");
+    }
+    assert!(screen.contains("rocm_sdk_core-7.12.0.dev0") && screen.contains("KiB/"), "no output bar:\n{screen}");
+    assert!(screen.contains("compressed"), "no summary table:\n{screen}");
+}
