@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use packager::config::PackageGroup;
 
 use crate::support;
-use crate::targets::{build, copy_tree, files_below, CreationOrder, VERSION};
+use crate::targets::{build, copy_tree, files_below, wheel_entries, CreationOrder, VERSION};
 
 /// The warnings a run gave (what the CLI prints as `warning: ...`).
 #[derive(Default)]
@@ -153,23 +153,6 @@ fn no_profiler_artifacts_is_an_error() {
     let mut written: Vec<&str> = report.outputs.iter().map(|output| output.package.as_str()).collect();
     written.sort();
     assert_eq!(written, ["rocm", "rocm-sdk-core"]);
-}
-
-/// Member name → (bytes, unix mode) of a wheel, directory entries left out.
-fn wheel_entries(wheel: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
-    let mut archive = zip::ZipArchive::new(fs_err::File::open(wheel).expect("open wheel")).expect("a zip file");
-    let mut members = BTreeMap::new();
-    for index in 0..archive.len() {
-        let mut member = archive.by_index(index).expect("read member");
-        if member.is_dir() {
-            continue;
-        }
-        let mode = member.unix_mode().expect("wheel members carry unix modes");
-        let mut bytes = Vec::new();
-        member.read_to_end(&mut bytes).expect("inflate member");
-        members.insert(member.name().expect("UTF-8 member name").into_owned(), (bytes, mode));
-    }
-    members
 }
 
 /// One entry of a tar archive, as a tree on disk would hold it.

@@ -80,8 +80,8 @@ pub fn file_name(path: &Path) -> String {
     path.file_name().expect("a file name").to_string_lossy().into_owned()
 }
 
-/// Member name → bytes of a wheel (directory entries left out).
-pub fn wheel_members(wheel: &Path) -> BTreeMap<String, Vec<u8>> {
+/// Member name → (bytes, unix mode) of a wheel, directory entries left out.
+pub fn wheel_entries(wheel: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
     let mut archive = zip::ZipArchive::new(fs_err::File::open(wheel).expect("open wheel")).expect("a zip file");
     let mut members = BTreeMap::new();
     for index in 0..archive.len() {
@@ -89,11 +89,17 @@ pub fn wheel_members(wheel: &Path) -> BTreeMap<String, Vec<u8>> {
         if member.is_dir() {
             continue;
         }
+        let mode = member.unix_mode().expect("wheel members carry unix modes");
         let mut bytes = Vec::new();
         member.read_to_end(&mut bytes).expect("inflate member");
-        members.insert(member.name().expect("UTF-8 member name").into_owned(), bytes);
+        members.insert(member.name().expect("UTF-8 member name").into_owned(), (bytes, mode));
     }
     members
+}
+
+/// Member name → bytes of a wheel (directory entries left out).
+pub fn wheel_members(wheel: &Path) -> BTreeMap<String, Vec<u8>> {
+    wheel_entries(wheel).into_iter().map(|(name, (bytes, _))| (name, bytes)).collect()
 }
 
 /// The wheel file of a distribution in `dist`: `rocm_sdk_device_gfx90a` → its `.whl`.

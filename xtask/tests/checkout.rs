@@ -4,27 +4,10 @@
 //! built yet is an error rather than the bundled example under the checkout's version.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn xtask(cwd: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    command.current_dir(cwd);
-    for key in ["GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "RUST_LOG", "SOURCE_DATE_EPOCH"] {
-        command.env_remove(key);
-    }
-    command
-}
-
-fn run(command: &mut Command) -> Output {
-    let output = command.output().expect("run xtask");
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
+mod common;
+use common::{run, xtask};
 
 /// A fake TheRock checkout at `dir/TheRock`: the two files `package` reads, no build.
 fn checkout(dir: &Path) -> PathBuf {

@@ -2,54 +2,18 @@
 //! piped (so not a terminal), on the bundled example.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 
-fn xtask(cwd: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    // A temp dir as cwd: no TheRock checkout is found by walking up from it.
-    command.current_dir(cwd);
-    for key in ["GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "RUST_LOG", "SOURCE_DATE_EPOCH"] {
-        command.env_remove(key);
-    }
-    command
-}
-
-fn run(command: &mut Command) -> Output {
-    let output = command.output().expect("run xtask");
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-/// The example's artifacts in `dir/artifacts`, written by `xtask example`.
-fn example(dir: &Path) -> PathBuf {
-    let artifacts = dir.join("artifacts");
-    run(xtask(dir).args(["-q", "example", "--out"]).arg(&artifacts));
-    artifacts
-}
+mod common;
+use common::{example, per_process_dir, run, xtask};
 
 /// The example, generated once per test process under `target/tmp/cli-shared-example/{pid}`
 /// (directories of ended processes are removed) for the tests that only read it.
 fn shared_example() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-shared-example");
-        if let Ok(entries) = fs_err::read_dir(&root) {
-            for entry in entries.flatten() {
-                if !Path::new("/proc").join(entry.file_name()).exists() {
-                    let _ = fs_err::remove_dir_all(entry.path());
-                }
-            }
-        }
-        let dir = root.join(std::process::id().to_string());
-        if dir.exists() {
-            fs_err::remove_dir_all(&dir).expect("remove a stale example");
-        }
+        let dir = per_process_dir("cli-shared-example");
         fs_err::create_dir_all(&dir).expect("test step");
         example(&dir)
     })

@@ -5,38 +5,11 @@
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+mod common;
+use common::{example, run, xtask};
 
 const VERSION: &str = "7.12.0.dev0";
-
-fn xtask(cwd: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    // A temp dir as cwd: no TheRock checkout is found by walking up from it.
-    command.current_dir(cwd);
-    for key in ["GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "RUST_LOG", "SOURCE_DATE_EPOCH"] {
-        command.env_remove(key);
-    }
-    command
-}
-
-/// Runs `command`, which must succeed, and returns its output.
-fn run(command: &mut Command) -> Output {
-    let output = command.output().unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-/// The example's artifacts in `dir/artifacts`, written by `xtask example`.
-fn example(dir: &Path) -> PathBuf {
-    let artifacts = dir.join("artifacts");
-    run(xtask(dir).args(["-q", "example", "--out"]).arg(&artifacts));
-    artifacts
-}
 
 /// `xtask {global} package {flags}` of `artifacts` into `dir/{dest}`; returns stdout and
 /// stderr.

@@ -2,6 +2,8 @@
 //! destination, a bad `--version`, and a tree of 200,000 files under a descriptor limit.
 //! Each test runs the real `xtask` binary as a child process on a copy of the example.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod concurrency;
 mod interrupt;
 mod many_files;
@@ -46,18 +48,7 @@ pub fn describe(output: &Output) -> String {
 fn pristine_example() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-examples");
-        if let Ok(entries) = fs_err::read_dir(&root) {
-            for entry in entries.flatten() {
-                if !Path::new("/proc").join(entry.file_name()).exists() {
-                    let _ = fs_err::remove_dir_all(entry.path());
-                }
-            }
-        }
-        let dir = root.join(std::process::id().to_string());
-        if dir.exists() {
-            fs_err::remove_dir_all(&dir).expect("remove a stale example");
-        }
+        let dir = common::per_process_dir("cli-examples");
         let result = output(xtask().args(["example", "--quiet", "--out"]).arg(&dir));
         assert!(result.status.success(), "xtask example: {}", describe(&result));
         dir

@@ -1,0 +1,57 @@
+//! What the CLI test binaries share: the built `xtask` run as a child in a directory of
+//! the test's choosing, and per-process scratch directories under `target/tmp`.
+//! Each file in `xtask/tests/` is its own crate, so each includes this with `mod common;`.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `xtask` binary cargo built for these tests, run in `cwd` (a temp dir: no TheRock
+/// checkout is found by walking up from it), without the CI variables that change its
+/// output.
+pub fn xtask(cwd: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    command.current_dir(cwd);
+    for key in ["GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "RUST_LOG", "SOURCE_DATE_EPOCH"] {
+        command.env_remove(key);
+    }
+    command
+}
+
+/// Runs `command`, which must succeed, and returns its output.
+pub fn run(command: &mut Command) -> Output {
+    let output = command.output().unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// The example's artifacts in `dir/artifacts`, written by `xtask example`.
+pub fn example(dir: &Path) -> PathBuf {
+    let artifacts = dir.join("artifacts");
+    run(xtask(dir).args(["-q", "example", "--out"]).arg(&artifacts));
+    artifacts
+}
+
+/// A fresh `target/tmp/{name}/{pid}` for this test process; the directories of processes
+/// that have ended are removed first, so concurrent test binaries never share one.
+pub fn per_process_dir(name: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    if let Ok(entries) = fs_err::read_dir(&root) {
+        for entry in entries.flatten() {
+            if !Path::new("/proc").join(entry.file_name()).exists() {
+                let _ = fs_err::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let dir = root.join(std::process::id().to_string());
+    if dir.exists() {
+        fs_err::remove_dir_all(&dir).expect("remove a stale per-process dir");
+    }
+    dir
+}
