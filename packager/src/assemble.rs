@@ -269,17 +269,17 @@ fn wheel_spec(
 fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Result<MemberData, crate::Error> {
     Ok(match file {
         PlannedFile::Copy { source, len, stamp, .. } => {
-            MemberData::File { path: source.to_path_buf(), len: *len, stamp: Some(*stamp) }
+            MemberData::File { path: Arc::clone(source), len: *len, stamp: Some(*stamp) }
         }
-        PlannedFile::PatchRpath { source, len, stamp, strategy: EditStrategy::Unchanged, .. } => {
-            MemberData::File { path: source.to_path_buf(), len: *len, stamp: Some(*stamp) }
+        PlannedFile::PatchRpath { source, len, stamp, edit, .. } if edit.strategy == EditStrategy::Unchanged => {
+            MemberData::File { path: Arc::clone(source), len: *len, stamp: Some(*stamp) }
         }
-        PlannedFile::PatchRpath { source, len, stamp, rpath, new_len, .. } => MemberData::PatchRpath {
-            path: source.to_path_buf(),
+        PlannedFile::PatchRpath { source, len, stamp, edit, .. } => MemberData::PatchRpath {
+            path: Arc::clone(source),
             len: *len,
             stamp: Some(*stamp),
-            rpath: rpath.clone(),
-            new_len: *new_len,
+            rpath: edit.rpath.clone(),
+            new_len: edit.new_len,
         },
         PlannedFile::Launcher { target, .. } => {
             let template =

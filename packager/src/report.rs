@@ -31,12 +31,12 @@ impl Report {
         let mut rpath_edits = BTreeMap::new();
         for package in &plan.packages {
             let devel_files = package.devel_tree.values().filter_map(|entry| match entry {
-                crate::plan::DevelEntry::File { file } => Some(&**file),
+                crate::plan::DevelEntry::File { file } => Some(file),
                 _ => None,
             });
             for file in package.files.values().chain(devel_files) {
-                if let PlannedFile::PatchRpath { strategy, .. } = file {
-                    let key = serde_json::to_value(strategy)
+                if let PlannedFile::PatchRpath { edit, .. } = file {
+                    let key = serde_json::to_value(edit.strategy)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default();

@@ -37,7 +37,7 @@ fn add_core_file(example: &Example) {
 /// The input files a package reads, as the plan recorded them.
 fn sources(package: &PackagePlan) -> BTreeSet<PathBuf> {
     let devel_files = package.devel_tree.values().filter_map(|entry| match entry {
-        DevelEntry::File { file } => Some(&**file),
+        DevelEntry::File { file } => Some(file),
         _ => None,
     });
     package

@@ -111,8 +111,8 @@ fn planned_sources(plan: &packager::Plan) -> (PathBuf, PathBuf) {
         .files
         .values()
         .find_map(|file| match file {
-            PlannedFile::PatchRpath { source, strategy, .. }
-                if *strategy != packager::elf::EditStrategy::Unchanged
+            PlannedFile::PatchRpath { source, edit, .. }
+                if edit.strategy != packager::elf::EditStrategy::Unchanged
                     && source.ends_with("lib/libhsa-runtime64.so.1.15.0") =>
             {
                 Some(source.to_path_buf())
@@ -262,7 +262,7 @@ fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
         entries: vec![TarEntry {
             name: "_devel/big.bin".into(),
             kind: TarEntryKind::File {
-                data: MemberData::File { path: path.clone(), len: metadata.len(), stamp },
+                data: MemberData::File { path: std::sync::Arc::from(path.as_path()), len: metadata.len(), stamp },
                 executable: false,
             },
         }],

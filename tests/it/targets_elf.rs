@@ -74,8 +74,8 @@ fn non_pie_executable_grown_through_the_pipeline_still_runs() {
     let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core package");
     let planned = core.files.iter().find(|(rel, _)| rel.as_str() == PROGRAM).map(|(_, file)| file);
     match planned {
-        Some(PlannedFile::PatchRpath { strategy, rpath, .. }) => {
-            assert_eq!(*strategy, EditStrategy::Grown, "the RPATH {rpath} should not fit the old slot");
+        Some(PlannedFile::PatchRpath { edit, .. }) => {
+            assert_eq!(edit.strategy, EditStrategy::Grown, "the RPATH {} should not fit the old slot", edit.rpath);
         }
         other => panic!("{PROGRAM} is not planned as an RPATH edit: {other:?}"),
     }
@@ -119,7 +119,7 @@ fn patched_files_in_the_wheels_need_no_second_edit() {
             .files
             .iter()
             .filter_map(|(rel, file)| match file {
-                PlannedFile::PatchRpath { rpath, .. } => Some((rel, rpath)),
+                PlannedFile::PatchRpath { edit, .. } => Some((rel, &edit.rpath)),
                 _ => None,
             })
             .collect();

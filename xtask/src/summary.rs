@@ -53,9 +53,10 @@ fn devel_count(package: &packager::plan::PackagePlan) -> String {
 fn describe_file(file: &PlannedFile) -> String {
     match file {
         PlannedFile::Copy { source, .. } => format!("copy {}", source.display()),
-        PlannedFile::PatchRpath { source, rpath, strategy, removed, .. } => {
-            let removed = if removed.is_empty() { String::new() } else { format!(", removed {}", removed.join(":")) };
-            format!("copy {} with DT_RPATH={rpath} ({strategy:?}{removed})", source.display())
+        PlannedFile::PatchRpath { source, edit, .. } => {
+            let removed =
+                if edit.removed.is_empty() { String::new() } else { format!(", removed {}", edit.removed.join(":")) };
+            format!("copy {} with DT_RPATH={} ({:?}{removed})", source.display(), edit.rpath, edit.strategy)
         }
         PlannedFile::Launcher { target, .. } => format!("launcher -> {target}"),
         PlannedFile::Generated { bytes } => format!("generated ({} bytes)", bytes.len()),

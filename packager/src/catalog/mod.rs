@@ -20,6 +20,7 @@ use std::sync::Arc;
 pub use glob::Glob;
 pub use manifest::{ARTIFACT_MANIFEST, DIST_INFO};
 pub use names::ArtifactName;
+pub use namespace::Walks;
 
 use crate::relpath::RelPath;
 
@@ -80,8 +81,10 @@ pub enum EntryKind {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FileStamp {
     pub inode: u64,
-    /// `st_mtime` in nanoseconds since the epoch.
-    pub mtime_ns: i128,
+    /// `st_mtime` in nanoseconds since the epoch: an `i64` reaches 2262, and a stamp is
+    /// only compared, so a later date wrapping around stays exact. (An `i128` aligns to 16
+    /// bytes and grows every planned file by 16.)
+    pub mtime_ns: i64,
 }
 
 impl FileStamp {
@@ -90,7 +93,7 @@ impl FileStamp {
         use std::os::unix::fs::MetadataExt;
         FileStamp {
             inode: metadata.ino(),
-            mtime_ns: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
+            mtime_ns: metadata.mtime().wrapping_mul(1_000_000_000).wrapping_add(metadata.mtime_nsec()),
         }
     }
 }
@@ -212,7 +215,13 @@ impl Catalog {
     /// Every directory, file and symlink below each basedir becomes one [`Entry`]; links are
     /// never followed. A non-directory path provided twice is an [`Override`].
     pub fn select(&self, selection: &Selection<'_>) -> Result<Namespace, CatalogError> {
-        namespace::select(self, selection)
+        namespace::select(self, &mut Walks::default(), selection)
+    }
+
+    /// [`Catalog::select`], walking only the artifacts `walks` has not seen yet and sharing
+    /// the entries of those it has with every namespace selected through it.
+    pub fn select_walked(&self, walks: &mut Walks, selection: &Selection<'_>) -> Result<Namespace, CatalogError> {
+        namespace::select(self, walks, selection)
     }
 
     /// The directory name of artifact `index` (as in [`Entry::artifact`]).

@@ -15,23 +15,42 @@ use rayon::prelude::*;
 use super::{Catalog, CatalogError, Entry, EntryKind, FileStamp, Namespace, Override, Selection};
 use crate::relpath::{RelPath, RelPathError};
 
-pub(super) fn select(catalog: &Catalog, selection: &Selection<'_>) -> Result<Namespace, CatalogError> {
+/// Artifacts walked so far, kept while a run plans its packages. Several packages select the
+/// same artifact (core and devel, a generic library in every family's wheel); walking it
+/// once makes their entries, paths and sources one shared copy instead of one per package,
+/// and spares the disk the repeated `stat` of every file.
+#[derive(Debug, Default)]
+pub struct Walks {
+    /// Indexed like [`Catalog::artifacts`]; `None` until the artifact is first selected.
+    by_artifact: Vec<Option<Arc<[Entry]>>>,
+}
+
+pub(super) fn select(
+    catalog: &Catalog,
+    walks: &mut Walks,
+    selection: &Selection<'_>,
+) -> Result<Namespace, CatalogError> {
     let selected: Vec<usize> =
         (0..catalog.artifacts.len()).filter(|&index| (selection.artifacts)(&catalog.artifacts[index].name)).collect();
-    // Walk in parallel; an indexed collect keeps artifact order for the merge.
-    let walked: Vec<Vec<Entry>> = selected
+    walks.by_artifact.resize(catalog.artifacts.len(), None);
+    let unwalked: Vec<usize> = selected.iter().copied().filter(|&index| walks.by_artifact[index].is_none()).collect();
+    let walked: Vec<(usize, Arc<[Entry]>)> = unwalked
         .par_iter()
         .map(|&index| {
             let mut entries = Vec::new();
             for basedir in &catalog.artifacts[index].basedirs {
                 walk_dir(basedir, basedir, index, &mut entries)?;
             }
-            Ok(entries)
+            Ok((index, Arc::from(entries)))
         })
         .collect::<Result<_, CatalogError>>()?;
+    for (index, entries) in walked {
+        walks.by_artifact[index] = Some(entries);
+    }
 
     let mut namespace = Namespace::default();
-    for entry in walked.into_iter().flatten() {
+    // Artifact order (sorted names) decides who wins a clash.
+    for entry in selected.iter().filter_map(|&index| walks.by_artifact[index].as_deref()).flatten() {
         if let Some(previous) = namespace.all.get(&entry.rel) {
             // Two directories at one path simply merge; anything else is a real clash.
             if !(previous.kind == EntryKind::Dir && entry.kind == EntryKind::Dir) {
@@ -42,7 +61,7 @@ pub(super) fn select(catalog: &Catalog, selection: &Selection<'_>) -> Result<Nam
                 });
             }
         }
-        namespace.all.insert(entry.rel.clone(), entry);
+        namespace.all.insert(entry.rel.clone(), entry.clone());
     }
     namespace.entries = namespace
         .all

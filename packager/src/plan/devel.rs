@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::resolve::resolve;
 use super::rpath::decide_rpath;
 use super::runtime::{plan_edits, Builder, SourceFile};
-use super::{rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile};
+use super::{rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile, RpathPlan};
 use crate::catalog::{ArtifactName, EntryKind, Selection};
 use crate::config::PackageGroup;
 use crate::python::{self, PackageRole};
@@ -68,7 +68,7 @@ pub fn devel_package(
                 }
             }
         } else if let Some(file) = SourceFile::of(&entry.kind) {
-            DevelEntry::File { file: Box::new(devel_file(builder, &dist_name, rel, &entry.source, file)) }
+            DevelEntry::File { file: devel_file(builder, &dist_name, rel, &entry.source, file) }
         } else {
             continue;
         };
@@ -90,7 +90,7 @@ pub fn devel_package(
         }
     }
     plan_edits(tree.values_mut().filter_map(|entry| match entry {
-        DevelEntry::File { file } => Some(&mut **file),
+        DevelEntry::File { file } => Some(file),
         _ => None,
     }))?;
     Ok(Some(PackagePlan {
@@ -145,10 +145,12 @@ fn devel_file(
         len,
         stamp,
         executable,
-        kind: elf.kind,
-        rpath: decision.rpath,
-        removed: decision.removed,
-        strategy: crate::elf::EditStrategy::Unchanged,
-        new_len: len,
+        edit: Box::new(RpathPlan {
+            kind: elf.kind,
+            rpath: decision.rpath,
+            removed: decision.removed,
+            strategy: crate::elf::EditStrategy::Unchanged,
+            new_len: len,
+        }),
     }
 }

@@ -91,20 +91,17 @@ pub enum PlannedFile {
         #[serde(skip)]
         stamp: FileStamp,
     },
-    /// Copied with its search path set to `rpath` as DT_RPATH.
+    /// Copied with its search path set to `edit.rpath` as DT_RPATH.
     PatchRpath {
         source: Arc<Path>,
         len: u64,
         #[serde(skip)]
         stamp: FileStamp,
         executable: bool,
-        kind: ElfKind,
-        rpath: String,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        removed: Vec<String>,
-        strategy: EditStrategy,
-        /// Length after the edit (filled in when the edit is planned).
-        new_len: u64,
+        /// Boxed: a plan holds one file per path of the build and most are headers and data,
+        /// which then cost the size of a copy, not of an edit (SPEC §5: bounded memory).
+        #[serde(flatten)]
+        edit: Box<RpathPlan>,
     },
     /// A compiled launcher that execs `target` (relative to its own directory).
     Launcher { target: String, link: Arc<Path> },
@@ -133,20 +130,25 @@ impl PlannedFile {
     }
 }
 
+/// The RPATH edit of one ELF file.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RpathPlan {
+    pub kind: ElfKind,
+    pub rpath: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    pub strategy: EditStrategy,
+    /// Length after the edit (filled in when the edit is planned).
+    pub new_len: u64,
+}
+
 /// One entry of the devel tree (`_rocm_sdk_devel/...` in the tarball).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum DevelEntry {
     Dir,
-    Symlink {
-        target: String,
-        why: LinkReason,
-    },
-    /// Boxed: a planned file is several times the size of the other variants, and a
-    /// devel tree holds one entry per path of the build, once per family.
-    File {
-        file: Box<PlannedFile>,
-    },
+    Symlink { target: String, why: LinkReason },
+    File { file: PlannedFile },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

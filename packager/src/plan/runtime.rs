@@ -11,8 +11,8 @@ use rayon::prelude::*;
 use super::inspect::{FactCache, FileFacts};
 use super::resolve::{resolve, Unresolved};
 use super::rpath::decide_rpath;
-use super::{catalog_error, elf_error, rules, Finding, FindingKind, PackagePlan, PlanError, PlannedFile};
-use crate::catalog::{Catalog, Entry, EntryKind, FileStamp, Glob, Namespace, Override, Selection};
+use super::{catalog_error, elf_error, rules, Finding, FindingKind, PackagePlan, PlanError, PlannedFile, RpathPlan};
+use crate::catalog::{Catalog, Entry, EntryKind, FileStamp, Glob, Namespace, Override, Selection, Walks};
 use crate::config::{PackageConfig, PackageGroup};
 use crate::elf;
 use crate::progress::Progress;
@@ -34,6 +34,8 @@ pub struct Builder<'a> {
     /// Links already warned about: several packages select one link (core and devel), and
     /// the user needs to hear about it once.
     warned_links: BTreeSet<Arc<Path>>,
+    /// Every artifact walked once for all packages: their plans share its paths.
+    walks: Walks,
 }
 
 /// A regular file as the catalog saw it (the entry itself, or a link's target).
@@ -77,11 +79,12 @@ impl<'a> Builder<'a> {
             overrides: Vec::new(),
             aliases: BTreeMap::new(),
             warned_links: BTreeSet::new(),
+            walks: Walks::default(),
         }
     }
 
     pub fn select(&mut self, selection: &Selection<'_>) -> Result<Namespace, crate::Error> {
-        let namespace = self.catalog.select(selection).map_err(catalog_error)?;
+        let namespace = self.catalog.select_walked(&mut self.walks, selection).map_err(catalog_error)?;
         for override_ in &namespace.overridden {
             // Several packages select the same artifacts; each override is explained once.
             if !self.overrides.contains(override_) {
@@ -266,11 +269,13 @@ impl<'a> Builder<'a> {
             len,
             stamp,
             executable,
-            kind: elf.kind,
-            rpath: decision.rpath,
-            removed: decision.removed,
-            strategy: elf::EditStrategy::Unchanged,
-            new_len: len,
+            edit: Box::new(RpathPlan {
+                kind: elf.kind,
+                rpath: decision.rpath,
+                removed: decision.removed,
+                strategy: elf::EditStrategy::Unchanged,
+                new_len: len,
+            }),
         }
     }
 
@@ -326,10 +331,10 @@ pub fn plan_edits<'p>(files: impl Iterator<Item = &'p mut PlannedFile>) -> Resul
     edits
         .par_iter_mut()
         .try_for_each(|file| {
-            if let PlannedFile::PatchRpath { source, rpath, strategy, new_len, .. } = &mut **file {
-                let edit = elf::plan_set_rpath(source, rpath)?;
-                *strategy = edit.strategy;
-                *new_len = edit.new_len();
+            if let PlannedFile::PatchRpath { source, edit, .. } = &mut **file {
+                let planned = elf::plan_set_rpath(source, &edit.rpath)?;
+                edit.strategy = planned.strategy;
+                edit.new_len = planned.new_len();
             }
             Ok::<(), elf::ElfError>(())
         })

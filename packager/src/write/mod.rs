@@ -29,19 +29,20 @@ mod zip;
 pub use metadata::normalize_dist_name;
 pub use tar::xz_stream;
 
-/// Where a member's bytes come from. Payload files are read straight from the artifacts dir.
+/// Where a member's bytes come from. Payload files are read straight from the artifacts dir;
+/// their paths are the plan's own, shared rather than copied into every spec.
 #[derive(Clone, Debug)]
 pub enum MemberData {
     /// A file copied as it is; `len` and `stamp` (when known) are what the plan saw, and a
     /// change is an error.
-    File { path: PathBuf, len: u64, stamp: Option<FileStamp> },
+    File { path: Arc<Path>, len: u64, stamp: Option<FileStamp> },
     /// An ELF file with an RPATH edit spliced in while streaming.
-    Patched { path: PathBuf, edit: Arc<RpathEdit> },
+    Patched { path: Arc<Path>, edit: Arc<RpathEdit> },
     /// An ELF file whose search path becomes `rpath` (DT_RPATH). The edit is planned when the
     /// member is opened and dropped when it has streamed, so a wheel of thousands of
     /// libraries never holds their grown tables all at once. `len` and `new_len` are what
     /// the plan saw, as is `stamp` (when known); a difference at write time is an error.
-    PatchRpath { path: PathBuf, len: u64, stamp: Option<FileStamp>, rpath: String, new_len: u64 },
+    PatchRpath { path: Arc<Path>, len: u64, stamp: Option<FileStamp>, rpath: String, new_len: u64 },
     /// Generated content (Python, metadata, launchers).
     Bytes(Arc<Vec<u8>>),
     /// The devel tree as `_devel.tar[.xz]`, produced while the wheel is written.

@@ -47,27 +47,33 @@ pub fn open_member(data: &MemberData) -> Result<Box<dyn Read + Send + '_>, Write
         MemberData::File { path, len, stamp } => {
             let file = open_planned(path, *len, *stamp)?;
             let watch = Watch::of(&file, path, *len, *stamp)?;
-            Ok(Box::new(ExactReader { inner: file, path: path.clone(), expected: *len, seen: 0, watch }))
+            Ok(Box::new(ExactReader { inner: file, path: path.to_path_buf(), expected: *len, seen: 0, watch }))
         }
         MemberData::Patched { path, edit } => {
             let file = open_planned(path, edit.original_len, None)?;
             let watch = Watch::of(&file, path, edit.original_len, None)?;
-            let reader =
-                SplicedReader::new(file, edit).map_err(|source| WriteError::Read { path: path.clone(), source })?;
-            Ok(Box::new(ExactReader { inner: reader, path: path.clone(), expected: edit.new_len(), seen: 0, watch }))
+            let reader = SplicedReader::new(file, edit)
+                .map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
+            Ok(Box::new(ExactReader {
+                inner: reader,
+                path: path.to_path_buf(),
+                expected: edit.new_len(),
+                seen: 0,
+                watch,
+            }))
         }
         MemberData::PatchRpath { path, len, stamp, rpath, new_len } => {
             let file = open_planned(path, *len, *stamp)?;
             let watch = Watch::of(&file, path, *len, *stamp)?;
             let edit = crate::elf::plan_set_rpath(path, rpath)
-                .map_err(|error| WriteError::Changed { path: path.clone(), reason: error.to_string() })?;
+                .map_err(|error| WriteError::Changed { path: path.to_path_buf(), reason: error.to_string() })?;
             if edit.new_len() != *new_len {
                 let reason = format!("its RPATH edit now yields {} bytes, planned {new_len}", edit.new_len());
-                return Err(WriteError::Changed { path: path.clone(), reason });
+                return Err(WriteError::Changed { path: path.to_path_buf(), reason });
             }
             let reader = SplicedReader::new_owned(file, edit)
-                .map_err(|source| WriteError::Read { path: path.clone(), source })?;
-            Ok(Box::new(ExactReader { inner: reader, path: path.clone(), expected: *new_len, seen: 0, watch }))
+                .map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
+            Ok(Box::new(ExactReader { inner: reader, path: path.to_path_buf(), expected: *new_len, seen: 0, watch }))
         }
         MemberData::Bytes(bytes) => Ok(Box::new(bytes.as_slice())),
         MemberData::DevelTar(_) => {

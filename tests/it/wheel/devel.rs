@@ -25,7 +25,7 @@ fn devel_spec(fixtures: &Path, compression: DevelTarballCompression) -> DevelTar
     let entry = |name: &str, kind: TarEntryKind| TarEntry { name: name.into(), kind };
     let file_kind = |path: &Path, executable: bool| TarEntryKind::File {
         data: MemberData::File {
-            path: path.to_path_buf(),
+            path: std::sync::Arc::from(path),
             len: fs_err::metadata(path).expect("stat").len(),
             stamp: None,
         },
