@@ -20,9 +20,10 @@ use crate::launcher::LauncherTemplate;
 use crate::plan::{DevelEntry, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
 use crate::python::{self, PackageRole};
+use crate::relpath::RelPath;
 use crate::write::{
     self, ArchiveOptions, CoreMetadata, DevelTarSpec, Member, MemberData, SdistFile, SdistSpec, StagedFile, TarEntry,
-    TarEntryKind, WheelSpec, WriteError,
+    TarEntryKind, TarEntrySource, WheelSpec, WriteError,
 };
 
 /// One output file in the summary table.
@@ -230,17 +231,8 @@ fn wheel_spec(
             let data = MemberData::Bytes(Arc::new(file.bytes));
             entries.push(TarEntry { name: file.path, kind: TarEntryKind::File { data, executable: file.executable } });
         }
-        for (rel, entry) in &package.devel_tree {
-            let kind = match entry {
-                DevelEntry::Dir => TarEntryKind::Dir,
-                DevelEntry::Symlink { target, .. } => TarEntryKind::Symlink { target: target.clone() },
-                DevelEntry::File { file } => {
-                    TarEntryKind::File { data: member_data(file, launcher)?, executable: file.is_executable() }
-                }
-            };
-            entries.push(TarEntry { name: format!("{platform_dir}/{rel}"), kind });
-        }
-        let spec = DevelTarSpec { entries, compression, build_time: config.build_time };
+        let tree = DevelTreeEntries { root: platform_dir.clone(), tree: Arc::clone(&package.devel_tree) };
+        let spec = DevelTarSpec { entries, streamed: Some(Arc::new(tree)), compression, build_time: config.build_time };
         members.push(Member {
             name: format!("{py_package}/{file_name}"),
             data: MemberData::DevelTar(Arc::new(spec)),
@@ -288,6 +280,33 @@ fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Resul
         }
         PlannedFile::Generated { bytes } => MemberData::Bytes(Arc::new(bytes.clone())),
     })
+}
+
+/// A plan's devel tree as tarball entries under `root`, made one at a time as the tarball
+/// is written: the tree is in path order, which is name order below one root.
+#[derive(Debug)]
+struct DevelTreeEntries {
+    root: String,
+    tree: Arc<BTreeMap<RelPath, DevelEntry>>,
+}
+
+impl TarEntrySource for DevelTreeEntries {
+    fn for_each_entry(&self, each: &mut dyn FnMut(TarEntry) -> Result<(), WriteError>) -> Result<(), WriteError> {
+        for (rel, entry) in self.tree.iter() {
+            let kind = match entry {
+                DevelEntry::Dir => TarEntryKind::Dir,
+                DevelEntry::Symlink { target, .. } => TarEntryKind::Symlink { target: target.clone() },
+                // The devel tree keeps executable symlinks as links: it has no launchers.
+                DevelEntry::File { file } => TarEntryKind::File {
+                    data: member_data(file, None)
+                        .map_err(|error| WriteError::Invalid { reason: format!("devel tree {rel}: {error}") })?,
+                    executable: file.is_executable(),
+                },
+            };
+            each(TarEntry { name: format!("{}/{rel}", self.root), kind })?;
+        }
+        Ok(())
+    }
 }
 
 fn sdist_spec(plan: &Plan) -> SdistSpec {

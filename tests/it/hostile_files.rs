@@ -266,6 +266,7 @@ fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
                 executable: false,
             },
         }],
+        streamed: None,
         compression: packager::config::DevelTarballCompression::None,
         build_time: packager::config::BuildTime::DEFAULT,
     };

@@ -21,7 +21,7 @@ pub fn render_plan(plan: &Plan) -> String {
         for (rel, file) in &package.files {
             let _ = writeln!(out, "  {platform}/{rel}  {}", describe_file(file));
         }
-        for (rel, entry) in &package.devel_tree {
+        for (rel, entry) in package.devel_tree.iter() {
             let what = match entry {
                 DevelEntry::Dir => "dir".to_owned(),
                 DevelEntry::Symlink { target, why } => format!("symlink -> {target} ({why:?})"),

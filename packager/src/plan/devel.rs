@@ -101,7 +101,7 @@ pub fn devel_package(
         platform_dir: python::platform_dir_name(role, builder.dist_info),
         requires_dist: Vec::new(),
         files: BTreeMap::new(),
-        devel_tree: tree,
+        devel_tree: std::sync::Arc::new(tree),
     }))
 }
 

@@ -223,9 +223,14 @@ pub struct PackagePlan {
     pub requires_dist: Vec<String>,
     /// Files inside the platform dir.
     pub files: BTreeMap<RelPath, PlannedFile>,
-    /// The devel tree (devel packages only), paths inside the devel platform dir.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub devel_tree: BTreeMap<RelPath, DevelEntry>,
+    /// The devel tree (devel packages only), paths inside the devel platform dir. Shared
+    /// with the writer, which makes its tarball entries from it one at a time.
+    #[serde(skip_serializing_if = "is_empty_tree")]
+    pub devel_tree: Arc<BTreeMap<RelPath, DevelEntry>>,
+}
+
+fn is_empty_tree(tree: &Arc<BTreeMap<RelPath, DevelEntry>>) -> bool {
+    tree.is_empty()
 }
 
 impl PackagePlan {

@@ -159,7 +159,7 @@ impl<'a> Builder<'a> {
             platform_dir: python::platform_dir_name(role, self.dist_info),
             requires_dist: Vec::new(),
             files: population.files,
-            devel_tree: BTreeMap::new(),
+            devel_tree: Arc::default(),
         };
         plan_edits(plan.files.values_mut())?;
         self.progress.explain(&format!("{}: {} files", plan.dist_name, plan.files.len()));

@@ -119,10 +119,21 @@ pub struct TarEntry {
     pub kind: TarEntryKind,
 }
 
+/// Entries of a devel tarball made while it is written, in name order. A build's devel
+/// tree holds an entry per path of the build, once per family; made one at a time from the
+/// plan, their names and sources are never a second list in memory (SPEC §5).
+pub trait TarEntrySource: Send + Sync + std::fmt::Debug {
+    /// Calls `each` with every entry, in strictly increasing name order; stops at its
+    /// first error and returns it.
+    fn for_each_entry(&self, each: &mut dyn FnMut(TarEntry) -> Result<(), WriteError>) -> Result<(), WriteError>;
+}
+
 #[derive(Clone, Debug)]
 pub struct DevelTarSpec {
     /// Any order; the writer sorts by name.
     pub entries: Vec<TarEntry>,
+    /// More entries, made while writing and merged with `entries` by name.
+    pub streamed: Option<Arc<dyn TarEntrySource>>,
     pub compression: DevelTarballCompression,
     pub build_time: BuildTime,
 }

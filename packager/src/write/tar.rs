@@ -16,7 +16,7 @@ use tar::{EntryType, Header};
 use super::pipe::{pipe, PipeReader};
 use super::source::{from_io, known_len, open_member};
 use super::{DevelTarSpec, TarEntry, TarEntryKind, WriteError};
-use crate::config::{BuildTime, DevelTarballCompression};
+use crate::config::DevelTarballCompression;
 use crate::progress::Progress;
 
 /// The xz encoder may use this much memory; threads are reduced to fit (SPEC §5: the
@@ -37,51 +37,73 @@ const XZ_BLOCK_SIZE: u32 = 4 << 20;
 /// of [`XZ_MEMORY_BUDGET`] each would break the process's memory bound.
 static XZ_ENCODER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The devel entries in archive order; duplicate names are a planning bug.
-pub fn sorted_entries(spec: &DevelTarSpec) -> Result<Vec<&TarEntry>, WriteError> {
-    let mut entries: Vec<&TarEntry> = spec.entries.iter().collect();
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    for pair in entries.windows(2) {
-        if pair[0].name == pair[1].name {
-            return Err(WriteError::Invalid { reason: format!("devel tarball lists {} twice", pair[0].name) });
+/// Calls `each` with every devel entry in archive order: the listed ones sorted, merged
+/// with the streamed ones. A name twice (a planning bug) or unusable in an archive is an
+/// error naming it.
+pub fn for_each_entry(
+    spec: &DevelTarSpec,
+    each: &mut dyn FnMut(&TarEntry) -> Result<(), WriteError>,
+) -> Result<(), WriteError> {
+    let mut listed: Vec<&TarEntry> = spec.entries.iter().collect();
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut listed = listed.into_iter().peekable();
+    let mut previous = String::new();
+    let mut visit = |entry: &TarEntry| {
+        if !previous.is_empty() && entry.name <= previous {
+            let reason = if entry.name == previous {
+                format!("devel tarball lists {} twice", entry.name)
+            } else {
+                format!("devel tarball entries out of order: {} after {previous}", entry.name)
+            };
+            return Err(WriteError::Invalid { reason });
         }
-    }
-    for entry in &entries {
         super::wheel::check_member_name(&entry.name)?;
+        previous.clear();
+        previous.push_str(&entry.name);
+        each(entry)
+    };
+    if let Some(streamed) = &spec.streamed {
+        streamed.for_each_entry(&mut |entry| {
+            while let Some(before) = listed.next_if(|before| before.name < entry.name) {
+                visit(before)?;
+            }
+            visit(&entry)
+        })?;
     }
-    Ok(entries)
+    listed.try_for_each(visit)
 }
 
 /// Bytes of payload the tarball reads, for progress.
 pub fn input_len(spec: &DevelTarSpec) -> u64 {
-    spec.entries
-        .iter()
-        .map(|entry| match &entry.kind {
-            TarEntryKind::File { data, .. } => known_len(data).unwrap_or(0),
-            _ => 0,
-        })
-        .sum()
+    let mut total = 0u64;
+    // A bad entry fails the write itself, with its error; progress only needs a total.
+    let _ = for_each_entry(spec, &mut |entry| {
+        if let TarEntryKind::File { data, .. } = &entry.kind {
+            total = total.saturating_add(known_len(data).unwrap_or(0));
+        }
+        Ok(())
+    });
+    total
 }
 
 /// An upper bound of the finished (possibly compressed) tarball's size, which decides
 /// whether its wheel member needs a ZIP64 header before its size is known.
 pub fn size_bound(spec: &DevelTarSpec) -> u64 {
-    let tar_bound: u64 = spec
-        .entries
-        .iter()
-        .map(|entry| {
-            let data = match &entry.kind {
-                TarEntryKind::File { data, .. } => known_len(data).unwrap_or(u64::MAX / 4),
-                _ => 0,
-            };
-            let long_names = match &entry.kind {
-                TarEntryKind::Symlink { target } => entry.name.len() + target.len(),
-                _ => entry.name.len(),
-            };
-            // Header, long-name records, data rounded up to whole blocks.
-            (3 * 512 + 2 * long_names as u64 + data.saturating_add(511)).min(u64::MAX / 4)
-        })
-        .fold(1024u64, u64::saturating_add);
+    let mut tar_bound = 1024u64;
+    let _ = for_each_entry(spec, &mut |entry| {
+        let data = match &entry.kind {
+            TarEntryKind::File { data, .. } => known_len(data).unwrap_or(u64::MAX / 4),
+            _ => 0,
+        };
+        let long_names = match &entry.kind {
+            TarEntryKind::Symlink { target } => entry.name.len() + target.len(),
+            _ => entry.name.len(),
+        };
+        // Header, long-name records, data rounded up to whole blocks.
+        tar_bound =
+            tar_bound.saturating_add((3 * 512 + 2 * long_names as u64 + data.saturating_add(511)).min(u64::MAX / 4));
+        Ok(())
+    });
     // xz of incompressible data grows by well under 1 %.
     tar_bound.saturating_add(tar_bound / 64).saturating_add(1 << 20)
 }
@@ -111,14 +133,13 @@ pub fn write_devel_tarball<W: Write>(
     progress_name: &str,
     output: &Path,
 ) -> Result<W, WriteError> {
-    let entries = sorted_entries(spec)?;
     match spec.compression {
-        DevelTarballCompression::None => write_tar(&entries, spec.build_time, out, progress, progress_name, output),
+        DevelTarballCompression::None => write_tar(spec, out, progress, progress_name, output),
         DevelTarballCompression::Xz { preset } => {
             // A panic elsewhere while holding the lock leaves nothing to repair.
             let _one_encoder = XZ_ENCODER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let encoder = XzEncoder::new_stream(out, xz_stream(preset, output)?);
-            let encoder = write_tar(&entries, spec.build_time, encoder, progress, progress_name, output)?;
+            let encoder = write_tar(spec, encoder, progress, progress_name, output)?;
             encoder.finish().map_err(|source| WriteError::Write { path: output.to_path_buf(), source })
         }
     }
@@ -165,18 +186,17 @@ fn xz_preset_dict_size(preset: u32) -> u32 {
 }
 
 fn write_tar<W: Write>(
-    entries: &[&TarEntry],
-    build_time: BuildTime,
+    spec: &DevelTarSpec,
     out: W,
     progress: &dyn Progress,
     progress_name: &str,
     output: &Path,
 ) -> Result<W, WriteError> {
     let mut builder = tar::Builder::new(out);
-    for entry in entries {
+    for_each_entry(spec, &mut |entry| {
         let path = Path::new(&entry.name);
         let mut header = Header::new_gnu();
-        header.set_mtime(build_time.0);
+        header.set_mtime(spec.build_time.0);
         header.set_uid(0);
         header.set_gid(0);
         let result = match &entry.kind {
@@ -203,8 +223,8 @@ fn write_tar<W: Write>(
                 builder.append_data(&mut header, path, reader)
             }
         };
-        result.map_err(|error| from_io(error, output, false))?;
-    }
+        result.map_err(|error| from_io(error, output, false))
+    })?;
     builder.into_inner().map_err(|error| from_io(error, output, false))
 }
 
@@ -226,8 +246,7 @@ impl<R: Read> Read for ProgressReader<'_, R> {
 /// Lays the devel entries out under `root` as real directories, files and symlinks
 /// (`--no-build-packages`).
 pub fn expand_devel_entries(spec: &DevelTarSpec, root: &Path) -> Result<(), WriteError> {
-    let entries = sorted_entries(spec)?;
-    for entry in entries {
+    for_each_entry(spec, &mut |entry| {
         let path = root.join(&entry.name);
         let write_error = |source| WriteError::Write { path: path.clone(), source };
         if let Some(parent) = path.parent() {
@@ -240,8 +259,8 @@ pub fn expand_devel_entries(spec: &DevelTarSpec, root: &Path) -> Result<(), Writ
                 super::tree::write_file(data, *executable, &path)?;
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]

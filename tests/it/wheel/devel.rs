@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use packager::config::{BuildTime, DevelTarballCompression};
 use packager::progress::Silent;
-use packager::write::{write_tree, write_wheel, DevelTarSpec, Member, MemberData, TarEntry, TarEntryKind, WheelSpec};
+use packager::write::{
+    write_devel_tarball, write_tree, write_wheel, DevelTarSpec, Member, MemberData, TarEntry, TarEntryKind,
+    TarEntrySource, WheelSpec, WriteError,
+};
 
 use super::{bytes, file, metadata, options, python};
 use crate::support::{run, tools_venv};
@@ -50,6 +53,7 @@ fn devel_spec(fixtures: &Path, compression: DevelTarballCompression) -> DevelTar
                 TarEntryKind::File { data: MemberData::Bytes(Arc::new(b"generated\n".to_vec())), executable: false },
             ),
         ],
+        streamed: None,
         compression,
         build_time: BuildTime::DEFAULT,
     }
@@ -145,4 +149,55 @@ fn write_tree_expands_the_devel_tarball_as_real_files_and_links() {
     assert!(record.ends_with("demo_devel-1.2.0.dev0.dist-info/RECORD,,\n"), "{record}");
     let entries: Vec<_> = fs_err::read_dir(&dest).expect("read").map(|e| e.expect("entry").file_name()).collect();
     assert_eq!(entries, ["demo_devel-1.2.0.dev0"], "temp dirs left behind");
+}
+
+/// Entries made while writing, as the packager makes a plan's devel tree.
+#[derive(Debug)]
+struct Streamed(Vec<TarEntry>);
+
+impl TarEntrySource for Streamed {
+    fn for_each_entry(&self, each: &mut dyn FnMut(TarEntry) -> Result<(), WriteError>) -> Result<(), WriteError> {
+        self.0.iter().cloned().try_for_each(each)
+    }
+}
+
+/// Half the entries listed, half streamed in name order: the tarball has the same bytes as
+/// with every entry listed, in both layouts.
+#[test]
+fn streamed_entries_merge_with_listed_ones_by_name() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    for compression in [DevelTarballCompression::None, DevelTarballCompression::Xz { preset: 0 }] {
+        let listed = devel_spec(temp.path(), compression);
+        let mut sorted = listed.entries.clone();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        let (streamed, kept): (Vec<_>, Vec<_>) = sorted.into_iter().enumerate().partition(|(index, _)| index % 2 == 1);
+        let split = DevelTarSpec {
+            entries: kept.into_iter().rev().map(|(_, entry)| entry).collect(),
+            streamed: Some(Arc::new(Streamed(streamed.into_iter().map(|(_, entry)| entry).collect()))),
+            ..listed.clone()
+        };
+        let tarball = |spec: &DevelTarSpec| {
+            let mut out = Vec::new();
+            write_devel_tarball(&mut out, spec).expect("tarball");
+            out
+        };
+        assert!(tarball(&listed) == tarball(&split), "{compression:?}: streamed entries changed the tarball");
+    }
+}
+
+/// A name both listed and streamed, or streamed out of order, is refused, naming it.
+#[test]
+fn streamed_entries_twice_or_out_of_order_are_errors() {
+    let dir = |name: &str| TarEntry { name: name.into(), kind: TarEntryKind::Dir };
+    let spec = |listed: Vec<TarEntry>, streamed: Vec<TarEntry>| DevelTarSpec {
+        entries: listed,
+        streamed: Some(Arc::new(Streamed(streamed))),
+        compression: DevelTarballCompression::None,
+        build_time: BuildTime::DEFAULT,
+    };
+    let error = |spec: DevelTarSpec| write_devel_tarball(&mut Vec::new(), &spec).expect_err("refused").to_string();
+    let twice = error(spec(vec![dir("_devel/a")], vec![dir("_devel"), dir("_devel/a")]));
+    assert!(twice.contains("_devel/a twice"), "{twice}");
+    let unordered = error(spec(Vec::new(), vec![dir("_devel/b"), dir("_devel/a")]));
+    assert!(unordered.contains("out of order: _devel/a after _devel/b"), "{unordered}");
 }

@@ -45,6 +45,7 @@ fn a_file_that_changed_size_fails_the_wheel_and_leaves_nothing() {
                 executable: false,
             },
         }],
+        streamed: None,
         compression: packager::config::DevelTarballCompression::Xz { preset: 0 },
         build_time: packager::config::BuildTime::DEFAULT,
     };
