@@ -75,8 +75,9 @@ pub struct FamilyRequest {
     pub linux: Vec<String>,
     /// `--windows-amdgpu-families` as given.
     pub windows: Vec<String>,
-    /// The targets each requested name expands to (family → targets; a target maps to itself).
-    pub expansion: std::collections::BTreeMap<String, Vec<String>>,
+    /// The target ids each requested name expands to (family → targets; a target maps to
+    /// itself), from the checkout's cmake table.
+    pub expansion: std::collections::BTreeMap<String, Vec<crate::plan::TargetId>>,
 }
 
 /// Everything `packager::package` needs. No `Default`: the caller decides each field.

@@ -71,7 +71,8 @@ fn artifacts_sorted_and_odd_names_ignored() {
     assert_eq!(names, ["amd-llvm_lib_generic", "base_lib_generic", "blas_lib_gfx1030", "blas_lib_gfx90a:xnack+"]);
     assert_eq!(catalog.ignored, ["README.txt", "rocm_smi_lib_generic"]);
     assert!(catalog.kpack_split());
-    assert_eq!(catalog.target_families().into_iter().collect::<Vec<_>>(), ["gfx1030", "gfx90a:xnack+"]);
+    let families: Vec<String> = catalog.target_families().iter().map(ToString::to_string).collect();
+    assert_eq!(families, ["gfx1030", "gfx90a:xnack+"]);
     assert_eq!(catalog.dist_amdgpu_targets, None);
 }
 
@@ -238,4 +239,23 @@ fn missing_inputs_are_named() {
     let error = Catalog::read(tree.root()).expect_err("no artifact manifest");
     let manifest = tree.root().join("x_lib_generic/artifact_manifest.txt");
     assert_eq!(error.to_string(), format!("cannot read {}", manifest.display()));
+}
+
+/// SPEC §1: a kpack-split build names each per-ISA artifact after one target id. A family
+/// there would become a device wheel that no GPU selects, so it is refused by name.
+#[test]
+fn kpack_split_artifact_named_after_a_family_is_refused() {
+    let tree = Tree::new(true);
+    tree.artifact("blas_lib_gfx90a:xnack+", "s\n");
+    tree.artifact("blas_lib_gfx110X-all", "s\n");
+    let dist = tree.root().join("dist");
+    let error = packager::package(&crate::support::package_config(tree.root(), &dist), &packager::Silent)
+        .expect_err("a family in a kpack-split build is refused");
+    assert!(
+        matches!(&error, packager::Error::Plan(packager::plan::PlanError::NotATargetId { artifact, .. })
+            if artifact == "blas_lib_gfx110X-all"),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("\"blas_lib_gfx110X-all\""), "{error}");
+    assert!(error.hint().is_some_and(|hint| hint.contains("gfx90a:xnack+")), "{error:?}");
 }

@@ -22,6 +22,7 @@ pub use manifest::{ARTIFACT_MANIFEST, DIST_INFO};
 pub use names::ArtifactName;
 pub use namespace::Walks;
 
+use crate::plan::targets::TargetFamily;
 use crate::relpath::RelPath;
 
 /// Relative to the artifacts dir: the build manifest whose absence means "not a TheRock build".
@@ -229,12 +230,13 @@ impl Catalog {
         self.artifacts[index].name.dir_name()
     }
 
-    /// `target_family` values other than `generic`, sorted.
-    pub fn target_families(&self) -> BTreeSet<String> {
+    /// `target_family` values other than `generic`, sorted by spelling.
+    pub fn target_families(&self) -> BTreeSet<TargetFamily> {
         self.artifacts
             .iter()
-            .map(|artifact| artifact.name.target_family.clone())
-            .filter(|family| family != "generic")
+            .map(|artifact| &artifact.name.target_family)
+            .filter(|family| !family.is_generic())
+            .cloned()
             .collect()
     }
 

@@ -1,12 +1,15 @@
 //! Artifact directory names: `{name}_{component}_{target_family}`, each part free of `_`.
 
+use crate::plan::targets::TargetFamily;
+
 /// A parsed artifact directory name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct ArtifactName {
     pub name: String,
     pub component: String,
-    /// `generic`, a family (`gfx110X-all`) or a target id (`gfx90a:xnack+`), as the build spells it.
-    pub target_family: String,
+    /// `generic`, a family (`gfx110X-all`) or a target id (`gfx90a:xnack+`), spelled as the
+    /// build spells it.
+    pub target_family: TargetFamily,
 }
 
 impl ArtifactName {
@@ -20,7 +23,7 @@ impl ArtifactName {
         Some(ArtifactName {
             name: name.to_owned(),
             component: component.to_owned(),
-            target_family: target_family.to_owned(),
+            target_family: TargetFamily::parse(target_family),
         })
     }
 
@@ -30,7 +33,7 @@ impl ArtifactName {
     }
 
     pub fn is_generic(&self) -> bool {
-        self.target_family == "generic"
+        self.target_family.is_generic()
     }
 }
 
@@ -52,6 +55,20 @@ mod tests {
         check("core-hip_lib_generic", Some(("core-hip", "lib", "generic")));
         check("blas_lib_gfx110X-all", Some(("blas", "lib", "gfx110X-all")));
         check("blas_lib_gfx90a:xnack+", Some(("blas", "lib", "gfx90a:xnack+")));
+        check("blas_lib_GFX90A:sramecc+:xnack-", Some(("blas", "lib", "GFX90A:sramecc+:xnack-")));
+    }
+
+    #[test]
+    fn the_third_part_is_typed_once() {
+        let parse = |dir_name: &str| ArtifactName::parse(dir_name).expect("artifact shape");
+        assert!(parse("core-hip_lib_generic").is_generic());
+        assert!(matches!(parse("blas_lib_gfx110X-all").target_family, TargetFamily::Family(_)));
+        let target = parse("blas_lib_gfx90a:xnack+").target_family.target();
+        assert_eq!(target.as_ref().map(|target| target.as_str()), Some("gfx90a"));
+        // Not valid in package names, but still an artifact: the plan refuses it by name.
+        let hostile = parse("blas_lib_gfx1100\"");
+        assert!(!hostile.target_family.is_valid_in_names());
+        assert_eq!(hostile.dir_name(), "blas_lib_gfx1100\"");
     }
 
     #[test]

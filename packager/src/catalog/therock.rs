@@ -2,7 +2,7 @@
 //! `cmake/therock_amdgpu_targets.cmake`.
 //!
 //! The cmake file is read, not run: each `therock_add_amdgpu_target(gfxNNN "name" FAMILY
-//! fam... [OTHER_KEYWORD ...])` call gives one target and its families. Every target is
+//! fam... [OTHER_KEYWORD ...])` call gives one target id and its families. Every target is
 //! also a family of its own, as the cmake function makes it.
 
 use std::collections::BTreeMap;
@@ -10,6 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::CatalogError;
+use crate::plan::targets::TargetId;
 
 pub const VERSION_JSON: &str = "version.json";
 pub const AMDGPU_TARGETS_CMAKE: &str = "cmake/therock_amdgpu_targets.cmake";
@@ -32,7 +33,7 @@ pub fn read_version(root: &Path) -> Result<String, CatalogError> {
 
 /// Family (or target) → its targets, sorted and de-duplicated, from the checkout's
 /// `cmake/therock_amdgpu_targets.cmake`.
-pub fn read_amdgpu_targets(root: &Path) -> Result<BTreeMap<String, Vec<String>>, CatalogError> {
+pub fn read_amdgpu_targets(root: &Path) -> Result<BTreeMap<String, Vec<TargetId>>, CatalogError> {
     let path = root.join(AMDGPU_TARGETS_CMAKE);
     let text = read_checkout_file(root, &path)?;
     parse_amdgpu_targets(&text).map_err(|message| CatalogError::BadCheckoutFile { path, message })
@@ -60,9 +61,9 @@ fn parse_version(text: &str) -> Result<String, String> {
 
 const CALL: &str = "therock_add_amdgpu_target";
 
-fn parse_amdgpu_targets(text: &str) -> Result<BTreeMap<String, Vec<String>>, String> {
+fn parse_amdgpu_targets(text: &str) -> Result<BTreeMap<String, Vec<TargetId>>, String> {
     let tokens = tokenize(text)?;
-    let mut table: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut table: BTreeMap<String, Vec<TargetId>> = BTreeMap::new();
     let mut index = 0;
     while index < tokens.len() {
         // A call is the bare word followed by `(`; `function(therock_add_amdgpu_target ...)`
@@ -77,7 +78,7 @@ fn parse_amdgpu_targets(text: &str) -> Result<BTreeMap<String, Vec<String>>, Str
             .ok_or_else(|| format!("unclosed `{CALL}(` call"))?;
         let args: Vec<&Token> = tokens[start..end].iter().collect();
         let (target, families) = parse_call(&args)?;
-        table.entry(target.clone()).or_default().push(target.clone());
+        table.entry(target.to_string()).or_default().push(target.clone());
         for family in families {
             table.entry(family).or_default().push(target.clone());
         }
@@ -91,9 +92,10 @@ fn parse_amdgpu_targets(text: &str) -> Result<BTreeMap<String, Vec<String>>, Str
 }
 
 /// `gfxNNN "product name" [KEYWORD values...]...` → the target and its FAMILY values.
-fn parse_call(args: &[&Token]) -> Result<(String, Vec<String>), String> {
+fn parse_call(args: &[&Token]) -> Result<(TargetId, Vec<String>), String> {
     let target = match args.first() {
-        Some(Token::Word(word)) => word.clone(),
+        Some(Token::Word(word)) => TargetId::parse(word)
+            .ok_or_else(|| format!("`{CALL}({word} ...)` does not name a GPU target such as gfx1100"))?,
         _ => return Err(format!("a `{CALL}` call without a target name")),
     };
     let mut families = Vec::new();
@@ -169,7 +171,7 @@ mod tests {
         let table = parse_amdgpu_targets(cmake).expect("parses");
         let actual: Vec<(&str, Vec<&str>)> = table
             .iter()
-            .map(|(family, targets)| (family.as_str(), targets.iter().map(String::as_str).collect()))
+            .map(|(family, targets)| (family.as_str(), targets.iter().map(TargetId::as_str).collect()))
             .collect();
         let expect: Vec<(&str, Vec<&str>)> =
             expect.iter().map(|(family, targets)| (*family, targets.to_vec())).collect();
@@ -235,6 +237,11 @@ therock_add_amdgpu_target(gfx1103 "AMD Radeon 780M Laptop iGPU")
         assert!(parse_amdgpu_targets("therock_add_amdgpu_target(gfx1100 \"x\" FAMILY a").is_err());
         assert!(parse_amdgpu_targets("therock_add_amdgpu_target(gfx1100 \"x").is_err());
         assert!(parse_amdgpu_targets("therock_add_amdgpu_target()").is_err());
+        let not_a_target = parse_amdgpu_targets("therock_add_amdgpu_target(gfx11X \"x\" FAMILY a)");
+        assert_eq!(
+            not_a_target,
+            Err("`therock_add_amdgpu_target(gfx11X ...)` does not name a GPU target such as gfx1100".to_owned())
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::targets::Target;
+use super::targets::{Target, TargetFamily, TargetId};
 use super::PlanError;
 use crate::catalog::Catalog;
 use crate::config::{FamilyRequest, PackageConfig};
@@ -34,13 +34,16 @@ impl FamilyPlan {
 }
 
 pub fn plan_families(catalog: &Catalog, request: &FamilyRequest) -> Result<FamilyPlan, PlanError> {
-    let families: Vec<String> = catalog.target_families().into_iter().collect();
+    let families = catalog.target_families();
     let mut plan = FamilyPlan::default();
     if catalog.kpack_split() {
-        let targets: BTreeSet<Target> = families.iter().map(|family| Target::from_target_id(family)).collect();
+        // `plan_packages` has refused kpack-split artifacts named after a family.
+        let targets: BTreeSet<Target> = families.iter().filter_map(TargetFamily::target).collect();
         plan.device_targets = targets.into_iter().collect();
         plan.available = plan.device_targets.iter().map(|target| target.to_string()).collect();
-        let requested = requested_targets(request)?;
+        let linux = requested_targets(&request.linux, request)?;
+        let windows = requested_targets(&request.windows, request)?;
+        let requested: BTreeSet<Target> = linux.iter().chain(&windows).flatten().cloned().collect();
         let missing: Vec<String> =
             requested.iter().filter(|target| !plan.device_targets.contains(target)).map(ToString::to_string).collect();
         if !missing.is_empty() {
@@ -51,13 +54,14 @@ pub fn plan_families(catalog: &Catalog, request: &FamilyRequest) -> Result<Famil
                 plan.device_targets.iter().filter(|target| !requested.contains(target)).cloned().collect();
         }
         plan.requested_targets = requested.into_iter().collect();
-        plan.linux = expand_names(&request.linux, request, true).unwrap_or_else(|| plan.available.clone());
-        plan.windows = expand_names(&request.windows, request, true).unwrap_or_default();
+        let names = |targets: Vec<Target>| targets.iter().map(ToString::to_string).collect::<Vec<String>>();
+        plan.linux = linux.map(names).unwrap_or_else(|| plan.available.clone());
+        plan.windows = windows.map(names).unwrap_or_default();
     } else {
-        plan.legacy_families = families.clone();
-        plan.available = families;
-        plan.linux = expand_names(&request.linux, request, false).unwrap_or_else(|| plan.available.clone());
-        plan.windows = expand_names(&request.windows, request, false).unwrap_or_default();
+        plan.legacy_families = families.iter().map(ToString::to_string).collect();
+        plan.available = plan.legacy_families.clone();
+        plan.linux = spelled(&request.linux).unwrap_or_else(|| plan.available.clone());
+        plan.windows = spelled(&request.windows).unwrap_or_default();
     }
     plan.linux.sort();
     plan.linux.dedup();
@@ -87,44 +91,32 @@ fn default_family(available: &[String], linux: Option<&[String]>, windows: Optio
         .cloned()
 }
 
-/// The requested names as the build spells them: targets for kpack-split, families otherwise.
-/// `None` when nothing was requested.
-fn expand_names(names: &[String], request: &FamilyRequest, as_targets: bool) -> Option<Vec<String>> {
+/// Legacy: the requested families as given. `None` when nothing was requested.
+fn spelled(names: &[String]) -> Option<Vec<String>> {
+    (!names.is_empty()).then(|| names.to_vec())
+}
+
+/// Kpack-split: the base targets one flag's names stand for, in the order given. `None`
+/// when nothing was requested.
+fn requested_targets(names: &[String], request: &FamilyRequest) -> Result<Option<Vec<Target>>, PlanError> {
     if names.is_empty() {
-        return None;
+        return Ok(None);
     }
-    let mut out = Vec::new();
+    let mut targets = Vec::new();
     for name in names {
-        if as_targets {
-            let targets = request.expansion.get(name).cloned().unwrap_or_else(|| vec![name.clone()]);
-            out.extend(targets.iter().map(|target| Target::from_target_id(target).to_string()));
-        } else {
-            out.push(name.clone());
+        // The checkout's table first: it lists each target under its own name too.
+        if let Some(expanded) = request.expansion.get(name) {
+            targets.extend(expanded.iter().map(TargetId::target));
+            continue;
         }
-    }
-    Some(out)
-}
-
-fn requested_targets(request: &FamilyRequest) -> Result<BTreeSet<Target>, PlanError> {
-    let mut targets = BTreeSet::new();
-    for name in request.linux.iter().chain(&request.windows) {
-        match request.expansion.get(name) {
-            Some(expanded) => targets.extend(expanded.iter().map(|target| Target::from_target_id(target))),
-            None if looks_like_target(name) => {
-                targets.insert(Target::from_target_id(name));
+        match TargetFamily::parse(name) {
+            TargetFamily::TargetId(id) => targets.push(id.target()),
+            TargetFamily::Generic | TargetFamily::Family(_) => {
+                return Err(PlanError::UnknownFamily { family: name.clone() })
             }
-            None => return Err(PlanError::UnknownFamily { family: name.clone() }),
         }
     }
-    Ok(targets)
-}
-
-/// `gfx90a`, `gfx1100`, `gfx950:xnack+`: a target id rather than a family like `gfx110X-all`.
-fn looks_like_target(name: &str) -> bool {
-    let base = name.split(':').next().unwrap_or(name);
-    base.len() > 3
-        && base[..3].eq_ignore_ascii_case("gfx")
-        && base[3..].bytes().all(|byte| byte.is_ascii_digit() || matches!(byte, b'a'..=b'f' | b'A'..=b'F'))
+    Ok(Some(targets))
 }
 
 pub fn dist_info(families: &FamilyPlan, config: &PackageConfig, kpack_split: bool) -> DistInfo {
@@ -144,15 +136,6 @@ pub fn dist_info(families: &FamilyPlan, config: &PackageConfig, kpack_split: boo
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_vs_families() {
-        assert!(looks_like_target("gfx90a"));
-        assert!(looks_like_target("gfx1100"));
-        assert!(looks_like_target("gfx950:xnack+"));
-        assert!(!looks_like_target("gfx110X-all"));
-        assert!(!looks_like_target("gfx94X-dcgpu"));
-    }
 
     /// The default for a build of three families, given the lists of the flags given.
     fn default_of(linux: Option<&[&str]>, windows: Option<&[&str]>) -> Option<String> {
@@ -195,14 +178,51 @@ mod tests {
         assert_eq!(default_of(Some(&["gfx1201"]), None).as_deref(), Some("gfx110X-all"));
     }
 
+    fn request(linux: &[&str], windows: &[&str]) -> FamilyRequest {
+        let owned = |list: &[&str]| list.iter().map(|name| (*name).to_owned()).collect::<Vec<String>>();
+        let id = |name: &str| TargetId::parse(name).expect("a target id");
+        let expansion = [("gfx110X-all", vec![id("gfx1100"), id("gfx1101")]), ("gfx1100", vec![id("gfx1100")])]
+            .into_iter()
+            .map(|(family, targets)| (family.to_owned(), targets))
+            .collect();
+        FamilyRequest { linux: owned(linux), windows: owned(windows), expansion }
+    }
+
+    /// The targets of each flag's list, or the error's text.
+    fn check(linux: &[&str], windows: &[&str], expect: Result<[Option<&[&str]>; 2], &str>) {
+        let request = request(linux, windows);
+        let as_names = |targets: Option<Vec<Target>>| {
+            targets.map(|targets| targets.iter().map(ToString::to_string).collect::<Vec<String>>())
+        };
+        let actual = requested_targets(&request.linux, &request)
+            .and_then(|linux| Ok([as_names(linux), as_names(requested_targets(&request.windows, &request)?)]))
+            .map_err(|error| error.to_string());
+        let expect = expect
+            .map(|lists| lists.map(|list| list.map(|names| names.iter().map(|name| (*name).to_owned()).collect())))
+            .map_err(str::to_owned);
+        assert_eq!(actual, expect, "{linux:?} {windows:?}");
+    }
+
+    #[test]
+    fn flags_mix_families_and_target_ids() {
+        check(&[], &[], Ok([None, None]));
+        check(&["gfx110X-all", "gfx90a:xnack+"], &[], Ok([Some(&["gfx1100", "gfx1101", "gfx90a"]), None]));
+        check(
+            &["GFX1030"],
+            &["gfx90a:sramecc+:xnack-", "gfx110X-all"],
+            Ok([Some(&["gfx1030"]), Some(&["gfx90a", "gfx1100", "gfx1101"])]),
+        );
+        // A target the checkout lists goes through its table; one it does not is taken as is.
+        check(&["gfx1100", "gfx942"], &[], Ok([Some(&["gfx1100", "gfx942"]), None]));
+    }
+
     #[test]
     fn unknown_family_is_an_error() {
-        let request = FamilyRequest { linux: vec!["gfx110X-all".to_owned()], ..FamilyRequest::default() };
-        assert!(matches!(requested_targets(&request), Err(PlanError::UnknownFamily { .. })));
-        let request =
-            FamilyRequest { linux: vec!["gfx90a:xnack+".to_owned(), "GFX1030".to_owned()], ..FamilyRequest::default() };
-        let targets: Vec<String> =
-            requested_targets(&request).expect("targets").iter().map(ToString::to_string).collect();
-        assert_eq!(targets, ["gfx1030", "gfx90a"]);
+        let unknown = |name: &str| {
+            format!("requested family {name:?} is not known (not in cmake/therock_amdgpu_targets.cmake and not a gfx target)")
+        };
+        check(&["gfx94X-dcgpu"], &[], Err(&unknown("gfx94X-dcgpu")));
+        check(&["gfx1100"], &["generic"], Err(&unknown("generic")));
+        check(&["gfx90a:xnack"], &[], Err(&unknown("gfx90a:xnack")));
     }
 }

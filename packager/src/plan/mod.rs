@@ -28,7 +28,7 @@ use crate::python::{DistInfo, PackageRole};
 use crate::relpath::RelPath;
 
 pub use families::FamilyPlan;
-pub use targets::Target;
+pub use targets::{Target, TargetFamily, TargetId};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -37,6 +37,10 @@ pub enum PlanError {
     /// `artifact` is quoted and escaped: it is untrusted and may hold newlines.
     #[error("artifact {artifact:?} in {} has a target family name that cannot be used in package names", dir.display())]
     BadFamilyName { artifact: String, dir: PathBuf },
+    /// Kpack-split per-ISA artifacts carry one GPU target (SPEC §1); a family there would
+    /// become a device wheel that no GPU selects.
+    #[error("artifact {artifact:?} in {} is in a kpack-split build, but its target family is not a GPU target id", dir.display())]
+    NotATargetId { artifact: String, dir: PathBuf },
     #[error("version suffix {suffix:?} cannot be part of a Python package name")]
     BadVersionSuffix { suffix: String },
     #[error("no profiler artifacts (rocprofiler-compute, rocprofiler-systems) found in {}", dir.display())]
@@ -65,6 +69,9 @@ impl PlanError {
             Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
             Self::BadFamilyName { .. } => Some(
                 "a target family may hold only ASCII letters, digits and `-:+.`: rename or remove the artifact directory",
+            ),
+            Self::NotATargetId { .. } => Some(
+                "in a kpack-split build, name each per-ISA artifact after one target id such as gfx942 or gfx90a:xnack+: rename or remove the artifact directory",
             ),
             Self::BadVersionSuffix { .. } => {
                 Some("pass a --version-suffix of ASCII letters, digits and `_` only (it ends directory and module names)")
@@ -286,9 +293,13 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         return Err(PlanError::BadVersionSuffix { suffix: config.version_suffix.clone() }.into());
     }
     for artifact in &catalog.artifacts {
-        if !targets::is_valid_family_name(&artifact.name.target_family) {
-            let artifact = artifact.dir.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-            return Err(PlanError::BadFamilyName { artifact, dir: catalog.artifacts_dir.clone() }.into());
+        let family = &artifact.name.target_family;
+        let dir_name = || artifact.dir.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        if !family.is_valid_in_names() {
+            return Err(PlanError::BadFamilyName { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());
+        }
+        if catalog.kpack_split() && matches!(family, TargetFamily::Family(_)) {
+            return Err(PlanError::NotATargetId { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());
         }
     }
     let families = families::plan_families(catalog, &config.families)?;

@@ -78,7 +78,7 @@ pub fn is_core_artifact(name: &ArtifactName) -> bool {
     let hotswap = name.name == "rocjitsu-hotswap" && name.component == "lib";
     // hiprtc needs the HIP headers beside it.
     let headers = matches!(name.name.as_str(), "core-hip" | "core-ocl") && name.component == "dev";
-    name.target_family == "generic" && (listed || hotswap || headers)
+    name.is_generic() && (listed || hotswap || headers)
 }
 
 pub fn core_excludes() -> Result<Vec<Glob>, CatalogError> {
@@ -99,7 +99,7 @@ pub fn profiler_includes() -> Result<Vec<Glob>, CatalogError> {
 
 /// Legacy: the family's artifacts plus generic; kpack-split (`family == None`): generic only.
 pub fn is_libraries_artifact(name: &ArtifactName, family: Option<&str>) -> bool {
-    let family_ok = name.target_family == "generic" || family == Some(name.target_family.as_str());
+    let family_ok = is_generic_or_of(name, family);
     LIBRARIES_ARTIFACTS.contains(&name.name.as_str()) && name.component == "lib" && family_ok
 }
 
@@ -108,8 +108,7 @@ pub fn is_device_artifact(name: &ArtifactName, target: &Target) -> bool {
     name.name != "rpp"
         && LIBRARIES_ARTIFACTS.contains(&name.name.as_str())
         && name.component == "lib"
-        && name.target_family != "generic"
-        && Target::from_target_id(&name.target_family) == *target
+        && name.target_family.target().as_ref() == Some(target)
 }
 
 /// Every artifact that fed a runtime package (profiler aside) plus the devel-only ones.
@@ -119,9 +118,14 @@ pub fn is_devel_artifact(name: &ArtifactName, family: Option<&str>, kpack_split:
         || name.name == "rocjitsu-hotswap"
         || LIBRARIES_ARTIFACTS.contains(&name.name.as_str())
         || extras.contains(&name.name.as_str());
-    let family_ok = name.target_family == "generic" || family == Some(name.target_family.as_str());
+    let family_ok = is_generic_or_of(name, family);
     let component_ok = !(kpack_split && name.component == "test");
     listed && !PROFILER_ARTIFACTS.contains(&name.name.as_str()) && family_ok && component_ok
+}
+
+/// Arch-neutral, or built for the legacy `family` (as the artifacts spell it).
+fn is_generic_or_of(name: &ArtifactName, family: Option<&str>) -> bool {
+    name.is_generic() || family.is_some_and(|family| name.target_family.as_str() == family)
 }
 
 /// (platform package logical name, directory inside it) appended to RPATHs, per SPEC §2.
