@@ -1,7 +1,8 @@
 //! RPATH surgery on real ELF files (issue 3, SPEC §2 "RPATH dependencies", §6): every corpus
 //! file is patched the way the packager patches it (plan, then stream through
-//! `SplicedReader`) and must still load or run, read back exactly, and agree with readelf
-//! and patchelf. Malformed input is in `elf_fuzz`.
+//! `SplicedReader`) and must still load or run, read back exactly, agree with readelf and
+//! patchelf, and keep every section but `.dynamic` and `.dynstr` byte for byte. Malformed
+//! input is in `elf_fuzz`.
 
 #[path = "elf_corpus.rs"]
 mod corpus;
@@ -352,4 +353,86 @@ fn a_huge_library_is_planned_from_its_tables() {
     assert_eq!(info.rpath, Some(rpath.clone()));
     assert!(elf::plan_set_rpath(&lib, &rpath).expect("plan again").is_unchanged());
     assert!(loads(&lib), "the patched huge library no longer loads");
+}
+
+/// Name and file image of every section that has one (not `SHT_NOBITS`, not empty), in
+/// section header order.
+fn section_images(path: &Path) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let bytes = fs_err::read(path)?;
+    let elf = goblin::elf::Elf::parse(&bytes).context("goblin parses the file")?;
+    let mut images = Vec::new();
+    for header in &elf.section_headers {
+        let Some(range) = header.file_range().filter(|range| !range.is_empty()) else { continue };
+        let name = elf.shdr_strtab.get_at(header.sh_name).context("section name")?.to_string();
+        let image = bytes.get(range.clone()).with_context(|| format!("section {name} at {range:?} is past the end"))?;
+        images.push((name, image.to_vec()));
+    }
+    Ok(images)
+}
+
+/// Edits `file` to `rpath` into `out` and lists every way the sections the edit must not
+/// touch (all but `.dynamic` and `.dynstr`) differ from the original's.
+fn section_changes(file: &CorpusFile, rpath: &str, out: &Path) -> anyhow::Result<(EditStrategy, Vec<String>)> {
+    let edit = elf::plan_set_rpath(&file.path, rpath)?;
+    write_spliced(&file.path, &edit, out);
+    let (before, after) = (section_images(&file.path)?, section_images(out)?);
+    let names = |images: &[(String, Vec<u8>)]| images.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
+    ensure!(names(&before) == names(&after), "sections {:?} became {:?}", names(&before), names(&after));
+    let mut changes = Vec::new();
+    for ((name, old), (_, new)) in before.iter().zip(&after) {
+        match name.as_str() {
+            // What an RPATH edit is for. The grown layout copies `.dynstr` and appends the
+            // RPATH, so every existing string offset must still name the same string.
+            ".dynstr" if edit.strategy == EditStrategy::Grown && !new.starts_with(old) => {
+                changes.push(format!("the grown .dynstr does not start with the original {} bytes", old.len()));
+            }
+            ".dynamic" | ".dynstr" => {}
+            _ if old.len() != new.len() => changes.push(format!("{name}: {} bytes became {}", old.len(), new.len())),
+            _ => {
+                if let Some(at) = old.iter().zip(new).position(|(old, new)| old != new) {
+                    changes.push(format!("{name}: differs from byte {at} of {}", old.len()));
+                }
+            }
+        }
+    }
+    Ok((edit.strategy, changes))
+}
+
+/// patchelf ≤ 0.17 silently corrupts `.rodata` of some libraries (SPEC §6): whether the new
+/// RPATH fits in place or the layout grows, every section but the dynamic tables keeps its
+/// size and bytes. Contents are compared, not offsets: a grown layout moves tables.
+#[test]
+fn an_rpath_edit_changes_no_section_but_the_dynamic_tables() {
+    let long = format!("$ORIGIN/{}", "x/".repeat(300));
+    let edits = [("short $ORIGIN", "$ORIGIN"), ("long $ORIGIN/x/x/...", long.as_str())];
+    let corpus = corpus();
+    let work = tempfile::tempdir().expect("work dir");
+    let (mut failures, mut strategies) = (Vec::new(), Vec::new());
+    for file in &corpus.files {
+        for (index, (label, rpath)) in edits.iter().enumerate() {
+            let out = work.path().join(format!("{}-{index}", file.name));
+            match section_changes(file, rpath, &out) {
+                Ok((strategy, changes)) => {
+                    strategies.push((file.name.as_str(), *label, strategy));
+                    failures.extend(changes.into_iter().map(|change| format!("{}, {label} edit: {change}", file.name)));
+                }
+                Err(error) => failures.push(format!("{}, {label} edit: {error:#}", file.name)),
+            }
+        }
+    }
+    let count = |strategy| strategies.iter().filter(|(_, _, used)| *used == strategy).count();
+    eprintln!(
+        "section check: {} files x {} edits; in place {}, grown {}, unchanged {}",
+        corpus.files.len(),
+        edits.len(),
+        count(EditStrategy::InPlace),
+        count(EditStrategy::Grown),
+        count(EditStrategy::Unchanged)
+    );
+    assert!(failures.is_empty(), "sections changed:\n{}", failures.join("\n"));
+    // Both strategies must be exercised, or one of them is unchecked.
+    assert!(count(EditStrategy::InPlace) > 0 && count(EditStrategy::Grown) > 0, "{strategies:?}");
+    let long_in_place: Vec<_> =
+        strategies.iter().filter(|(_, label, used)| *label == edits[1].0 && *used != EditStrategy::Grown).collect();
+    assert!(long_in_place.is_empty(), "a 600-byte RPATH did not grow the layout: {long_in_place:?}");
 }
