@@ -135,11 +135,24 @@ pub struct Override {
 /// The merged namespace of one selection.
 #[derive(Clone, Debug, Default)]
 pub struct Namespace {
-    /// Entries passing the include/exclude globs.
-    pub entries: BTreeMap<RelPath, Entry>,
     /// Every entry of the selected artifacts, globs ignored: symlinks resolve here (SPEC §2).
     pub all: BTreeMap<RelPath, Entry>,
+    /// Paths of `all` the include/exclude globs drop. Kept as the exceptions rather than a
+    /// second map of the entries: most selections (devel: all of the build) have none.
+    excluded: BTreeSet<RelPath>,
     pub overridden: Vec<Override>,
+}
+
+impl Namespace {
+    /// Entries passing the include/exclude globs, in path order.
+    pub fn entries(&self) -> impl Iterator<Item = (&RelPath, &Entry)> {
+        self.all.iter().filter(|(rel, _)| !self.excluded.contains(*rel))
+    }
+
+    /// Whether `rel` is one of [`Namespace::entries`].
+    pub fn selects(&self, rel: &RelPath) -> bool {
+        self.all.contains_key(rel) && !self.excluded.contains(rel)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

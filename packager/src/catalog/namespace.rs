@@ -63,12 +63,7 @@ pub(super) fn select(
         }
         namespace.all.insert(entry.rel.clone(), entry.clone());
     }
-    namespace.entries = namespace
-        .all
-        .iter()
-        .filter(|(rel, _)| is_selected(selection, rel.as_str()))
-        .map(|(rel, entry)| (rel.clone(), entry.clone()))
-        .collect();
+    namespace.excluded = namespace.all.keys().filter(|rel| !is_selected(selection, rel.as_str())).cloned().collect();
     Ok(namespace)
 }
 

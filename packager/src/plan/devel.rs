@@ -52,7 +52,7 @@ pub fn devel_package(
     }
 
     let mut tree: BTreeMap<RelPath, DevelEntry> = BTreeMap::new();
-    for (rel, entry) in &namespace.entries {
+    for (rel, entry) in namespace.entries() {
         let devel_entry = if matches!(entry.kind, EntryKind::Dir) {
             DevelEntry::Dir
         } else if let Some(soname) = aliases.get(rel) {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -48,25 +48,29 @@ impl FileFacts {
 
 /// Facts by source path, filled in bulk and shared across packages.
 pub struct FactCache {
-    facts: HashMap<PathBuf, Arc<FileFacts>>,
+    /// Keyed by the catalog's own paths, not copies. Most files of a build are headers and
+    /// data with no facts: those share one value instead of one allocation each.
+    facts: HashMap<Arc<Path>, Arc<FileFacts>>,
+    plain: Arc<FileFacts>,
     /// The wheels' machine: ELF files for any other are data.
     target: TargetMachine,
 }
 
 impl FactCache {
     pub fn new(target: TargetMachine) -> FactCache {
-        FactCache { facts: HashMap::new(), target }
+        FactCache { facts: HashMap::new(), plain: Arc::default(), target }
     }
 
     /// Inspects every path not seen yet, on all cores.
-    pub fn fill(&mut self, paths: Vec<&Path>) -> Result<(), ElfError> {
-        let missing: Vec<&Path> = paths.into_iter().filter(|path| !self.facts.contains_key(*path)).collect();
-        let results: Vec<(PathBuf, FileFacts)> = missing
+    pub fn fill(&mut self, paths: Vec<&Arc<Path>>) -> Result<(), ElfError> {
+        let missing: Vec<&Arc<Path>> = paths.into_iter().filter(|path| !self.facts.contains_key(&***path)).collect();
+        let results: Vec<(Arc<Path>, FileFacts)> = missing
             .par_iter()
-            .map(|path| inspect(path, self.target).map(|facts| (path.to_path_buf(), facts)))
+            .map(|path| inspect(path, self.target).map(|facts| (Arc::clone(path), facts)))
             .collect::<Result<_, ElfError>>()?;
         for (path, facts) in results {
-            self.facts.insert(path, Arc::new(facts));
+            let facts = if facts.elf.is_none() && !facts.shebang { Arc::clone(&self.plain) } else { Arc::new(facts) };
+            self.facts.insert(path, facts);
         }
         Ok(())
     }

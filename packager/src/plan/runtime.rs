@@ -177,7 +177,7 @@ impl<'a> Builder<'a> {
         let deps = rules::rpath_deps(group);
         let core_dir = self.core_platform_dir();
         let mut population = Population { files: BTreeMap::new(), aliases: BTreeMap::new() };
-        for (rel, entry) in &namespace.entries {
+        for (rel, entry) in namespace.entries() {
             if population.files.contains_key(rel) {
                 continue;
             }
@@ -203,7 +203,7 @@ impl<'a> Builder<'a> {
             if is_link && facts.soname().is_none() && facts.is_executable(file.mode) {
                 // SPEC §2: an executable symlink becomes a launcher of its target, as long as
                 // the target ships in the same package; otherwise the contents are copied.
-                if namespace.entries.contains_key(&source.rel) {
+                if namespace.selects(&source.rel) {
                     let target = rel.relative_link_to(&source.rel);
                     self.record(Finding {
                         package: dist_name.to_owned(),
@@ -226,7 +226,7 @@ impl<'a> Builder<'a> {
                     // entirely; ship it under its SONAME instead.
                     let soname_rel = rel.parent().and_then(|dir| dir.join(soname).ok());
                     if let Some(soname_rel) = soname_rel {
-                        if !namespace.entries.contains_key(&soname_rel) && !population.files.contains_key(&soname_rel) {
+                        if !namespace.selects(&soname_rel) && !population.files.contains_key(&soname_rel) {
                             let file = self.planned_file(&soname_rel, source, file, &facts, &core_dir, deps, dist_name);
                             population.files.insert(soname_rel, file);
                         }
@@ -281,11 +281,11 @@ impl<'a> Builder<'a> {
 
     /// Reads the facts of every regular file the namespace can reach.
     pub fn inspect_namespace(&mut self, namespace: &Namespace) -> Result<(), crate::Error> {
-        let paths: Vec<&std::path::Path> = namespace
+        let paths: Vec<&Arc<Path>> = namespace
             .all
             .values()
             .filter(|entry| matches!(entry.kind, EntryKind::File { .. }))
-            .map(|entry| &*entry.source)
+            .map(|entry| &entry.source)
             .collect();
         self.facts.fill(paths).map_err(elf_error)
     }
