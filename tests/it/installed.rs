@@ -41,15 +41,7 @@ pub fn python(venv: &Path, code: &str, args: &[&Path], envs: &[(&str, &str)]) ->
     command.output().expect("run the venv's python")
 }
 
-pub fn assert_success(output: &Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
+pub use crate::support::assert_success;
 
 /// `rocm-sdk {args}` in the venv, which must succeed; returns its stdout.
 pub fn rocm_sdk(venv: &Path, args: &[&str], envs: &[(&str, &str)]) -> String {

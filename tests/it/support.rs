@@ -102,14 +102,19 @@ pub fn output(command: &mut Command) -> std::io::Result<std::process::Output> {
 /// Runs `command`, panicking with its output if it fails; returns stdout.
 pub fn run(command: &mut Command) -> String {
     let output = output(command).unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
+    assert_success(&output, &format!("{command:?}"));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Panics with `what`, the exit status and both streams unless `output` is a success.
+pub fn assert_success(output: &std::process::Output, what: &str) {
     assert!(
         output.status.success(),
-        "{command:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The bundled example (legacy or kpack-split) written under `dir/artifacts`.

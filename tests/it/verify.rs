@@ -300,7 +300,7 @@ fn position(wheels: &[Wheel], file: &str) -> usize {
 }
 
 fn member(wheels: &mut [Wheel], file: &str, path: &str) -> usize {
-    let wheel = wheels.iter().position(|wheel| wheel.file == file).expect("wheel in the set");
+    let wheel = position(wheels, file);
     assert!(wheels[wheel].entries.iter().any(|entry| entry.name == path));
     wheel
 }

@@ -29,7 +29,7 @@ fn colon_in_member_name_is_a_warning() {
     let fixture = fixture();
     let libraries = build_libraries(&fixture.build, &default_blas_flags());
     let mut wheels = good_wheels(&libraries);
-    let device = wheels.iter().position(|wheel| wheel.file == DEVICE_WHEEL).expect("device");
+    let device = position(&wheels, DEVICE_WHEEL);
     let kpack = "_rocm_sdk_libraries/.kpack/blas_lib_gfx90a:xnack+.kpack";
     wheels[device] = wheel(
         "rocm_sdk_device_gfx90a",
@@ -47,7 +47,7 @@ fn symlink_in_a_wheel() {
     let fixture = fixture();
     let libraries = build_libraries(&fixture.build, &default_blas_flags());
     let mut wheels = good_wheels(&libraries);
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
+    let core = position(&wheels, CORE_WHEEL);
     // Added after RECORD was written, so RECORD does not mention it either way.
     wheels[core].entries.insert(0, entry("_rocm_sdk_core/lib/libcore.so.1", "libcore.so", 0o120_777));
     let report = verify(&fixture, &wheels);

@@ -11,7 +11,7 @@ fn devel_member_climbing_out() {
     let libraries = build_libraries(&fixture.build, &default_blas_flags());
     let mut wheels = good_wheels(&libraries);
     let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), ("../x", TarMember::File(b"x"))]);
-    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
+    let devel = position(&wheels, DEVEL_WHEEL);
     wheels[devel] = wheel(
         "rocm_sdk_devel",
         vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
@@ -32,7 +32,7 @@ fn devel_symlink_to_nothing() {
         ("./_rocm_sdk_devel/", TarMember::Dir),
         (link, TarMember::Symlink("../../_rocm_sdk_core/lib/libgone.so")),
     ]);
-    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
+    let devel = position(&wheels, DEVEL_WHEEL);
     wheels[devel] = wheel(
         "rocm_sdk_devel",
         vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
@@ -55,7 +55,7 @@ fn xz_devel_tarball_elf_files_are_checked() {
     xz.write_all(&tar).expect("compress");
     let devel_tar_xz = xz.finish().expect("finish xz");
     let mut wheels = good_wheels(&libraries);
-    let devel = wheels.iter().position(|wheel| wheel.file == DEVEL_WHEEL).expect("devel");
+    let devel = position(&wheels, DEVEL_WHEEL);
     wheels[devel] = wheel(
         "rocm_sdk_devel",
         vec![

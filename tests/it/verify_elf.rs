@@ -61,7 +61,7 @@ fn program_header_table_outside_every_load() {
     let mut bytes = fs_err::read(tool).expect("read tool");
     break_phdr(&mut bytes);
     let mut wheels = good_wheels(&libraries);
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
+    let core = position(&wheels, CORE_WHEEL);
     let mut files: Vec<Entry> =
         wheels[core].entries.iter().filter(|entry| !entry.name.contains(".dist-info/")).cloned().collect();
     files.push(entry("_rocm_sdk_core/bin/tool", bytes, 0o755));
@@ -96,7 +96,7 @@ fn launcher_target_must_exist() {
         wheel("rocm_sdk_core", files, &[])
     };
     let mut wheels = good_wheels(&libraries);
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
+    let core = position(&wheels, CORE_WHEEL);
     wheels[core] = core_with(vec![]);
     let report = verify(&fixture, &wheels);
     assert_eq!(
@@ -115,7 +115,7 @@ fn manylinux_tag_older_than_the_symbols_need() {
     let fixture = fixture();
     let libraries = build_libraries(&fixture.build, &default_blas_flags());
     let mut wheels = good_wheels(&libraries);
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
+    let core = position(&wheels, CORE_WHEEL);
     let files = vec![
         entry("_rocm_sdk_core/__init__.py", "", 0o644),
         entry("_rocm_sdk_core/lib/libcore.so", libraries.core.clone(), 0o755),
@@ -166,13 +166,13 @@ fn layouts_grown_by_the_elf_work_pass() {
     let tool = support::executable(&grown, "tool", main, &["-no-pie", "-fno-pie", "-Wl,-rpath,$ORIGIN"]);
     let tool = set_rpath(&tool);
     let mut wheels = good_wheels(&libraries);
-    let libraries_index = wheels.iter().position(|wheel| wheel.file == LIBRARIES_WHEEL).expect("libraries");
+    let libraries_index = position(&wheels, LIBRARIES_WHEEL);
     wheels[libraries_index] = wheel(
         "rocm_sdk_libraries",
         vec![entry("_rocm_sdk_libraries/__init__.py", "", 0o644), entry(BLAS, blas, 0o755)],
         &["rocm-sdk-core==1.0"],
     );
-    let core = wheels.iter().position(|wheel| wheel.file == CORE_WHEEL).expect("core");
+    let core = position(&wheels, CORE_WHEEL);
     wheels[core] = wheel(
         "rocm_sdk_core",
         vec![

@@ -10,7 +10,7 @@ fn two_wheels_installing_one_path() {
     let fixture = fixture();
     let libraries = build_libraries(&fixture.build, &default_blas_flags());
     let mut wheels = good_wheels(&libraries);
-    let device = wheels.iter().position(|wheel| wheel.file == DEVICE_WHEEL).expect("device");
+    let device = position(&wheels, DEVICE_WHEEL);
     wheels[device] = wheel(
         "rocm_sdk_device_gfx90a",
         vec![
@@ -55,7 +55,7 @@ fn pin_to_another_version_of_a_set_member() {
     let fixture = fixture();
     let libraries = build_libraries(&fixture.build, &default_blas_flags());
     let mut wheels = good_wheels(&libraries);
-    let device = wheels.iter().position(|wheel| wheel.file == DEVICE_WHEEL).expect("device");
+    let device = position(&wheels, DEVICE_WHEEL);
     wheels[device] = wheel(
         "rocm_sdk_device_gfx90a",
         vec![entry("_rocm_sdk_libraries/.devel_links/gfx90a.json", "{}", 0o644)],

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{run, xtask};
+use common::{run, visible_files, xtask};
 
 /// A fake TheRock checkout at `dir/TheRock`: the two files `package` reads, no build.
 fn checkout(dir: &Path) -> PathBuf {
@@ -21,17 +21,6 @@ fn checkout(dir: &Path) -> PathBuf {
     )
     .expect("test step");
     root
-}
-
-/// The output file names in `dist`, sorted.
-fn dist_files(dist: &Path) -> Vec<String> {
-    let mut files: Vec<String> = fs_err::read_dir(dist)
-        .expect("test step")
-        .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())
-        .filter(|name| !name.starts_with('.'))
-        .collect();
-    files.sort();
-    files
 }
 
 /// The version each output's file name carries (`{name}-{version}-…whl`, `{name}-{version}.tar.gz`).
@@ -69,7 +58,7 @@ fn a_checkout_gives_the_version_and_the_artifacts() {
     let output = run(xtask(&inside).arg("package").arg("--dest-dir").arg(&from_inside));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("bundled example"), "{stderr}");
-    let files = dist_files(&from_inside);
+    let files = visible_files(&from_inside);
     assert_eq!(files.len(), 7, "{files:?}");
     assert_eq!(versions(&files), ["7.9.0.dev0"; 7], "{files:?}");
     let core = from_inside.join("rocm_sdk_core-7.9.0.dev0-py3-none-linux_x86_64.whl");
@@ -78,7 +67,7 @@ fn a_checkout_gives_the_version_and_the_artifacts() {
     // From outside, naming the checkout: the same files, byte for byte.
     let from_outside = temp.path().join("dist-outside");
     run(xtask(temp.path()).args(["-q", "package", "--therock-dir"]).arg(&root).arg("--dest-dir").arg(&from_outside));
-    assert_eq!(dist_files(&from_outside), files);
+    assert_eq!(visible_files(&from_outside), files);
     for file in &files {
         let (inside, outside) = (from_inside.join(file), from_outside.join(file));
         assert!(fs_err::read(inside).expect("test step") == fs_err::read(outside).expect("test step"), "{file}");
@@ -87,7 +76,7 @@ fn a_checkout_gives_the_version_and_the_artifacts() {
     // --version wins over version.json.
     let overridden = temp.path().join("dist-overridden");
     run(xtask(&inside).args(["-q", "package", "--version", "9.9.9", "--dest-dir"]).arg(&overridden));
-    let files = dist_files(&overridden);
+    let files = visible_files(&overridden);
     assert_eq!(versions(&files), ["9.9.9"; 7], "{files:?}");
 }
 

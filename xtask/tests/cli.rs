@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 mod common;
-use common::{example, per_process_dir, run, xtask};
+use common::{example, per_process_dir, run, visible_files, xtask};
 
 /// The example, generated once per test process under `target/tmp/cli-shared-example/{pid}`
 /// (directories of ended processes are removed) for the tests that only read it.
@@ -28,17 +28,6 @@ fn package(dir: &Path, artifacts: &Path, extra: &[&str]) -> Command {
 
 fn dist_files(dir: &Path) -> Vec<String> {
     visible_files(&dir.join("dist"))
-}
-
-/// The names in `dir`, sorted, without hidden ones (the destination's lock file).
-fn visible_files(dir: &Path) -> Vec<String> {
-    let mut files: Vec<String> = fs_err::read_dir(dir)
-        .expect("test step")
-        .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())
-        .filter(|name| !name.starts_with('.'))
-        .collect();
-    files.sort();
-    files
 }
 
 #[test]

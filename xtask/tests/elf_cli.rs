@@ -7,6 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::{output, run};
+
 const LIB_C: &str = "const char *greeting(void) { return \"hello from libgreet\"; }\n";
 const APP_C: &str = "#include <stdio.h>\nconst char *greeting(void);\n\
                      int main(void) { puts(greeting()); return 0; }\n";
@@ -65,32 +68,8 @@ fn compile(dir: &Path, name: &str, source: &str, args: &[&[&str]], out: &Path) {
     assert!(output.status.success(), "cc failed for {name}: {}", String::from_utf8_lossy(&output.stderr));
 }
 
-/// Runs `command`, retrying while exec answers `ETXTBSY`: a file just written can still be
-/// open for writing in a child another test thread forked and has not yet exec'd.
-fn output(command: &mut Command) -> Output {
-    let mut delay = std::time::Duration::from_millis(5);
-    for _ in 0..12 {
-        match command.output() {
-            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(std::time::Duration::from_millis(500));
-            }
-            result => return result.unwrap_or_else(|error| panic!("cannot run {command:?}: {error}")),
-        }
-    }
-    command.output().unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"))
-}
-
 fn stdout_of(command: &mut Command) -> String {
-    let output = output(command);
-    assert!(
-        output.status.success(),
-        "{command:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("utf-8 output")
+    String::from_utf8(run(command).stdout).expect("utf-8 output")
 }
 
 fn xtask_elf(args: &[&str], files: &[&Path]) -> Command {

@@ -63,7 +63,8 @@ impl FactCache {
 
     /// Inspects every path not seen yet, on all cores.
     pub fn fill(&mut self, paths: Vec<&Arc<Path>>) -> Result<(), ElfError> {
-        let missing: Vec<&Arc<Path>> = paths.into_iter().filter(|path| !self.facts.contains_key(&***path)).collect();
+        let missing: Vec<&Arc<Path>> =
+            paths.into_iter().filter(|path| !self.facts.contains_key(path.as_ref())).collect();
         let results: Vec<(Arc<Path>, FileFacts)> = missing
             .par_iter()
             .map(|path| inspect(path, self.target).map(|facts| (Arc::clone(path), facts)))

@@ -19,9 +19,26 @@ pub fn xtask(cwd: &Path) -> Command {
     command
 }
 
+/// Runs `command` to completion, retrying while exec answers `ETXTBSY`: a program the test
+/// has just written can still be open for writing in a child another test thread forked
+/// and has not yet exec'd (close-on-exec closes it only at exec).
+pub fn output(command: &mut Command) -> Output {
+    let mut delay = std::time::Duration::from_millis(5);
+    for _ in 0..12 {
+        match command.output() {
+            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(std::time::Duration::from_millis(500));
+            }
+            result => return result.unwrap_or_else(|error| panic!("cannot run {command:?}: {error}")),
+        }
+    }
+    command.output().unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"))
+}
+
 /// Runs `command`, which must succeed, and returns its output.
 pub fn run(command: &mut Command) -> Output {
-    let output = command.output().unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
+    let output = output(command);
     assert!(
         output.status.success(),
         "{command:?} failed:\nstdout:\n{}\nstderr:\n{}",
@@ -54,4 +71,16 @@ pub fn per_process_dir(name: &str) -> PathBuf {
         fs_err::remove_dir_all(&dir).expect("remove a stale per-process dir");
     }
     dir
+}
+
+/// The names in `dir`, sorted, without hidden ones (the destination's lock file and staged
+/// outputs).
+pub fn visible_files(dir: &Path) -> Vec<String> {
+    let mut files: Vec<String> = fs_err::read_dir(dir)
+        .expect("test step")
+        .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    files.sort();
+    files
 }
