@@ -247,6 +247,11 @@ fn good_wheels(libraries: &Libraries) -> Vec<Wheel> {
     ]
 }
 
+/// [`good_wheels`] of the libraries built with the default flags in the fixture.
+fn default_wheels(fixture: &Fixture) -> Vec<Wheel> {
+    good_wheels(&build_libraries(&fixture.build, &default_blas_flags()))
+}
+
 fn write_dist(dist: &Path, wheels: &[Wheel]) {
     fs_err::create_dir_all(dist).expect("create dist");
     for wheel in wheels {
@@ -308,8 +313,7 @@ fn member(wheels: &mut [Wheel], file: &str, path: &str) -> usize {
 #[test]
 fn correct_set_passes() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let report = verify(&fixture, &good_wheels(&libraries));
+    let report = verify(&fixture, &default_wheels(&fixture));
     assert_eq!(violations(&report), [], "{report:#?}");
     assert_eq!(report.n_warnings(), 0, "{report:#?}");
     assert_eq!(report.packages.len(), 5);

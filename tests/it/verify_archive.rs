@@ -6,8 +6,7 @@ use super::*;
 #[test]
 fn wrong_hash_is_a_record_violation() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let path = "_rocm_sdk_core/__init__.py";
     let index = member(&mut wheels, CORE_WHEEL, path);
     let init = wheels[index].entries.iter_mut().find(|entry| entry.name == path).expect("member");
@@ -27,8 +26,7 @@ fn wrong_hash_is_a_record_violation() {
 #[test]
 fn colon_in_member_name_is_a_warning() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let device = position(&wheels, DEVICE_WHEEL);
     let kpack = "_rocm_sdk_libraries/.kpack/blas_lib_gfx90a:xnack+.kpack";
     wheels[device] = wheel(
@@ -45,8 +43,7 @@ fn colon_in_member_name_is_a_warning() {
 #[test]
 fn symlink_in_a_wheel() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let core = position(&wheels, CORE_WHEEL);
     // Added after RECORD was written, so RECORD does not mention it either way.
     wheels[core].entries.insert(0, entry("_rocm_sdk_core/lib/libcore.so.1", "libcore.so", 0o120_777));
@@ -60,8 +57,7 @@ fn symlink_in_a_wheel() {
 #[test]
 fn absolute_member_path() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     rewrite_member(&mut wheels, CORE_WHEEL, "/etc/rocm/evil.conf", "x");
     let report = verify(&fixture, &wheels);
     assert_violations(
@@ -73,8 +69,7 @@ fn absolute_member_path() {
 #[test]
 fn member_path_climbing_out_of_site_packages() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let climbing = "_rocm_sdk_core/../../bin/evil";
     rewrite_member(&mut wheels, CORE_WHEEL, climbing, "x");
     let report = verify(&fixture, &wheels);
@@ -84,8 +79,7 @@ fn member_path_climbing_out_of_site_packages() {
 #[test]
 fn truncated_wheel_is_not_a_zip() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    write_dist(&fixture.dist, &good_wheels(&libraries));
+    write_dist(&fixture.dist, &default_wheels(&fixture));
     // Cut off the central directory, as an interrupted download or copy would.
     let path = fixture.dist.join(DEVICE_WHEEL);
     let bytes = fs_err::read(&path).expect("read wheel");
@@ -97,8 +91,7 @@ fn truncated_wheel_is_not_a_zip() {
 #[test]
 fn metadata_without_name_and_version() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let metadata = "rocm_sdk_core-1.0.dist-info/METADATA";
     rewrite_member(&mut wheels, CORE_WHEEL, metadata, "Metadata-Version: 2.1\nSummary: lost its name\n");
     let report = verify(&fixture, &wheels);
@@ -114,8 +107,7 @@ fn metadata_without_name_and_version() {
 #[test]
 fn wheel_tag_that_differs_from_the_file_name() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let wheel_file = "rocm_sdk_core-1.0.dist-info/WHEEL";
     let text = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-manylinux_2_28_aarch64\n";
     rewrite_member(&mut wheels, CORE_WHEEL, wheel_file, text);

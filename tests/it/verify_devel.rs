@@ -8,8 +8,7 @@ use super::*;
 #[test]
 fn devel_member_climbing_out() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), ("../x", TarMember::File(b"x"))]);
     let devel = position(&wheels, DEVEL_WHEEL);
     wheels[devel] = wheel(
@@ -24,8 +23,7 @@ fn devel_member_climbing_out() {
 #[test]
 fn devel_symlink_to_nothing() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let link = "_rocm_sdk_devel/lib/libgone.so";
     let devel_tar = tar_bytes(&[
         ("./", TarMember::Dir),
@@ -45,7 +43,6 @@ fn devel_symlink_to_nothing() {
 #[test]
 fn xz_devel_tarball_elf_files_are_checked() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
     let runpath_dir = fixture.build.join("runpath");
     fs_err::create_dir_all(&runpath_dir).expect("create dir");
     let with_runpath = build_libraries(&runpath_dir, &[BLAS_RPATH, "-Wl,--enable-new-dtags"]);
@@ -54,7 +51,7 @@ fn xz_devel_tarball_elf_files_are_checked() {
     let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 1);
     xz.write_all(&tar).expect("compress");
     let devel_tar_xz = xz.finish().expect("finish xz");
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let devel = position(&wheels, DEVEL_WHEEL);
     wheels[devel] = wheel(
         "rocm_sdk_devel",
@@ -73,8 +70,7 @@ fn xz_devel_tarball_elf_files_are_checked() {
 #[test]
 fn devel_symlink_leaving_site_packages() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let link = "_rocm_sdk_devel/lib/libc.so";
     // Three levels up from `_rocm_sdk_devel/lib/` is above site-packages: the link would
     // pick up whatever the host has there.

@@ -56,11 +56,10 @@ fn break_phdr(bytes: &mut [u8]) {
 #[test]
 fn program_header_table_outside_every_load() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
     let tool = support::executable(&fixture.build, "tool", "int main(void) { return 0; }\n", &["-pie", "-fPIE"]);
     let mut bytes = fs_err::read(tool).expect("read tool");
     break_phdr(&mut bytes);
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let core = position(&wheels, CORE_WHEEL);
     let mut files: Vec<Entry> =
         wheels[core].entries.iter().filter(|entry| !entry.name.contains(".dist-info/")).cloned().collect();
@@ -130,8 +129,7 @@ fn manylinux_tag_older_than_the_symbols_need() {
 #[test]
 fn glibc_floor_agrees_with_auditwheel() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let report = verify(&fixture, &good_wheels(&libraries));
+    let report = verify(&fixture, &default_wheels(&fixture));
     let core = report.packages.iter().find(|package| package.file == CORE_WHEEL).expect("core wheel");
     let ours = core.portability.as_ref().and_then(|facts| facts.manylinux_tag.clone()).expect("a tag");
     let auditwheel = support::tools_venv().join("bin/auditwheel");

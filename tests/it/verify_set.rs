@@ -8,8 +8,7 @@ use super::*;
 #[test]
 fn two_wheels_installing_one_path() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let device = position(&wheels, DEVICE_WHEEL);
     wheels[device] = wheel(
         "rocm_sdk_device_gfx90a",
@@ -33,8 +32,7 @@ fn two_wheels_installing_one_path() {
 #[test]
 fn two_different_files_under_one_name() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    write_dist(&fixture.dist, &good_wheels(&libraries));
+    write_dist(&fixture.dist, &default_wheels(&fixture));
     write_sdist(&fixture.dist.join("gfx110X-all/rocm-1.0.tar.gz"), "\"gfx90a\"");
     write_sdist(&fixture.dist.join("gfx94X-dcgpu/rocm-1.0.tar.gz"), "\"gfx90a\", \"gfx90a:xnack+\"");
     let report = verify_dist(&fixture.dist).expect("dist is readable");
@@ -44,8 +42,7 @@ fn two_different_files_under_one_name() {
 #[test]
 fn missing_device_wheel_breaks_completeness() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let wheels: Vec<Wheel> = good_wheels(&libraries).into_iter().filter(|wheel| wheel.file != DEVICE_WHEEL).collect();
+    let wheels: Vec<Wheel> = default_wheels(&fixture).into_iter().filter(|wheel| wheel.file != DEVICE_WHEEL).collect();
     let report = verify(&fixture, &wheels);
     assert_eq!(violations(&report), [(LIBRARIES_WHEEL.to_owned(), None, Check::Completeness)]);
 }
@@ -53,8 +50,7 @@ fn missing_device_wheel_breaks_completeness() {
 #[test]
 fn pin_to_another_version_of_a_set_member() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let device = position(&wheels, DEVICE_WHEEL);
     wheels[device] = wheel(
         "rocm_sdk_device_gfx90a",
@@ -68,8 +64,7 @@ fn pin_to_another_version_of_a_set_member() {
 #[test]
 fn identical_copies_in_family_folders_are_one_package() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let wheels = good_wheels(&libraries);
+    let wheels = default_wheels(&fixture);
     write_dist(&fixture.dist.join("gfx110X-all"), &wheels);
     write_dist(&fixture.dist.join("gfx94X-dcgpu"), &wheels);
     write_sdist(&fixture.dist.join("rocm-1.0.tar.gz"), "\"gfx90a\"");
@@ -84,8 +79,7 @@ fn identical_copies_in_family_folders_are_one_package() {
 #[test]
 fn one_wheel_of_another_version() {
     let fixture = fixture();
-    let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let mut wheels = good_wheels(&libraries);
+    let mut wheels = default_wheels(&fixture);
     let device = position(&wheels, DEVICE_WHEEL);
     let files = vec![entry("_rocm_sdk_libraries/.devel_links/gfx90a.json", "{}", 0o644)];
     wheels[device] = wheel_versioned("rocm_sdk_device_gfx90a", "1.1", TAG, files, &["rocm-sdk-libraries==1.0"]);
