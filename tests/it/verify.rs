@@ -239,12 +239,20 @@ fn good_wheels(libraries: &Libraries) -> Vec<Wheel> {
             vec![entry("_rocm_sdk_libraries/.devel_links/gfx90a.json", "{}", 0o644)],
             &["rocm-sdk-libraries==1.0"],
         ),
-        wheel(
-            "rocm_sdk_devel",
-            vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
-            &["rocm-sdk-core==1.0"],
-        ),
+        devel_wheel("_devel.tar", devel_tar),
     ]
+}
+
+/// The devel wheel carrying `tarball` as `rocm_sdk_devel/{tar_name}`.
+fn devel_wheel(tar_name: &str, tarball: Vec<u8>) -> Wheel {
+    wheel(
+        "rocm_sdk_devel",
+        vec![
+            entry("rocm_sdk_devel/__init__.py", "", 0o644),
+            entry(&format!("rocm_sdk_devel/{tar_name}"), tarball, 0o644),
+        ],
+        &["rocm-sdk-core==1.0"],
+    )
 }
 
 /// [`good_wheels`] of the libraries built with the default flags in the fixture.

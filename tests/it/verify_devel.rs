@@ -11,11 +11,7 @@ fn devel_member_climbing_out() {
     let mut wheels = default_wheels(&fixture);
     let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), ("../x", TarMember::File(b"x"))]);
     let devel = position(&wheels, DEVEL_WHEEL);
-    wheels[devel] = wheel(
-        "rocm_sdk_devel",
-        vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
-        &["rocm-sdk-core==1.0"],
-    );
+    wheels[devel] = devel_wheel("_devel.tar", devel_tar);
     let report = verify(&fixture, &wheels);
     assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some("../x".to_owned()), Check::MemberPath)]);
 }
@@ -31,11 +27,7 @@ fn devel_symlink_to_nothing() {
         (link, TarMember::Symlink("../../_rocm_sdk_core/lib/libgone.so")),
     ]);
     let devel = position(&wheels, DEVEL_WHEEL);
-    wheels[devel] = wheel(
-        "rocm_sdk_devel",
-        vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
-        &["rocm-sdk-core==1.0"],
-    );
+    wheels[devel] = devel_wheel("_devel.tar", devel_tar);
     let report = verify(&fixture, &wheels);
     assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some(link.to_owned()), Check::Devel)]);
 }
@@ -53,14 +45,7 @@ fn xz_devel_tarball_elf_files_are_checked() {
     let devel_tar_xz = xz.finish().expect("finish xz");
     let mut wheels = default_wheels(&fixture);
     let devel = position(&wheels, DEVEL_WHEEL);
-    wheels[devel] = wheel(
-        "rocm_sdk_devel",
-        vec![
-            entry("rocm_sdk_devel/__init__.py", "", 0o644),
-            entry("rocm_sdk_devel/_devel.tar.xz", devel_tar_xz, 0o644),
-        ],
-        &["rocm-sdk-core==1.0"],
-    );
+    wheels[devel] = devel_wheel("_devel.tar.xz", devel_tar_xz);
     let report = verify(&fixture, &wheels);
     assert_eq!(violations(&report), [(DEVEL_WHEEL.to_owned(), Some(devel_lib.to_owned()), Check::Rpath)]);
     let devel = report.packages.iter().find(|package| package.file == DEVEL_WHEEL).expect("devel");
@@ -77,11 +62,7 @@ fn devel_symlink_leaving_site_packages() {
     let target = "../../../lib/libc.so.6";
     let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), (link, TarMember::Symlink(target))]);
     let devel = position(&wheels, DEVEL_WHEEL);
-    wheels[devel] = wheel(
-        "rocm_sdk_devel",
-        vec![entry("rocm_sdk_devel/__init__.py", "", 0o644), entry("rocm_sdk_devel/_devel.tar", devel_tar, 0o644)],
-        &["rocm-sdk-core==1.0"],
-    );
+    wheels[devel] = devel_wheel("_devel.tar", devel_tar);
     let report = verify(&fixture, &wheels);
     assert_violations(
         &report,
