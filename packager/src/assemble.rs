@@ -13,17 +13,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::catalog::CatalogError;
 use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup};
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
 use crate::launcher::LauncherTemplate;
-use crate::plan::{DevelEntry, PackagePlan, Plan, PlanError, PlannedFile};
+use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
 use crate::python::{self, PackageRole};
-use crate::relpath::RelPath;
 use crate::write::{
     self, ArchiveOptions, CoreMetadata, DevelTarSpec, Member, MemberData, SdistFile, SdistSpec, StagedFile, TarEntry,
-    TarEntryKind, TarEntrySource, WheelSpec, WriteError,
+    TarEntryKind, TarEntrySource, TarTotals, WheelSpec, WriteError,
 };
 
 /// One output file in the summary table.
@@ -220,7 +220,7 @@ fn wheel_spec(
         let data = member_data(file, launcher)?;
         members.push(Member { name: format!("{platform_dir}/{rel}"), data, executable: file.is_executable() });
     }
-    if !package.devel_tree.is_empty() {
+    if let Some(devel_tree) = &package.devel_tree {
         let py_package = package.py_package.clone().unwrap_or_default();
         let (file_name, compression) = match config.devel_tarball_compression {
             DevelTarballCompression::None => ("_devel.tar", config.devel_tarball_compression),
@@ -231,7 +231,7 @@ fn wheel_spec(
             let data = MemberData::Bytes(Arc::new(file.bytes));
             entries.push(TarEntry { name: file.path, kind: TarEntryKind::File { data, executable: file.executable } });
         }
-        let tree = DevelTreeEntries { root: platform_dir.clone(), tree: Arc::clone(&package.devel_tree) };
+        let tree = DevelTreeEntries { root: platform_dir.clone(), tree: Arc::clone(devel_tree) };
         let spec = DevelTarSpec { entries, streamed: Some(Arc::new(tree)), compression, build_time: config.build_time };
         members.push(Member {
             name: format!("{py_package}/{file_name}"),
@@ -282,30 +282,53 @@ fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Resul
     })
 }
 
-/// A plan's devel tree as tarball entries under `root`, made one at a time as the tarball
-/// is written: the tree is in path order, which is name order below one root.
+/// A plan's devel tree as tarball entries under `root`, decided again one at a time from
+/// the artifacts as the tarball is written: the tree is in path order, which is name order
+/// below one root.
 #[derive(Debug)]
 struct DevelTreeEntries {
     root: String,
-    tree: Arc<BTreeMap<RelPath, DevelEntry>>,
+    tree: Arc<DevelTree>,
 }
 
 impl TarEntrySource for DevelTreeEntries {
     fn for_each_entry(&self, each: &mut dyn FnMut(TarEntry) -> Result<(), WriteError>) -> Result<(), WriteError> {
-        for (rel, entry) in self.tree.iter() {
+        // `each`'s own error, kept as it is (the walk carries the run's error type).
+        let mut stopped: Option<WriteError> = None;
+        let walked = self.tree.walk_planned(&mut |rel, entry| {
             let kind = match entry {
                 DevelEntry::Dir => TarEntryKind::Dir,
                 DevelEntry::Symlink { target, .. } => TarEntryKind::Symlink { target: target.clone() },
                 // The devel tree keeps executable symlinks as links: it has no launchers.
                 DevelEntry::File { file } => TarEntryKind::File {
                     data: member_data(file, None)
-                        .map_err(|error| WriteError::Invalid { reason: format!("devel tree {rel}: {error}") })?,
+                        .map_err(|error| PlanError::Invalid { message: format!("devel tree {rel}: {error}") })?,
                     executable: file.is_executable(),
                 },
             };
-            each(TarEntry { name: format!("{}/{rel}", self.root), kind })?;
+            each(TarEntry { name: format!("{}/{rel}", self.root), kind }).map_err(|error| {
+                stopped = Some(error);
+                PlanError::Invalid { message: "stopped".to_owned() }.into()
+            })
+        });
+        if let Some(error) = stopped {
+            return Err(error);
         }
-        Ok(())
+        walked.map_err(|error| match error {
+            crate::Error::Write(error) => error,
+            crate::Error::Catalog(CatalogError::Read { path, source }) => WriteError::Read { path, source },
+            other => WriteError::Invalid { reason: format!("devel tree under {}: {other}", self.root) },
+        })
+    }
+
+    fn totals(&self) -> TarTotals {
+        let planned = &self.tree.planned;
+        TarTotals {
+            entries: planned.entries,
+            // Every name is `{root}/{rel}`.
+            name_bytes: planned.name_bytes + planned.entries * (self.root.len() as u64 + 1),
+            file_bytes: planned.file_bytes,
+        }
     }
 }
 

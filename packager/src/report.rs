@@ -30,18 +30,15 @@ impl Report {
     pub fn new(plan: &Plan, outputs: Vec<OutputReport>, stages: Vec<StageTime>) -> Report {
         let mut rpath_edits = BTreeMap::new();
         for package in &plan.packages {
-            let devel_files = package.devel_tree.values().filter_map(|entry| match entry {
-                crate::plan::DevelEntry::File { file } => Some(file),
+            let devel_edits = package.devel_tree.iter().flat_map(|tree| &tree.planned.rpath_edits);
+            let edits = package.files.values().filter_map(|file| match file {
+                PlannedFile::PatchRpath { edit, .. } => Some((&edit.strategy, &1)),
                 _ => None,
             });
-            for file in package.files.values().chain(devel_files) {
-                if let PlannedFile::PatchRpath { edit, .. } = file {
-                    let key = serde_json::to_value(edit.strategy)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default();
-                    *rpath_edits.entry(key).or_insert(0) += 1;
-                }
+            for (strategy, count) in edits.chain(devel_edits) {
+                let key =
+                    serde_json::to_value(strategy).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+                *rpath_edits.entry(key).or_insert(0) += count;
             }
         }
         Report {

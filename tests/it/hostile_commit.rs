@@ -36,7 +36,8 @@ fn add_core_file(example: &Example) {
 
 /// The input files a package reads, as the plan recorded them.
 fn sources(package: &PackagePlan) -> BTreeSet<PathBuf> {
-    let devel_files = package.devel_tree.values().filter_map(|entry| match entry {
+    let devel = package.devel_tree.as_ref().map(|tree| tree.collect().expect("devel tree")).unwrap_or_default();
+    let devel_files = devel.iter().filter_map(|(_, entry)| match entry {
         DevelEntry::File { file } => Some(file),
         _ => None,
     });
@@ -117,4 +118,44 @@ fn a_commit_that_fails_midway_puts_back_the_packages_it_replaced() {
     let names: Vec<&String> = before.keys().collect();
     assert_eq!(after.keys().collect::<Vec<_>>(), names);
     assert!(example.core_wheel().keys().any(|name| name.ends_with("share/rerun/new.txt")));
+}
+
+/// The devel tree is read from the artifacts again as its tarball is written (it is never
+/// held in memory): a header added or removed after the plan fails the run, naming where
+/// the artifacts changed, and leaves `dist/` empty.
+#[test]
+fn a_devel_path_added_or_removed_after_the_plan_fails_naming_it() {
+    // Two headers only the devel tree reads; the change is made beside or to them.
+    let headers = |example: &Example| {
+        let dir = example.artifacts.join("prim_dev_generic/math-libs/rocPRIM/stage/include/rocprim/late");
+        fs_err::create_dir_all(&dir).expect("mkdir");
+        for name in ["a.hpp", "b.hpp"] {
+            fs_err::write(dir.join(name), "#pragma once\n").expect("write");
+        }
+        dir
+    };
+    let cases: [(&str, fn(&Path) -> PathBuf); 2] = [
+        ("added", |dir| {
+            fs_err::write(dir.join("c.hpp"), "#pragma once\n").expect("write");
+            dir.join("c.hpp")
+        }),
+        ("removed", |dir| {
+            fs_err::remove_file(dir.join("a.hpp")).expect("rm");
+            // The first path the writer finds out of step is the one after it.
+            dir.join("b.hpp")
+        }),
+    ];
+    for (what, change) in cases {
+        let example = Example::new();
+        let dir = headers(&example);
+        let config = example.config();
+        let plan = packager::plan(&config, &packager::Silent).expect("plans");
+        let named = change(&dir);
+        let lock = packager::DestLock::acquire(&config.dest_dir).expect("lock");
+        let error = packager::write_locked(&plan, &config, &packager::Silent, &lock).expect_err(what);
+        let text = full_text(&error);
+        let says = "was added, removed or modified since the plan";
+        assert!(text.contains(&named.display().to_string()) && text.contains(says), "{what}: {text}");
+        assert!(dist_snapshot(&example.dist()).is_empty(), "{what}: a package was left in dist");
+    }
 }

@@ -208,7 +208,8 @@ pub fn assert_devel_tree_matches_plan(venv: &Path, artifacts: &Path, devel_dist:
     let plan = packager::plan(&config, &packager::Silent).expect("plan");
     let devel = plan.packages.iter().find(|package| package.dist_name == devel_dist).expect("devel plan");
     let mut n_runtime = 0;
-    for (rel, entry) in devel.devel_tree.iter() {
+    let tree = devel.devel_tree.as_ref().expect("a devel tree").collect().expect("devel tree");
+    for (rel, entry) in &tree {
         let path = devel_root.join(rel.as_str());
         assert!(path.symlink_metadata().is_ok(), "{rel} missing from the expanded devel tree");
         if let packager::plan::DevelEntry::Symlink { target, why } = entry {

@@ -119,7 +119,7 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
         progress.finish();
         match &args.json {
             Some(path) => write_json(path, &plan)?,
-            None => print!("{}", crate::summary::render_plan(&plan)),
+            None => print!("{}", crate::summary::render_plan(&plan).context("listing the plan")?),
         }
         return Ok(ExitCode::SUCCESS);
     }

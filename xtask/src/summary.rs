@@ -10,8 +10,9 @@ use packager::Report;
 
 use crate::Output;
 
-/// One line per member: package, path, action and the reason.
-pub fn render_plan(plan: &Plan) -> String {
+/// One line per member: package, path, action and the reason. The devel trees are read
+/// again from the artifacts, which fails if they changed since the plan.
+pub fn render_plan(plan: &Plan) -> Result<String, packager::Error> {
     let mut out = String::new();
     let mode = if plan.kpack_split { "kpack-split" } else { "legacy" };
     let _ = writeln!(out, "version {} ({mode}), families: {}", plan.version, plan.families.available.join(", "));
@@ -21,13 +22,16 @@ pub fn render_plan(plan: &Plan) -> String {
         for (rel, file) in &package.files {
             let _ = writeln!(out, "  {platform}/{rel}  {}", describe_file(file));
         }
-        for (rel, entry) in package.devel_tree.iter() {
-            let what = match entry {
-                DevelEntry::Dir => "dir".to_owned(),
-                DevelEntry::Symlink { target, why } => format!("symlink -> {target} ({why:?})"),
-                DevelEntry::File { file } => describe_file(file),
-            };
-            let _ = writeln!(out, "  {platform}/{rel}  {what}");
+        if let Some(tree) = &package.devel_tree {
+            tree.walk_planned(&mut |rel, entry| {
+                let what = match entry {
+                    DevelEntry::Dir => "dir".to_owned(),
+                    DevelEntry::Symlink { target, why } => format!("symlink -> {target} ({why:?})"),
+                    DevelEntry::File { file } => describe_file(file),
+                };
+                let _ = writeln!(out, "  {platform}/{rel}  {what}");
+                Ok(())
+            })?;
         }
     }
     if !plan.findings.is_empty() {
@@ -39,14 +43,13 @@ pub fn render_plan(plan: &Plan) -> String {
     for override_ in &plan.overrides {
         let _ = writeln!(out, "  override {}: {} wins over {}", override_.rel, override_.winner, override_.loser);
     }
-    out
+    Ok(out)
 }
 
 fn devel_count(package: &packager::plan::PackagePlan) -> String {
-    if package.devel_tree.is_empty() {
-        String::new()
-    } else {
-        format!(", {} devel entries", package.devel_tree.len())
+    match &package.devel_tree {
+        None => String::new(),
+        Some(tree) => format!(", {} devel entries", tree.planned.entries),
     }
 }
 

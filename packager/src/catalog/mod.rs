@@ -8,6 +8,7 @@
 
 pub mod glob;
 mod manifest;
+mod merged;
 pub mod names;
 mod namespace;
 pub mod therock;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 pub use glob::Glob;
 pub use manifest::{ARTIFACT_MANIFEST, DIST_INFO};
+pub use merged::MergedTree;
 pub use names::ArtifactName;
 pub use namespace::Walks;
 

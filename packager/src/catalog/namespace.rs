@@ -84,33 +84,38 @@ fn walk_dir(basedir: &Path, dir: &Path, artifact: usize, out: &mut Vec<Entry>) -
     // Byte order of the names, independent of readdir order.
     children.sort_by(|a, b| a.file_name().map(OsStrExt::as_bytes).cmp(&b.file_name().map(OsStrExt::as_bytes)));
     for path in children {
-        let metadata =
-            std::fs::symlink_metadata(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
-        let rel = rel_path(basedir, &path)?;
-        let file_type = metadata.file_type();
-        let kind = if file_type.is_symlink() {
-            let target =
-                std::fs::read_link(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
-            let target = target.to_str().ok_or_else(|| CatalogError::BadPath {
-                path: path.clone(),
-                reason: format!("symlink target is not valid UTF-8: {}", super::escape_non_utf8(&target)),
-            })?;
-            EntryKind::Symlink { target: target.to_owned() }
-        } else if file_type.is_dir() {
-            EntryKind::Dir
-        } else if file_type.is_file() {
-            EntryKind::File { len: metadata.len(), mode: metadata.mode() & 0o7777, stamp: FileStamp::of(&metadata) }
-        } else {
-            let reason = "not a regular file, directory or symlink (a device, socket or FIFO)".to_owned();
-            return Err(CatalogError::BadPath { path, reason });
-        };
-        let is_dir = kind == EntryKind::Dir;
-        out.push(Entry { rel, source: Arc::from(path.as_path()), artifact, kind });
-        if is_dir {
-            walk_dir(basedir, &path, artifact, out)?;
+        let entry = entry_at(basedir, path, artifact)?;
+        let dir = (entry.kind == EntryKind::Dir).then(|| Arc::clone(&entry.source));
+        out.push(entry);
+        if let Some(dir) = dir {
+            walk_dir(basedir, &dir, artifact, out)?;
         }
     }
     Ok(())
+}
+
+/// The entry for `path` below `basedir`, as `lstat` and `readlink` see it.
+pub(super) fn entry_at(basedir: &Path, path: PathBuf, artifact: usize) -> Result<Entry, CatalogError> {
+    let metadata =
+        std::fs::symlink_metadata(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
+    let rel = rel_path(basedir, &path)?;
+    let file_type = metadata.file_type();
+    let kind = if file_type.is_symlink() {
+        let target = std::fs::read_link(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
+        let target = target.to_str().ok_or_else(|| CatalogError::BadPath {
+            path: path.clone(),
+            reason: format!("symlink target is not valid UTF-8: {}", super::escape_non_utf8(&target)),
+        })?;
+        EntryKind::Symlink { target: target.to_owned() }
+    } else if file_type.is_dir() {
+        EntryKind::Dir
+    } else if file_type.is_file() {
+        EntryKind::File { len: metadata.len(), mode: metadata.mode() & 0o7777, stamp: FileStamp::of(&metadata) }
+    } else {
+        let reason = "not a regular file, directory or symlink (a device, socket or FIFO)".to_owned();
+        return Err(CatalogError::BadPath { path, reason });
+    };
+    Ok(Entry { rel, source: Arc::from(path.as_path()), artifact, kind })
 }
 
 fn rel_path(basedir: &Path, path: &Path) -> Result<RelPath, CatalogError> {

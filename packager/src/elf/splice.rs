@@ -14,7 +14,7 @@ pub struct BytePatch {
 }
 
 /// How an edit was made, for reports and tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EditStrategy {
     /// The file already says what was asked.

@@ -27,6 +27,7 @@ use crate::progress::Progress;
 use crate::python::{DistInfo, PackageRole};
 use crate::relpath::RelPath;
 
+pub use devel::{DevelSummary, DevelTree, Noted};
 pub use families::FamilyPlan;
 pub use targets::{Target, TargetFamily, TargetId};
 
@@ -231,13 +232,9 @@ pub struct PackagePlan {
     /// Files inside the platform dir.
     pub files: BTreeMap<RelPath, PlannedFile>,
     /// The devel tree (devel packages only), paths inside the devel platform dir. Shared
-    /// with the writer, which makes its tarball entries from it one at a time.
-    #[serde(skip_serializing_if = "is_empty_tree")]
-    pub devel_tree: Arc<BTreeMap<RelPath, DevelEntry>>,
-}
-
-fn is_empty_tree(tree: &Arc<BTreeMap<RelPath, DevelEntry>>) -> bool {
-    tree.is_empty()
+    /// with the writer, which walks it again as it writes the tarball.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devel_tree: Option<Arc<DevelTree>>,
 }
 
 impl PackagePlan {

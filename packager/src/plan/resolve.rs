@@ -2,7 +2,8 @@
 //! another artifact is not dangling. Pure string work on `RelPath`s, so "escapes the tree"
 //! and "loops" are decided without touching the disk.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::borrow::Borrow;
+use std::collections::VecDeque;
 
 use crate::catalog::{Entry, EntryKind};
 use crate::relpath::RelPath;
@@ -28,14 +29,19 @@ impl Unresolved {
     }
 }
 
-/// Follows the link at `link` with text `target` to a non-link entry (file or directory).
-pub fn resolve<'a>(all: &'a BTreeMap<RelPath, Entry>, link: &RelPath, target: &str) -> Result<&'a Entry, Unresolved> {
+/// Follows the link at `link` with text `target` to a non-link entry (file or directory),
+/// looking each path up with `get` (a map of the namespace, or the artifacts on disk).
+pub fn resolve<T: Borrow<Entry>>(
+    mut get: impl FnMut(&RelPath) -> Option<T>,
+    link: &RelPath,
+    target: &str,
+) -> Result<T, Unresolved> {
     let mut done: Vec<String> = link.components().map(str::to_owned).collect();
     done.pop();
     let mut todo: VecDeque<String> = VecDeque::new();
     push_front_text(&mut todo, target).map_err(|()| Unresolved::Escapes { target: target.to_owned() })?;
     let mut hops = 0;
-    let mut last: Option<&Entry> = None;
+    let mut last: Option<T> = None;
     while let Some(component) = todo.pop_front() {
         match component.as_str() {
             "." => continue,
@@ -47,19 +53,24 @@ pub fn resolve<'a>(all: &'a BTreeMap<RelPath, Entry>, link: &RelPath, target: &s
             _ => done.push(component),
         }
         let path = RelPath::new(&done.join("/")).map_err(|_| Unresolved::Escapes { target: target.to_owned() })?;
-        let entry = all.get(&path).ok_or(Unresolved::Dangling { missing: path.clone() })?;
-        match &entry.kind {
-            EntryKind::Symlink { target: next } => {
-                hops += 1;
-                if hops > MAX_HOPS {
-                    return Err(Unresolved::Loop);
-                }
-                done.pop();
-                push_front_text(&mut todo, next).map_err(|()| Unresolved::Escapes { target: next.clone() })?;
-                last = None;
+        let entry = get(&path).ok_or(Unresolved::Dangling { missing: path.clone() })?;
+        let next = match &entry.borrow().kind {
+            EntryKind::Symlink { target: next } => Some(next.clone()),
+            _ => None,
+        };
+        let is_file = matches!(entry.borrow().kind, EntryKind::File { .. });
+        if let Some(next) = next {
+            hops += 1;
+            if hops > MAX_HOPS {
+                return Err(Unresolved::Loop);
             }
-            EntryKind::File { .. } if !todo.is_empty() => return Err(Unresolved::Dangling { missing: path }),
-            _ => last = Some(entry),
+            done.pop();
+            push_front_text(&mut todo, &next).map_err(|()| Unresolved::Escapes { target: next })?;
+            last = None;
+        } else if is_file && !todo.is_empty() {
+            return Err(Unresolved::Dangling { missing: path });
+        } else {
+            last = Some(entry);
         }
     }
     last.ok_or(Unresolved::Escapes { target: target.to_owned() })
@@ -79,6 +90,7 @@ fn push_front_text(todo: &mut VecDeque<String>, text: &str) -> Result<(), ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
     use std::path::PathBuf;
 
     fn namespace(items: &[(&str, Option<&str>, bool)]) -> BTreeMap<RelPath, Entry> {
@@ -100,7 +112,7 @@ mod tests {
         let all = namespace(items);
         let rel = RelPath::new(link).expect("rel");
         let EntryKind::Symlink { target } = &all[&rel].kind else { panic!("not a link") };
-        let got = resolve(&all, &rel, target).map(|entry| entry.rel.as_str().to_owned());
+        let got = resolve(|path: &RelPath| all.get(path), &rel, target).map(|entry| entry.rel.as_str().to_owned());
         assert_eq!(got, expect.map(str::to_owned));
     }
 

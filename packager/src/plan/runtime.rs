@@ -86,16 +86,18 @@ impl<'a> Builder<'a> {
     pub fn select(&mut self, selection: &Selection<'_>) -> Result<Namespace, crate::Error> {
         let namespace = self.catalog.select_walked(&mut self.walks, selection).map_err(catalog_error)?;
         for override_ in &namespace.overridden {
-            // Several packages select the same artifacts; each override is explained once.
-            if !self.overrides.contains(override_) {
-                self.progress.explain(&format!(
-                    "override {}: {} wins over {}",
-                    override_.rel, override_.winner, override_.loser
-                ));
-                self.overrides.push(override_.clone());
-            }
+            self.note_override(override_.clone());
         }
         Ok(namespace)
+    }
+
+    /// Several packages select the same artifacts; each override is explained once.
+    pub fn note_override(&mut self, override_: Override) {
+        if !self.overrides.contains(&override_) {
+            self.progress
+                .explain(&format!("override {}: {} wins over {}", override_.rel, override_.winner, override_.loser));
+            self.overrides.push(override_);
+        }
     }
 
     /// The platform dir that RPATH dependencies point into (always core's).
@@ -159,7 +161,7 @@ impl<'a> Builder<'a> {
             platform_dir: python::platform_dir_name(role, self.dist_info),
             requires_dist: Vec::new(),
             files: population.files,
-            devel_tree: Arc::default(),
+            devel_tree: None,
         };
         plan_edits(plan.files.values_mut())?;
         self.progress.explain(&format!("{}: {} files", plan.dist_name, plan.files.len()));
@@ -184,7 +186,7 @@ impl<'a> Builder<'a> {
             let (source, file) = match &entry.kind {
                 EntryKind::Dir => continue,
                 EntryKind::File { len, mode, stamp } => (entry, SourceFile { len: *len, mode: *mode, stamp: *stamp }),
-                EntryKind::Symlink { target } => match resolve(&namespace.all, rel, target) {
+                EntryKind::Symlink { target } => match resolve(|path: &RelPath| namespace.all.get(path), rel, target) {
                     Ok(resolved) => match SourceFile::of(&resolved.kind) {
                         Some(file) => (resolved, file),
                         None => {

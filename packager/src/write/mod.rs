@@ -120,12 +120,44 @@ pub struct TarEntry {
 }
 
 /// Entries of a devel tarball made while it is written, in name order. A build's devel
-/// tree holds an entry per path of the build, once per family; made one at a time from the
-/// plan, their names and sources are never a second list in memory (SPEC §5).
+/// tree holds an entry per path of the build, once per family; made one at a time, their
+/// names and sources are never a list in memory (SPEC §5).
 pub trait TarEntrySource: Send + Sync + std::fmt::Debug {
     /// Calls `each` with every entry, in strictly increasing name order; stops at its
     /// first error and returns it.
     fn for_each_entry(&self, each: &mut dyn FnMut(TarEntry) -> Result<(), WriteError>) -> Result<(), WriteError>;
+
+    /// What the entries add up to, known before they are made (progress, size bounds).
+    fn totals(&self) -> TarTotals;
+}
+
+/// Sums over a [`TarEntrySource`]'s entries.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TarTotals {
+    pub entries: u64,
+    /// Bytes of the entry names and link targets.
+    pub name_bytes: u64,
+    /// Bytes of the regular files.
+    pub file_bytes: u64,
+}
+
+impl TarTotals {
+    /// The totals of `entries`, added to these.
+    pub fn with(mut self, entries: &[TarEntry]) -> TarTotals {
+        for entry in entries {
+            self.entries += 1;
+            self.name_bytes += entry.name.len() as u64;
+            match &entry.kind {
+                TarEntryKind::File { data, .. } => {
+                    let len = source::known_len(data).unwrap_or(u64::MAX / 4);
+                    self.file_bytes = self.file_bytes.saturating_add(len);
+                }
+                TarEntryKind::Symlink { target } => self.name_bytes += target.len() as u64,
+                TarEntryKind::Dir => {}
+            }
+        }
+        self
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -15,7 +15,7 @@ use tar::{EntryType, Header};
 
 use super::pipe::{pipe, PipeReader};
 use super::source::{from_io, known_len, open_member};
-use super::{DevelTarSpec, TarEntry, TarEntryKind, WriteError};
+use super::{DevelTarSpec, TarEntry, TarEntryKind, TarTotals, WriteError};
 use crate::config::DevelTarballCompression;
 use crate::progress::Progress;
 
@@ -73,37 +73,27 @@ pub fn for_each_entry(
     listed.try_for_each(visit)
 }
 
+/// Sums over every entry, listed and streamed (the streamed ones say theirs).
+fn totals(spec: &DevelTarSpec) -> TarTotals {
+    let streamed = spec.streamed.as_ref().map(|streamed| streamed.totals()).unwrap_or_default();
+    streamed.with(&spec.entries)
+}
+
 /// Bytes of payload the tarball reads, for progress.
 pub fn input_len(spec: &DevelTarSpec) -> u64 {
-    let mut total = 0u64;
-    // A bad entry fails the write itself, with its error; progress only needs a total.
-    let _ = for_each_entry(spec, &mut |entry| {
-        if let TarEntryKind::File { data, .. } = &entry.kind {
-            total = total.saturating_add(known_len(data).unwrap_or(0));
-        }
-        Ok(())
-    });
-    total
+    totals(spec).file_bytes
 }
 
 /// An upper bound of the finished (possibly compressed) tarball's size, which decides
 /// whether its wheel member needs a ZIP64 header before its size is known.
 pub fn size_bound(spec: &DevelTarSpec) -> u64 {
-    let mut tar_bound = 1024u64;
-    let _ = for_each_entry(spec, &mut |entry| {
-        let data = match &entry.kind {
-            TarEntryKind::File { data, .. } => known_len(data).unwrap_or(u64::MAX / 4),
-            _ => 0,
-        };
-        let long_names = match &entry.kind {
-            TarEntryKind::Symlink { target } => entry.name.len() + target.len(),
-            _ => entry.name.len(),
-        };
-        // Header, long-name records, data rounded up to whole blocks.
-        tar_bound =
-            tar_bound.saturating_add((3 * 512 + 2 * long_names as u64 + data.saturating_add(511)).min(u64::MAX / 4));
-        Ok(())
-    });
+    let totals = totals(spec);
+    // Per entry a header and up to two long-name records (name, link target), its data
+    // rounded up to whole blocks; two end blocks.
+    let tar_bound = 1024u64
+        .saturating_add(totals.entries.saturating_mul(3 * 512 + 511))
+        .saturating_add(totals.name_bytes.saturating_mul(2))
+        .saturating_add(totals.file_bytes);
     // xz of incompressible data grows by well under 1 %.
     tar_bound.saturating_add(tar_bound / 64).saturating_add(1 << 20)
 }

@@ -10,7 +10,7 @@ use packager::config::{BuildTime, DevelTarballCompression};
 use packager::progress::Silent;
 use packager::write::{
     write_devel_tarball, write_tree, write_wheel, DevelTarSpec, Member, MemberData, TarEntry, TarEntryKind,
-    TarEntrySource, WheelSpec, WriteError,
+    TarEntrySource, TarTotals, WheelSpec, WriteError,
 };
 
 use super::{bytes, file, metadata, options, python};
@@ -158,6 +158,10 @@ struct Streamed(Vec<TarEntry>);
 impl TarEntrySource for Streamed {
     fn for_each_entry(&self, each: &mut dyn FnMut(TarEntry) -> Result<(), WriteError>) -> Result<(), WriteError> {
         self.0.iter().cloned().try_for_each(each)
+    }
+
+    fn totals(&self) -> TarTotals {
+        TarTotals::default().with(&self.0)
     }
 }
 
