@@ -134,7 +134,8 @@ fn a_devel_path_added_or_removed_after_the_plan_fails_naming_it() {
         }
         dir
     };
-    let cases: [(&str, fn(&Path) -> PathBuf); 2] = [
+    type Change = fn(&Path) -> PathBuf;
+    let cases: [(&str, Change); 2] = [
         ("added", |dir| {
             fs_err::write(dir.join("c.hpp"), "#pragma once\n").expect("write");
             dir.join("c.hpp")
