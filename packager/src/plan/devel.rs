@@ -114,6 +114,9 @@ fn plan_walk(builder: &mut Builder<'_>, tree: &mut DevelTree, dist_name: &str) -
     // package (the build had no file of that name), link that name too.
     for soname_rel in alias_targets {
         let Some(platform_dir) = tree.placed.get(&soname_rel) else { continue };
+        if tree.soname_links.contains_key(&soname_rel) {
+            continue;
+        }
         if tree.merged.lookup(&soname_rel).map_err(crate::Error::Catalog)?.is_none() {
             let target = runtime_link(&soname_rel, platform_dir);
             let entry = DevelEntry::Symlink { target, why: LinkReason::RuntimePackage };
@@ -181,7 +184,7 @@ impl DevelSummary {
 
 /// What a walk tells the planner besides the entries.
 #[derive(Debug)]
-pub enum Noted {
+enum Noted {
     /// A symlink that cannot be followed: dropped.
     Unresolved { link: Entry, unresolved: Unresolved },
     /// Absolute entries removed from a devel-only file's search path.
@@ -193,7 +196,7 @@ pub enum Noted {
 impl DevelTree {
     /// Calls `each` with every entry in path order, deciding it from the artifacts as they
     /// are now, and `note` with every finding; returns what it found.
-    pub fn walk(
+    fn walk(
         &self,
         each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), crate::Error>,
         note: &mut dyn FnMut(Noted),
@@ -249,6 +252,7 @@ impl DevelTree {
             each(rel, link)?;
         }
         clashes.into_iter().for_each(|clash| note(Noted::Override(clash)));
+        self.merged.forget_listings();
         Ok(summary)
     }
 

@@ -27,7 +27,7 @@ use crate::progress::Progress;
 use crate::python::{DistInfo, PackageRole};
 use crate::relpath::RelPath;
 
-pub use devel::{DevelSummary, DevelTree, Noted};
+pub use devel::{DevelSummary, DevelTree};
 pub use families::FamilyPlan;
 pub use targets::{Target, TargetFamily, TargetId};
 
