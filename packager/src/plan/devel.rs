@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use super::resolve::{resolve, Unresolved};
 use super::rpath::decide_rpath;
-use super::runtime::{Builder, SourceFile};
-use super::{elf_error, rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile, RpathPlan};
+use super::runtime::{rpath_edit, Builder, SourceFile};
+use super::{elf_error, rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile};
 use crate::catalog::{ArtifactName, CatalogError, Entry, EntryKind, MergedTree, Override};
 use crate::config::PackageGroup;
 use crate::elf::{self, EditStrategy, TargetMachine};
@@ -336,19 +336,12 @@ impl DevelTree {
             note(Noted::RpathRemoved { rel: entry.rel.clone(), entries: decision.removed.clone() });
         }
         let planned = elf::plan_set_rpath(source, &decision.rpath).map_err(elf_error)?;
-        Ok(PlannedFile::PatchRpath {
-            source: source.clone(),
-            len,
-            stamp,
-            executable,
-            edit: Box::new(RpathPlan {
-                kind: elf.kind,
-                rpath: decision.rpath,
-                removed: decision.removed,
-                strategy: planned.strategy,
-                new_len: planned.new_len(),
-            }),
-        })
+        let mut edited = rpath_edit(source, file, elf.kind, decision);
+        if let PlannedFile::PatchRpath { edit, .. } = &mut edited {
+            edit.strategy = planned.strategy;
+            edit.new_len = planned.new_len();
+        }
+        Ok(edited)
     }
 }
 

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::inspect::{FactCache, FileFacts};
 use super::resolve::{resolve, Unresolved};
-use super::rpath::decide_rpath;
+use super::rpath::{decide_rpath, RpathDecision};
 use super::{catalog_error, elf_error, rules, Finding, FindingKind, PackagePlan, PlanError, PlannedFile, RpathPlan};
 use crate::catalog::{Catalog, Entry, EntryKind, FileStamp, Glob, Namespace, Override, Selection, Walks};
 use crate::config::{PackageConfig, PackageGroup};
@@ -36,6 +36,25 @@ pub struct Builder<'a> {
     warned_links: BTreeSet<Arc<Path>>,
     /// Every artifact walked once for all packages: their plans share its paths.
     walks: Walks,
+}
+
+/// `source` with its search path set as `decision` says; how the edit is made is planned
+/// later ([`plan_edits`]), for all files at once.
+pub fn rpath_edit(source: &Arc<Path>, file: SourceFile, kind: elf::ElfKind, decision: RpathDecision) -> PlannedFile {
+    let SourceFile { len, mode, stamp } = file;
+    PlannedFile::PatchRpath {
+        source: Arc::clone(source),
+        len,
+        stamp,
+        executable: mode & 0o111 != 0,
+        edit: Box::new(RpathPlan {
+            kind,
+            rpath: decision.rpath,
+            removed: decision.removed,
+            strategy: elf::EditStrategy::Unchanged,
+            new_len: len,
+        }),
+    }
 }
 
 /// A regular file as the catalog saw it (the entry itself, or a link's target).
@@ -266,19 +285,7 @@ impl<'a> Builder<'a> {
                 what: FindingKind::RpathRemoved { entries: decision.removed.clone() },
             });
         }
-        PlannedFile::PatchRpath {
-            source: source.source.clone(),
-            len,
-            stamp,
-            executable,
-            edit: Box::new(RpathPlan {
-                kind: elf.kind,
-                rpath: decision.rpath,
-                removed: decision.removed,
-                strategy: elf::EditStrategy::Unchanged,
-                new_len: len,
-            }),
-        }
+        rpath_edit(&source.source, file, elf.kind, decision)
     }
 
     /// Reads the facts of every regular file the namespace can reach.
