@@ -110,6 +110,10 @@ const MIB: f64 = (1u64 << 20) as f64;
 const GENERATOR_VERSION: u32 = 1;
 
 pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
+    // Checked before minutes of generating and packaging, not after.
+    if let Some(checkout) = &args.reference {
+        reference_script(checkout)?;
+    }
     let work_dir = args.work_dir.clone().unwrap_or_else(|| crate::workspace_root().join("target/bench"));
     fs_err::create_dir_all(&work_dir)?;
     let work_dir = fs_err::canonicalize(&work_dir)?;
@@ -270,10 +274,21 @@ fn synthetic_tree(
     Ok((tree, summary, Some(seconds)))
 }
 
+/// The reference packager of a TheRock checkout.
+fn reference_script(checkout: &Path) -> anyhow::Result<PathBuf> {
+    let script = checkout.join("build_tools/build_python_packages.py");
+    anyhow::ensure!(
+        script.is_file(),
+        "--reference {}: not a TheRock checkout ({} is missing); pass the root of a TheRock clone",
+        checkout.display(),
+        script.display()
+    );
+    Ok(script)
+}
+
 /// Runs TheRock's `build_python_packages.py` on the same artifacts.
 fn run_reference(checkout: &Path, artifacts: &Path, run_dir: &Path, our_seconds: f64) -> anyhow::Result<ReferenceRun> {
-    let script = checkout.join("build_tools/build_python_packages.py");
-    anyhow::ensure!(script.is_file(), "not a TheRock checkout: {} is missing", script.display());
+    let script = reference_script(checkout)?;
     let dist = run_dir.join("reference-dist");
     let mut command = Command::new("python3");
     command.arg(&script).arg("--artifact-dir").arg(artifacts).arg("--dest-dir").arg(&dist).current_dir(checkout);

@@ -44,3 +44,58 @@ fn bench_reports_sane_fields() {
     assert!(work.path().join("synthetic-16MiB-v1/summary.json").is_file());
     assert!(!work.path().join("run-16MiB/dist").exists());
 }
+
+/// `--reference` runs the checkout's `build_tools/build_python_packages.py` on the same
+/// tree and reports its cost beside ours. TheRock is not here, so a stand-in script takes
+/// its place: it writes one file into the `--dest-dir` it is given, as the real one writes
+/// its packages there.
+#[test]
+fn bench_runs_the_reference_packager_of_a_checkout() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let checkout = work.path().join("TheRock");
+    let script = checkout.join("build_tools/build_python_packages.py");
+    fs_err::create_dir_all(script.parent().expect("parent")).expect("mkdir");
+    fs_err::write(
+        &script,
+        "import argparse, os, pathlib\n\
+         p = argparse.ArgumentParser()\n\
+         p.add_argument('--artifact-dir', required=True)\n\
+         p.add_argument('--dest-dir', required=True)\n\
+         a = p.parse_args()\n\
+         assert os.path.isdir(a.artifact_dir), a.artifact_dir\n\
+         pathlib.Path(a.dest_dir).mkdir(parents=True)\n\
+         pathlib.Path(a.dest_dir, 'reference.whl').write_bytes(b'x' * 4096)\n",
+    )
+    .expect("write the stand-in");
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--size", "16MiB", "--json", "--work-dir"])
+        .arg(work.path().join("bench"))
+        .arg("--reference")
+        .arg(&checkout)
+        .output()
+        .expect("run xtask bench");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench failed:\n{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let reference = &report["runs"][0]["reference"];
+    assert_eq!(reference["cost"]["success"], true, "{reference}");
+    assert_eq!(reference["dist_bytes"].as_u64(), Some(4096), "{reference}");
+    assert!(reference["ratio_to_ours"].as_f64().is_some_and(|ratio| ratio > 0.0), "{reference}");
+}
+
+/// A `--reference` that is not a checkout is refused at once, before the tree is made.
+#[test]
+fn bench_refuses_a_reference_that_is_not_a_checkout() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--size", "16MiB", "--work-dir"])
+        .arg(work.path().join("bench"))
+        .arg("--reference")
+        .arg(work.path())
+        .output()
+        .expect("run xtask bench");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("not a TheRock checkout") && stderr.contains("build_python_packages.py"), "{stderr}");
+    assert!(!work.path().join("bench").join("synthetic-16MiB-v1").exists(), "generated before refusing");
+}
