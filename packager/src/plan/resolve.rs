@@ -1,6 +1,7 @@
 //! Symlink resolution in the merged namespace (SPEC §2): a link whose target comes from
-//! another artifact is not dangling. Pure string work on `RelPath`s, so "escapes the tree"
-//! and "loops" are decided without touching the disk.
+//! another artifact is not dangling. String work on `RelPath`s, so "escapes the tree" and
+//! "loops" never depend on the disk; only looking paths up does (the devel tree's namespace
+//! is read from the artifacts, the runtime packages' is in memory).
 
 use std::borrow::Borrow;
 use std::collections::VecDeque;
