@@ -162,7 +162,7 @@ impl MergedTree {
     }
 
     /// Forgets the listings [`MergedTree::lookup`] kept.
-    pub fn forget_listings(&self) {
+    pub(crate) fn forget_listings(&self) {
         self.listings.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     }
 

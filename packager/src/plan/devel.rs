@@ -89,7 +89,6 @@ pub fn devel_package(
 /// build lacks, and sums up what the writer's walks must find again.
 fn plan_walk(builder: &mut Builder<'_>, tree: &mut DevelTree, dist_name: &str) -> Result<DevelSummary, crate::Error> {
     let mut alias_targets: Vec<RelPath> = Vec::new();
-    let mut noted: Vec<Noted> = Vec::new();
     let mut summary = tree.walk(
         &mut |rel, entry| {
             if let DevelEntry::Symlink { target, why: LinkReason::SonameAlias } = entry {
@@ -97,10 +96,7 @@ fn plan_walk(builder: &mut Builder<'_>, tree: &mut DevelTree, dist_name: &str) -
             }
             Ok(())
         },
-        &mut |note| noted.push(note),
-    )?;
-    for note in noted {
-        match note {
+        &mut |note| match note {
             Noted::Unresolved { link, unresolved } => builder.drop_unresolved(dist_name, &link, &unresolved),
             Noted::RpathRemoved { rel, entries } => builder.record(Finding {
                 package: dist_name.to_owned(),
@@ -108,8 +104,8 @@ fn plan_walk(builder: &mut Builder<'_>, tree: &mut DevelTree, dist_name: &str) -
                 what: FindingKind::RpathRemoved { entries },
             }),
             Noted::Override(override_) => builder.note_override(override_),
-        }
-    }
+        },
+    )?;
     // A SONAME alias must not dangle: if its SONAME was shipped under a new name by a runtime
     // package (the build had no file of that name), link that name too.
     for soname_rel in alias_targets {
