@@ -14,41 +14,57 @@
 //!  | .data ...         |             | .data ...         |
 //!  | section headers   |             | section headers   | .dynamic/.dynstr headers -> copies
 //!  +-------------------+ end         +-------------------+ old end
-//!                                    | zero padding      | up to O, a multiple of the largest
-//!                                    +-------------------+ O   PT_LOAD alignment
+//!                                    | zero padding      | less than a page, up to O
+//!                                    +-------------------+ O   (page aligned)
 //!                                    | PHT (n+1 entries) | <- PT_PHDR; new PT_LOAD (R+W) covers
 //!                                    | .dynamic copy     | <- PT_DYNAMIC; O..new end at vaddr V
 //!                                    | .dynstr + RPATH   | <- DT_STRTAB, DT_STRSZ, DT_RPATH
 //!                                    +-------------------+ new end
 //! ```
 //!
-//! - `V - O` equals the first `PT_LOAD`'s `p_vaddr - p_offset`: kernels such as RHEL 8's
-//!   4.18 compute `AT_PHDR` as load bias + that delta + `e_phoff`, and must find the moved
-//!   table. `V` lies above the memory image (`.bss` included) of every existing `PT_LOAD`.
+//! - `V` is free address space congruent to `O` modulo the page size: above the memory
+//!   image or in a hole of it (`layout` chooses, keeping old kernels' `AT_PHDR` rule where
+//!   a program needs it). The file grows by the block plus less than a page, however far
+//!   its segments are spread in memory.
 //! - The new `PT_LOAD` is writable: ld.so writes `DT_DEBUG`, and glibc before 2.35 relocates
-//!   `.dynamic` entries in place. It is listed right after the last existing `PT_LOAD`, so
-//!   loads stay sorted by address (ld.so and the kernel size the mapping from first and last).
+//!   `.dynamic` entries in place. It is listed among the loads in address order (ld.so and
+//!   the kernel size the mapping from the first and last).
 //! - The old `.dynstr` bytes are copied unchanged and the RPATH appended after them, so every
 //!   existing string offset (NEEDED, SONAME, symbol and version names) stays valid.
+//! - The section headers of `.dynamic` and `.dynstr`, and the symbols defined in them
+//!   (`_DYNAMIC`, section symbols), follow the copies (`symbols`), so `eu-elflint` finds the
+//!   file as consistent as before. A writable load that an earlier grown layout (ours or
+//!   patchelf's) left holding only the old tables becomes read-only.
 //! - Works the same on a file whose table an earlier patchelf run already moved: `e_phoff`
 //!   is read wherever it points, and the copy is made from there.
 //!
 //! Owns: the grown layout. Does not own: choosing it (`rpath`).
 
-use super::parse::{Dynamic, ElfFile, ProgramHeader, SectionHeader, DT_STRSZ, DT_STRTAB, PT_DYNAMIC, PT_LOAD, PT_PHDR};
+use super::layout::{self, align_up};
+use super::parse::{
+    Dynamic, ElfFile, ProgramHeader, SectionHeader, DT_STRSZ, DT_STRTAB, PT_DYNAMIC, PT_LOAD, PT_PHDR, SHF_ALLOC,
+    SHF_WRITE, SHT_DYNAMIC, SHT_NOBITS, SHT_STRTAB,
+};
 use super::rpath::{diff_patch, encode_dynamic, sorted_patches, with_rpath};
 use super::source::Source;
 use super::splice::EditStrategy;
-use super::{ElfError, RpathEdit};
+use super::symbols::{moved_symbol_patches, MovedSection};
+use super::{ElfError, Refusal, RpathEdit};
 
 const PF_R: u32 = 4;
 const PF_W: u32 = 2;
-const SHT_STRTAB: u32 = 3;
-const SHT_DYNAMIC: u32 = 6;
-const SHF_ALLOC: u64 = 2;
-/// Zero padding we are willing to append to reach an aligned offset above a large `.bss`.
-const MAX_PADDING: u64 = 64 << 20;
-const PAGE: u64 = 4096;
+
+/// The appended block's contents, laid out from offset 0 of the block.
+struct Block {
+    phnum: u16,
+    pht_size: u64,
+    dynamic_at: u64,
+    dynamic_size: u64,
+    slots: u64,
+    dynstr_at: u64,
+    dynstr: Vec<u8>,
+    len: u64,
+}
 
 pub(crate) fn plan_grown(
     source: &dyn Source,
@@ -57,139 +73,188 @@ pub(crate) fn plan_grown(
     sections: &[SectionHeader],
     rpath: &str,
 ) -> Result<RpathEdit, ElfError> {
-    let unsupported = |reason: String| ElfError::Unsupported { path: source.path().to_path_buf(), reason };
+    let refuse = |reason: String| ElfError::Unsupported {
+        path: source.path().to_path_buf(),
+        reason,
+        refusal: Refusal::Layout,
+    };
     let Some((dynstr_offset, dynstr)) = &elf.dynstr else {
-        return Err(unsupported("the dynamic section has no DT_STRTAB to extend".into()));
+        return Err(refuse("the dynamic section has no DT_STRTAB to extend".into()));
     };
-    let loads: Vec<&ProgramHeader> = elf.phdrs.iter().filter(|phdr| phdr.p_type == PT_LOAD).collect();
-    let Some(first) = loads.first() else { return Err(source.malformed("no PT_LOAD".into())) };
-    let align = loads.iter().map(|phdr| phdr.align).max().unwrap_or(PAGE).max(PAGE);
-    let Some(delta) = first.vaddr.checked_sub(first.offset).filter(|delta| delta % align == 0) else {
-        return Err(unsupported(format!(
-            "the first PT_LOAD maps offset {:#x} to {:#x}, not a multiple of the alignment {align:#x}",
-            first.offset, first.vaddr
-        )));
-    };
-    let memory_end = loads.iter().map(|phdr| phdr.vaddr + phdr.memsz).max().unwrap_or(0);
-    let old_len = source.len();
-    let checked = |value: Option<u64>| value.ok_or_else(|| source.malformed("addresses overflow".into()));
-    let mut block_offset = checked(align_up(old_len, align))?;
-    if checked(block_offset.checked_add(delta))? < memory_end {
-        block_offset = checked(align_up(memory_end - delta, align))?;
-    }
-    let block_vaddr = checked(block_offset.checked_add(delta))?;
-    // Far below any real address space; keeps every address computed below from overflowing.
-    if block_vaddr > u64::MAX / 4 {
-        return Err(unsupported(format!("the new segment would start at {block_vaddr:#x}")));
-    }
-    let padding = block_offset - old_len;
-    if padding > MAX_PADDING {
-        return Err(unsupported(format!("the new segment would need {padding} bytes of padding")));
-    }
-
-    // Block layout: PHT, then .dynamic (8-aligned), then .dynstr.
-    let phnum = elf.phdrs.len() + 1;
-    // 0xffff would mean "the count is elsewhere" (PN_XNUM).
-    let Some(new_phnum) = u16::try_from(phnum).ok().filter(|phnum| *phnum < 0xffff) else {
-        return Err(unsupported("too many program headers to add one".into()));
-    };
-    let pht_size = phnum as u64 * 56;
-    let dynamic_at = align_up(pht_size, 16).unwrap_or(pht_size);
-    let rpath_offset = dynstr.len() as u64;
-    let mut entries = with_rpath(&dynamic.entries, rpath_offset);
-    let slots = dynamic.slots.max(entries.len() as u64 + 1);
-    let dynamic_size = slots * 16;
-    let dynstr_at = dynamic_at + dynamic_size;
-    let mut new_dynstr = dynstr.clone();
-    new_dynstr.extend_from_slice(rpath.as_bytes());
-    new_dynstr.push(0);
+    let block = block_layout(elf, dynamic, dynstr, rpath).ok_or_else(|| refuse("too many program headers to add one".into()))?;
+    let place = layout::place_block(source, elf, block.len)?;
+    let mut entries = with_rpath(&dynamic.entries, dynstr.len() as u64);
     for entry in &mut entries {
         match entry.tag {
-            DT_STRTAB => entry.value = block_vaddr + dynstr_at,
-            DT_STRSZ => entry.value = new_dynstr.len() as u64,
+            DT_STRTAB => entry.value = place.vaddr + block.dynstr_at,
+            DT_STRSZ => entry.value = block.dynstr.len() as u64,
             _ => {}
         }
     }
-    let block_len = dynstr_at + new_dynstr.len() as u64;
+    let moved = moved_sections(sections, dynamic, *dynstr_offset, &block, place.vaddr);
+    let phdrs = new_program_headers(elf, sections, &moved, &block, place);
 
-    let new_load = ProgramHeader {
-        p_type: PT_LOAD,
-        flags: PF_R | PF_W,
-        offset: block_offset,
-        vaddr: block_vaddr,
-        paddr: block_vaddr,
-        filesz: block_len,
-        memsz: block_len,
-        align,
-    };
-    let last_load = elf.phdrs.iter().rposition(|phdr| phdr.p_type == PT_LOAD).unwrap_or(0);
-    let mut phdrs = Vec::with_capacity(phnum);
-    for (index, phdr) in elf.phdrs.iter().enumerate() {
-        let mut phdr = *phdr;
-        match phdr.p_type {
-            PT_PHDR => place(&mut phdr, block_offset, block_vaddr, pht_size),
-            PT_DYNAMIC => place(&mut phdr, block_offset + dynamic_at, block_vaddr + dynamic_at, dynamic_size),
-            _ => {}
-        }
-        phdrs.push(phdr);
-        if index == last_load {
-            phdrs.push(new_load);
-        }
-    }
-
+    let padding = place.offset - source.len();
     let mut appended = vec![0u8; padding as usize];
-    appended.reserve(block_len as usize);
+    appended.reserve(block.len as usize);
     for phdr in &phdrs {
         appended.extend_from_slice(&phdr.to_elf64_le());
     }
-    appended.resize((padding + dynamic_at) as usize, 0);
-    appended.extend_from_slice(&encode_dynamic(&entries, slots));
-    appended.extend_from_slice(&new_dynstr);
+    appended.resize((padding + block.dynamic_at) as usize, 0);
+    appended.extend_from_slice(&encode_dynamic(&entries, block.slots));
+    appended.extend_from_slice(&block.dynstr);
 
     let mut patches = Vec::new();
     let old_header = source.read(0, 64, "ELF header")?;
     let mut new_header = old_header.clone();
-    new_header[32..40].copy_from_slice(&block_offset.to_le_bytes());
-    new_header[56..58].copy_from_slice(&new_phnum.to_le_bytes());
+    new_header[32..40].copy_from_slice(&place.offset.to_le_bytes());
+    new_header[56..58].copy_from_slice(&block.phnum.to_le_bytes());
     patches.extend(diff_patch(0, &old_header, &new_header));
-    let old_strtab = dynamic.value(DT_STRTAB);
-    for section in sections {
-        let moved = if section.sh_type == SHT_DYNAMIC && section.offset == dynamic.offset {
-            Some((block_offset + dynamic_at, block_vaddr + dynamic_at, dynamic_size))
-        } else if section.sh_type == SHT_STRTAB
-            && section.flags & SHF_ALLOC != 0
-            && Some(section.addr) == old_strtab
-            && section.offset == *dynstr_offset
-        {
-            Some((block_offset + dynstr_at, block_vaddr + dynstr_at, new_dynstr.len() as u64))
+    for section in &moved {
+        let header = &sections[section.index];
+        let old = source.read(header.header_offset, 64, "section header")?;
+        let mut new = old.clone();
+        let (offset, size) = if section.is_dynamic {
+            (place.offset + block.dynamic_at, block.dynamic_size)
         } else {
-            None
+            (place.offset + block.dynstr_at, block.dynstr.len() as u64)
         };
-        if let Some((offset, address, size)) = moved {
-            let old = source.read(section.header_offset, 64, "section header")?;
-            let mut new = old.clone();
-            new[16..24].copy_from_slice(&address.to_le_bytes());
-            new[24..32].copy_from_slice(&offset.to_le_bytes());
-            new[32..40].copy_from_slice(&size.to_le_bytes());
-            patches.extend(diff_patch(section.header_offset, &old, &new));
-        }
+        new[16..24].copy_from_slice(&section.new_addr.to_le_bytes());
+        new[24..32].copy_from_slice(&offset.to_le_bytes());
+        new[32..40].copy_from_slice(&size.to_le_bytes());
+        patches.extend(diff_patch(header.header_offset, &old, &new));
     }
+    patches.extend(moved_symbol_patches(source, sections, &moved)?);
     Ok(RpathEdit {
-        original_len: old_len,
+        original_len: source.len(),
         patches: sorted_patches(source, patches)?,
         appended,
         strategy: EditStrategy::Grown,
     })
 }
 
-fn place(phdr: &mut ProgramHeader, offset: u64, vaddr: u64, size: u64) {
+/// Block layout: PHT, then `.dynamic` (16-aligned), then `.dynstr` with the RPATH appended.
+/// The old `.dynstr` is copied unchanged, so every existing string offset stays valid.
+fn block_layout(elf: &ElfFile, dynamic: &Dynamic, dynstr: &[u8], rpath: &str) -> Option<Block> {
+    let count = elf.phdrs.len() + 1;
+    // 0xffff would mean "the count is elsewhere" (PN_XNUM).
+    let phnum = u16::try_from(count).ok().filter(|phnum| *phnum < 0xffff)?;
+    let pht_size = count as u64 * 56;
+    let dynamic_at = align_up(pht_size, 16)?;
+    let entries = with_rpath(&dynamic.entries, dynstr.len() as u64).len() as u64;
+    let slots = dynamic.slots.max(entries + 1);
+    let dynamic_size = slots * 16;
+    let dynstr_at = dynamic_at + dynamic_size;
+    let mut new_dynstr = dynstr.to_vec();
+    new_dynstr.extend_from_slice(rpath.as_bytes());
+    new_dynstr.push(0);
+    let len = dynstr_at + new_dynstr.len() as u64;
+    Some(Block { phnum, pht_size, dynamic_at, dynamic_size, slots, dynstr_at, dynstr: new_dynstr, len })
+}
+
+/// The `.dynamic` and `.dynstr` section headers that describe the tables being copied.
+fn moved_sections(
+    sections: &[SectionHeader],
+    dynamic: &Dynamic,
+    dynstr_offset: u64,
+    block: &Block,
+    block_vaddr: u64,
+) -> Vec<MovedSection> {
+    let old_strtab = dynamic.value(DT_STRTAB);
+    let mut moved = Vec::new();
+    for (index, section) in sections.iter().enumerate() {
+        let is_dynamic = section.sh_type == SHT_DYNAMIC && section.offset == dynamic.offset;
+        let is_dynstr = section.sh_type == SHT_STRTAB
+            && section.flags & SHF_ALLOC != 0
+            && Some(section.addr) == old_strtab
+            && section.offset == dynstr_offset;
+        if is_dynamic || is_dynstr {
+            let at = if is_dynamic { block.dynamic_at } else { block.dynstr_at };
+            moved.push(MovedSection {
+                index,
+                old_addr: section.addr,
+                old_size: section.size,
+                new_addr: block_vaddr + at,
+                is_dynamic,
+            });
+        }
+    }
+    moved
+}
+
+/// The new table: `PT_PHDR` and `PT_DYNAMIC` point into the block, the block's `PT_LOAD`
+/// sits among the loads in address order (ld.so and the kernel size the mapping from the
+/// first and last), and a writable load left without a writable section loses `PF_W`.
+fn new_program_headers(
+    elf: &ElfFile,
+    sections: &[SectionHeader],
+    moved: &[MovedSection],
+    block: &Block,
+    place: layout::Placement,
+) -> Vec<ProgramHeader> {
+    // Writable: ld.so writes DT_DEBUG, and glibc before 2.35 relocates `.dynamic` in place.
+    let new_load = ProgramHeader {
+        p_type: PT_LOAD,
+        flags: PF_R | PF_W,
+        offset: place.offset,
+        vaddr: place.vaddr,
+        paddr: place.vaddr,
+        filesz: block.len,
+        memsz: block.len,
+        align: layout::page_size(elf.header.machine),
+    };
+    let insert_before = elf.phdrs.iter().position(|phdr| phdr.p_type == PT_LOAD && phdr.vaddr > place.vaddr);
+    let insert_at = insert_before
+        .or_else(|| elf.phdrs.iter().rposition(|phdr| phdr.p_type == PT_LOAD).map(|last| last + 1))
+        .unwrap_or(elf.phdrs.len());
+    let first_load = elf.phdrs.iter().position(|phdr| phdr.p_type == PT_LOAD);
+    let mut phdrs = Vec::with_capacity(elf.phdrs.len() + 1);
+    for (index, phdr) in elf.phdrs.iter().enumerate() {
+        if index == insert_at {
+            phdrs.push(new_load);
+        }
+        let mut phdr = *phdr;
+        match phdr.p_type {
+            PT_PHDR => place_segment(&mut phdr, place.offset, place.vaddr, block.pht_size),
+            PT_DYNAMIC => place_segment(
+                &mut phdr,
+                place.offset + block.dynamic_at,
+                place.vaddr + block.dynamic_at,
+                block.dynamic_size,
+            ),
+            // The first load never changes (a non-PIE program's must stay as linked).
+            PT_LOAD if Some(index) != first_load && left_without_writable_section(&phdr, sections, moved) => {
+                phdr.flags &= !PF_W;
+            }
+            _ => {}
+        }
+        phdrs.push(phdr);
+    }
+    if insert_at == elf.phdrs.len() {
+        phdrs.push(new_load);
+    }
+    phdrs
+}
+
+/// A writable load that held a moved table and holds no other writable section: what an
+/// earlier grown layout (ours or patchelf's) leaves behind once its tables move again.
+/// Without section headers nothing is known, and nothing changes.
+fn left_without_writable_section(load: &ProgramHeader, sections: &[SectionHeader], moved: &[MovedSection]) -> bool {
+    let inside = |addr: u64| addr >= load.vaddr && addr < load.vaddr.saturating_add(load.memsz);
+    let held_moved = moved.iter().any(|section| inside(section.old_addr));
+    let writable = sections.iter().enumerate().any(|(index, section)| {
+        section.flags & (SHF_ALLOC | SHF_WRITE) == SHF_ALLOC | SHF_WRITE
+            && (section.size > 0 || section.sh_type == SHT_NOBITS)
+            && !moved.iter().any(|moved| moved.index == index)
+            && inside(section.addr)
+    });
+    load.flags & PF_W != 0 && held_moved && !writable && !sections.is_empty()
+}
+
+fn place_segment(phdr: &mut ProgramHeader, offset: u64, vaddr: u64, size: u64) {
     phdr.offset = offset;
     phdr.vaddr = vaddr;
     phdr.paddr = vaddr;
     phdr.filesz = size;
     phdr.memsz = size;
-}
-
-fn align_up(value: u64, align: u64) -> Option<u64> {
-    value.checked_add(align - 1).map(|value| value / align * align)
 }

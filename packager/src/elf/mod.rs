@@ -7,16 +7,20 @@
 //!
 //! Children: `machine` (the wheel platform's machine, which decides what is ours to edit),
 //! `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy, in-place
-//! edit, self-check), `grow` (the appended-segment layout), `references` (who else points
-//! into `.dynstr`), `splice` (streaming an edit).
+//! edit, self-check), `grow` (the appended-segment layout), `layout` (where the appended
+//! segment goes, and where loaders find the header table), `symbols` (symbols that follow
+//! moved tables), `references` (who else points into `.dynstr`), `splice` (streaming an
+//! edit).
 
 mod grow;
+mod layout;
 mod machine;
 mod parse;
 mod references;
 mod rpath;
 mod source;
 pub mod splice;
+mod symbols;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -74,7 +78,7 @@ pub enum ElfError {
     #[error("malformed ELF file {}: {reason}", path.display())]
     Malformed { path: PathBuf, reason: String },
     #[error("unsupported ELF file {}: {reason}", path.display())]
-    Unsupported { path: PathBuf, reason: String },
+    Unsupported { path: PathBuf, reason: String, refusal: Refusal },
     #[error("cannot read {}", path.display())]
     Read {
         path: PathBuf,
@@ -96,7 +100,7 @@ impl ElfError {
                 "the file is truncated or corrupt: rebuild the artifact or remove the file from it, \
                  and report the build if a fresh one has it too",
             ),
-            Self::Unsupported { .. } => Some("only 64-bit little-endian ELF (x86_64, aarch64) can be patched"),
+            Self::Unsupported { refusal, .. } => refusal.hint(),
             Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
                 Some("the disk is full: the file is unchanged (the edited copy replaces it only when complete)")
             }
@@ -105,6 +109,37 @@ impl ElfError {
                  its directory must be writable and have room for a copy",
             ),
             Self::Read { .. } => None,
+        }
+    }
+}
+
+/// Why a file cannot be edited; each reason has its own hint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// 32-bit or big-endian: the editor writes 64-bit little-endian tables only.
+    Format,
+    /// Not an executable or shared library for a CPU: a GPU code object, an object file, a
+    /// static program (nothing to search).
+    NotOurs,
+    /// The layout cannot take the edit, or the planned result failed its own read-back.
+    Layout,
+    /// Not ELF at all, or not the file the edit was planned for.
+    Input,
+}
+
+impl Refusal {
+    pub fn hint(self) -> Option<&'static str> {
+        match self {
+            Self::Format => Some("only 64-bit little-endian ELF (x86_64, aarch64, ppc64le) can be patched"),
+            Self::NotOurs => Some(
+                "only executables and shared libraries get a search path; the packager copies other ELF files \
+                 (GPU code objects, object files, static programs) unchanged",
+            ),
+            Self::Layout => Some(
+                "the file is left as it is; please report it with the output of `readelf -lSW` on it \
+                 (a search path no longer than the existing one is edited in place and avoids this)",
+            ),
+            Self::Input => None,
         }
     }
 }
@@ -143,7 +178,11 @@ pub fn read_elf(path: &Path) -> Result<Option<ElfInfo>, ElfError> {
 pub fn plan_set_rpath(path: &Path, rpath: &str) -> Result<RpathEdit, ElfError> {
     let source = FileSource::open(path)?;
     let Some(elf) = parse::parse(&source)? else {
-        return Err(ElfError::Unsupported { path: path.to_path_buf(), reason: "not an ELF file".into() });
+        return Err(ElfError::Unsupported {
+            path: path.to_path_buf(),
+            reason: "not an ELF file".into(),
+            refusal: Refusal::Input,
+        });
     };
     let edit = rpath::plan_edit(&source, &elf, rpath)?;
     if !edit.is_unchanged() {
@@ -169,7 +208,11 @@ pub fn apply_edit_in_place(path: &Path, edit: &RpathEdit) -> Result<(), ElfError
     let write_error = |source| ElfError::Write { path: path.to_path_buf(), source };
     let real = std::fs::canonicalize(path).map_err(read_error)?;
     let (Some(dir), Some(name)) = (real.parent(), real.file_name().and_then(|name| name.to_str())) else {
-        return Err(ElfError::Unsupported { path: path.to_path_buf(), reason: "its name is not UTF-8".into() });
+        return Err(ElfError::Unsupported {
+            path: path.to_path_buf(),
+            reason: "its name is not UTF-8".into(),
+            refusal: Refusal::Input,
+        });
     };
     let file = std::fs::File::open(&real).map_err(read_error)?;
     let metadata = file.metadata().map_err(read_error)?;
@@ -177,6 +220,7 @@ pub fn apply_edit_in_place(path: &Path, edit: &RpathEdit) -> Result<(), ElfError
         return Err(ElfError::Unsupported {
             path: path.to_path_buf(),
             reason: format!("the file is {} bytes but the edit was planned for {}", metadata.len(), edit.original_len),
+            refusal: Refusal::Input,
         });
     }
     let mut reader = SplicedReader::new(file, edit).map_err(read_error)?;

@@ -250,6 +250,7 @@ fn parse_program_headers(source: &dyn Source, header: &Header) -> Result<Vec<Pro
         return Err(ElfError::Unsupported {
             path: source.path().to_path_buf(),
             reason: "more than 65534 program headers (PN_XNUM)".into(),
+            refusal: super::Refusal::Layout,
         });
     }
     let entry_size: u16 = if header.is_64 { 56 } else { 32 };
@@ -358,7 +359,13 @@ impl ElfFile {
     }
 }
 
+pub(crate) const SHT_SYMTAB: u32 = 2;
+pub(crate) const SHT_STRTAB: u32 = 3;
+pub(crate) const SHT_DYNAMIC: u32 = 6;
+pub(crate) const SHT_NOBITS: u32 = 8;
 pub(crate) const SHT_DYNSYM: u32 = 11;
+pub(crate) const SHF_WRITE: u64 = 1;
+pub(crate) const SHF_ALLOC: u64 = 2;
 
 /// One section header, with where it sits in the file (to patch it in place).
 #[derive(Clone, Copy, Debug)]
@@ -369,6 +376,8 @@ pub(crate) struct SectionHeader {
     pub(crate) addr: u64,
     pub(crate) offset: u64,
     pub(crate) size: u64,
+    /// `sh_link`: for a symbol table, the index of its string table.
+    pub(crate) link: u32,
 }
 
 /// The section headers of a 64-bit file (empty when it has none).
@@ -396,6 +405,7 @@ pub(crate) fn section_headers(source: &dyn Source, header: &Header) -> Result<Ve
             addr: endian.u64(raw, 16),
             offset: endian.u64(raw, 24),
             size: endian.u64(raw, 32),
+            link: endian.u32(raw, 40),
         })
         .collect();
     Ok(sections)

@@ -26,35 +26,42 @@
 //! Owns: the choice of strategy, the in-place edit, and the self-check. Does not own: the
 //! grown layout (`grow`) or which entries the RPATH gets (`plan`).
 
+use super::layout;
 use super::parse::{
     self, section_headers, DynEntry, Dynamic, ElfFile, ProgramHeader, DT_RPATH, DT_RUNPATH, PT_DYNAMIC, PT_LOAD,
-    PT_PHDR,
 };
 use super::references::other_references_inside;
 use super::source::{EditedSource, FileSource, Source};
 use super::splice::{BytePatch, EditStrategy};
-use super::{grow, info_from, ElfError, RpathEdit};
+use super::{grow, info_from, ElfError, Refusal, RpathEdit};
 
 /// Plans the edit without the read-back check.
 pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Result<RpathEdit, ElfError> {
-    let unsupported = |reason: String| ElfError::Unsupported { path: source.path().to_path_buf(), reason };
+    let unsupported = |reason: String, refusal: Refusal| ElfError::Unsupported {
+        path: source.path().to_path_buf(),
+        reason,
+        refusal,
+    };
     if !elf.header.is_64 || !elf.header.endian.little {
         let class = if elf.header.is_64 { "64-bit" } else { "32-bit" };
         let order = if elf.header.endian.little { "little-endian" } else { "big-endian" };
-        return Err(unsupported(format!("{class} {order} ELF cannot be patched")));
+        return Err(unsupported(format!("{class} {order} ELF cannot be patched"), Refusal::Format));
     }
     let info = info_from(source, elf)?;
     if !info.is_patchable() {
-        return Err(unsupported(format!(
-            "{:?} ELF for machine {} is not ours to edit (only host executables and shared libraries)",
-            info.kind, info.machine
-        )));
+        return Err(unsupported(
+            format!(
+                "{:?} ELF for machine {} is not ours to edit (only host executables and shared libraries)",
+                info.kind, info.machine
+            ),
+            Refusal::NotOurs,
+        ));
     }
     if rpath.contains('\0') {
-        return Err(unsupported("the requested RPATH contains a NUL byte".into()));
+        return Err(unsupported("the requested RPATH contains a NUL byte".into(), Refusal::Input));
     }
     let Some(dynamic) = &elf.dynamic else {
-        return Err(unsupported("no dynamic section (a static executable has no search path)".into()));
+        return Err(unsupported("no dynamic section (a static executable has no search path)".into(), Refusal::NotOurs));
     };
     check_loads(source, &elf.phdrs)?;
     let path_entries: Vec<&DynEntry> =
@@ -77,6 +84,7 @@ pub(crate) fn check_edit(base: &FileSource, before: &ElfFile, edit: &RpathEdit, 
     let failed = |reason: String| ElfError::Unsupported {
         path: base.path().to_path_buf(),
         reason: format!("the planned edit failed its own check ({reason}); the file is left as it is"),
+        refusal: Refusal::Layout,
     };
     let edited = EditedSource { base, edit };
     let after = parse::parse(&edited)?.ok_or_else(|| failed("the result is not ELF".into()))?;
@@ -97,28 +105,22 @@ pub(crate) fn check_edit(base: &FileSource, before: &ElfFile, edit: &RpathEdit, 
     if first_load(&before.phdrs) != first_load(&after.phdrs) {
         return Err(failed("the first PT_LOAD changed".into()));
     }
-    let phdr_size = u64::from(after.header.phnum) * 56;
-    // Kernels such as RHEL 8's 4.18 pass AT_PHDR = bias + first PT_LOAD's (vaddr - offset) +
-    // e_phoff; the table must really be mapped there.
-    if let Some(first) = first_load(&after.phdrs) {
-        let at_phdr = (first.vaddr.wrapping_sub(first.offset)).wrapping_add(after.header.phoff);
-        if parse::vaddr_to_offset(&after.phdrs, at_phdr, phdr_size) != Some(after.header.phoff) {
-            return Err(failed(format!("the program header table is not mapped at {at_phdr:#x}")));
-        }
+    // Where the kernel and ld.so find the program header table: what held before must hold
+    // after. Only a program needs old kernels' `AT_PHDR` rule; a library whose table an
+    // earlier tool moved elsewhere is edited as it is (SPEC §6).
+    let (was, is) = (layout::table_facts(before), layout::table_facts(&after));
+    if was.at_first_load_delta && !is.at_first_load_delta && layout::runs_as_program(&after) {
+        return Err(failed("the program header table is no longer at the first PT_LOAD's address + e_phoff".into()));
     }
-    let mut seen_load = false;
-    for phdr in &after.phdrs {
-        let mapped = parse::vaddr_to_offset(&after.phdrs, phdr.vaddr, phdr.filesz);
-        seen_load |= phdr.p_type == PT_LOAD;
-        match phdr.p_type {
-            // The ELF spec wants PT_PHDR before every PT_LOAD; ld.so derives the load bias from it.
-            PT_PHDR if phdr.offset != after.header.phoff || phdr.filesz != phdr_size || seen_load => {
-                return Err(failed("PT_PHDR does not describe the program header table".into()));
-            }
-            PT_PHDR | PT_DYNAMIC if mapped != Some(phdr.offset) => {
-                return Err(failed(format!("segment type {} is not mapped by a PT_LOAD", phdr.p_type)));
-            }
-            _ => {}
+    if was.found_by_loader && !is.found_by_loader {
+        return Err(failed("ld.so would no longer find the program header table".into()));
+    }
+    if was.phdr_entry_describes_it && !is.phdr_entry_describes_it {
+        return Err(failed("PT_PHDR does not describe the program header table".into()));
+    }
+    for phdr in after.phdrs.iter().filter(|phdr| phdr.p_type == PT_DYNAMIC) {
+        if parse::vaddr_to_offset(&after.phdrs, phdr.vaddr, phdr.filesz) != Some(phdr.offset) {
+            return Err(failed("PT_DYNAMIC is not mapped by a PT_LOAD".into()));
         }
     }
     let again = plan_edit(&edited, &after, rpath)?;

@@ -300,6 +300,10 @@ fn rand_test() -> ArtifactSpec {
     a
 }
 
+/// Where the writable segment of the kpack-split example's hipSPARSE starts: 1 GiB up,
+/// with nothing mapped below it but the first few pages.
+pub const KPACK_HOLE_END: u64 = 0x4000_0000;
+
 /// `blas_lib_{family}`: rocBLAS and hipBLAS, two prefixes of one artifact. Both need the
 /// core's `libamdhip64.so.7`, found only through the RPATH the packager appends.
 fn blas_lib(family: &str) -> ArtifactSpec {
@@ -327,8 +331,13 @@ fn blas_lib(family: &str) -> ArtifactSpec {
         ("libhipsparselt.so.0", "hipsparselt"),
         ("libhipsolver.so.1", "hipsolver"),
     ] {
-        let library =
+        let mut library =
             Elf::library(soname, &format!("{text} {family}")).calls("libamdhip64.so.7").rpath(&["$ORIGIN"], true);
+        if family == "generic" && soname == "libhipsparse.so.4" {
+            // A kpack-split build's libraries keep the addresses of the device code cut out
+            // of them: a 1 GiB hole, as in rocSPARSE (SPEC §6, the grown layout).
+            library = library.address_hole_to(KPACK_HOLE_END);
+        }
         a.library("lib", library);
     }
     a

@@ -15,7 +15,7 @@ mod toolchain;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use layout::{DEVICE_TARGET_IDS, LEGACY_FAMILIES};
+pub use layout::{DEVICE_TARGET_IDS, KPACK_HOLE_END, LEGACY_FAMILIES};
 pub use synthetic::{write_synthetic, SyntheticOptions, SyntheticSummary};
 
 /// Which flavour of TheRock build to imitate.

@@ -48,6 +48,10 @@ pub(super) struct Elf {
     /// DT_RUNPATH (`--enable-new-dtags`) instead of DT_RPATH.
     pub runpath: bool,
     pub mode: u32,
+    /// Start the writable segment at this address, leaving a hole in the address space with
+    /// no file bytes behind it, as TheRock's kpack splitter leaves a library once its
+    /// `.hip_fatbin` is cut out (the segments after it keep their addresses).
+    pub address_hole_to: Option<u64>,
 }
 
 impl Elf {
@@ -59,6 +63,7 @@ impl Elf {
             rpath: vec![],
             runpath: true,
             mode: 0o755,
+            address_hole_to: None,
         }
     }
 
@@ -80,6 +85,11 @@ impl Elf {
 
     pub fn mode(mut self, mode: u32) -> Elf {
         self.mode = mode;
+        self
+    }
+
+    pub fn address_hole_to(mut self, address: u64) -> Elf {
+        self.address_hole_to = Some(address);
         self
     }
 }
@@ -313,6 +323,10 @@ fn compile(
     if !elf.rpath.is_empty() {
         command.arg(if elf.runpath { "-Wl,--enable-new-dtags" } else { "-Wl,--disable-new-dtags" });
         command.arg(format!("-Wl,-rpath,{}", elf.rpath.join(":")));
+    }
+    if let Some(address) = elf.address_hole_to {
+        // `.init_array` opens the writable segment in every gcc-built library and program.
+        command.arg(format!("-Wl,--section-start=.init_array={address:#x}"));
     }
     command.arg("-o").arg(&job.out);
     toolchain::run(command, &job.out)?;
