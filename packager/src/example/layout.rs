@@ -300,9 +300,9 @@ fn rand_test() -> ArtifactSpec {
     a
 }
 
-/// Where the writable segment of the kpack-split example's hipSPARSE starts: 1 GiB up,
+/// Where the writable segment of the kpack-split example's hipSPARSE starts: 1.125 GiB up,
 /// with nothing mapped below it but the first few pages.
-pub const KPACK_HOLE_END: u64 = 0x4000_0000;
+pub const KPACK_HOLE_END: u64 = 0x4800_0000;
 
 /// `blas_lib_{family}`: rocBLAS and hipBLAS, two prefixes of one artifact. Both need the
 /// core's `libamdhip64.so.7`, found only through the RPATH the packager appends.
