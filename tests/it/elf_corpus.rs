@@ -167,8 +167,7 @@ fn build_corpus() -> Corpus {
     }
     // Files whose program header table sits at the end of the file, as the grown layout
     // (ours, or older patchelf releases) leaves it.
-    let to_move: Vec<CorpusFile> =
-        files.iter().filter(|file| MOVED.contains(&file.name.as_str())).cloned().collect();
+    let to_move: Vec<CorpusFile> = files.iter().filter(|file| MOVED.contains(&file.name.as_str())).cloned().collect();
     for original in to_move {
         let name = format!("{}-moved", original.name);
         let sub = root.join(&name);

@@ -103,8 +103,8 @@ fn a_hole_in_the_address_space_costs_no_padding() {
         let out = work.path().join(&file.name);
         // Longer than any path the corpus files carry (patchelf set `long_relative_rpath`).
         let rpath = format!("{}:$ORIGIN/../lib", long_relative_rpath());
-        let (strategy, growth) = edit_and_check(file, &rpath, &out)
-            .unwrap_or_else(|error| panic!("{}: {error:#}", file.name));
+        let (strategy, growth) =
+            edit_and_check(file, &rpath, &out).unwrap_or_else(|error| panic!("{}: {error:#}", file.name));
         assert_eq!(strategy, EditStrategy::Grown, "{}", file.name);
         assert!(growth <= 64 << 10, "{} grew by {growth} bytes", file.name);
         let edited = readelf(&out.join(file.path.file_name().expect("name"))).expect("readelf the edited file");

@@ -137,3 +137,40 @@ fn patched_files_in_the_wheels_need_no_second_edit() {
     }
     assert!(n_checked > 40, "only {n_checked} patched files");
 }
+
+/// `PT_LOAD` lines of `readelf -lW` as (offset, vaddr).
+fn load_offsets_and_addresses(readelf_text: &str) -> Vec<(u64, u64)> {
+    let hex = |field: &str| u64::from_str_radix(field.trim_start_matches("0x"), 16).expect("readelf prints hex");
+    readelf_text
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.first() == Some(&"LOAD"))
+        .map(|fields| (hex(fields[1]), hex(fields[2])))
+        .collect()
+}
+
+/// Issue 18: the kpack-split example's hipSPARSE keeps a 1.125 GiB hole in its address
+/// space, as the kpack splitter leaves real ROCm libraries. The pipeline grows its RPATH
+/// (the libraries wheel appends four entries) by a block and less than a page of alignment,
+/// keeps every `PT_LOAD` congruent modulo the page size, and the install tests load it.
+#[test]
+fn a_kpack_split_library_with_an_address_space_hole_grows_by_its_block() {
+    let build = build(true);
+    let source = build.artifacts.join("blas_lib_generic/math-libs/BLAS/hipBLAS/stage/lib/libhipsparse.so.4");
+    let before = readelf(&source);
+    let hole_end = load_offsets_and_addresses(&before).iter().map(|(_, vaddr)| *vaddr).max().unwrap_or(0);
+    assert_eq!(hole_end, packager::example::KPACK_HOLE_END, "the example lost its hole:\n{before}");
+    let members = wheel_members(&wheel_of(&build.dist, "rocm_sdk_libraries"));
+    let packed = &members["_rocm_sdk_libraries/lib/libhipsparse.so.4"];
+    let temp = tempfile::tempdir().expect("temp dir");
+    let out = temp.path().join("libhipsparse.so.4");
+    fs_err::write(&out, packed).expect("extract");
+    let original_len = fs_err::metadata(&source).expect("stat").len();
+    let growth = packed.len() as u64 - original_len;
+    assert!(growth > 0 && growth <= 64 << 10, "grew by {growth} bytes");
+    let after = readelf(&out);
+    let loads = load_offsets_and_addresses(&after);
+    assert!(loads.iter().all(|(offset, vaddr)| offset % 4096 == vaddr % 4096), "{after}");
+    assert!(loads.iter().any(|(_, vaddr)| *vaddr == packager::example::KPACK_HOLE_END), "{after}");
+    assert!(after.contains("Library rpath: [$ORIGIN:$ORIGIN/../../_rocm_sdk_core/lib"), "{after}");
+}

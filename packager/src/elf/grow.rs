@@ -25,10 +25,13 @@
 //! - `V` is free address space congruent to `O` modulo the page size: above the memory
 //!   image or in a hole of it (`layout` chooses, keeping old kernels' `AT_PHDR` rule where
 //!   a program needs it). The file grows by the block plus less than a page, however far
-//!   its segments are spread in memory.
-//! - The new `PT_LOAD` is writable: ld.so writes `DT_DEBUG`, and glibc before 2.35 relocates
-//!   `.dynamic` entries in place. It is listed among the loads in address order (ld.so and
-//!   the kernel size the mapping from the first and last).
+//!   its segments are spread in memory (a program whose `.bss` reaches past the end of the
+//!   file is the one exception: see `layout`).
+//! - The new `PT_LOAD` is writable when it holds `.dynamic`: ld.so writes `DT_DEBUG`, and
+//!   glibc before 2.35 relocates `.dynamic` entries in place. `.dynamic` stays where it is
+//!   (and the new load is read-only) when it is alone in a load an earlier tool made for it
+//!   and its slots take the new entries. The new load is listed among the loads in address
+//!   order (ld.so and the kernel size the mapping from the first and last).
 //! - The old `.dynstr` bytes are copied unchanged and the RPATH appended after them, so every
 //!   existing string offset (NEEDED, SONAME, symbol and version names) stays valid.
 //! - The section headers of `.dynamic` and `.dynstr`, and the symbols defined in them
@@ -78,11 +81,8 @@ pub(crate) fn plan_grown(
     sections: &[SectionHeader],
     rpath: &str,
 ) -> Result<RpathEdit, ElfError> {
-    let refuse = |reason: String| ElfError::Unsupported {
-        path: source.path().to_path_buf(),
-        reason,
-        refusal: Refusal::Layout,
-    };
+    let refuse =
+        |reason: String| ElfError::Unsupported { path: source.path().to_path_buf(), reason, refusal: Refusal::Layout };
     let Some((dynstr_offset, dynstr)) = &elf.dynstr else {
         return Err(refuse("the dynamic section has no DT_STRTAB to extend".into()));
     };
@@ -171,7 +171,9 @@ fn block_layout(elf: &ElfFile, dynamic: &Dynamic, dynstr: &[u8], rpath: &str, ke
 /// (no section headers) counts as no: the table then moves, as it always may.
 fn alone_in_its_load(elf: &ElfFile, dynamic: &Dynamic, sections: &[SectionHeader]) -> bool {
     let Some(load) = elf.phdrs.iter().find(|phdr| {
-        phdr.p_type == PT_LOAD && phdr.offset <= dynamic.offset && dynamic.offset < phdr.offset.saturating_add(phdr.filesz)
+        phdr.p_type == PT_LOAD
+            && phdr.offset <= dynamic.offset
+            && dynamic.offset < phdr.offset.saturating_add(phdr.filesz)
     }) else {
         return false;
     };

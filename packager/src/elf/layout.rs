@@ -58,11 +58,8 @@ pub(crate) fn runs_as_program(elf: &ElfFile) -> bool {
 
 /// Chooses the block's offset and address (see the module doc for the rules).
 pub(crate) fn place_block(source: &dyn Source, elf: &ElfFile, len: u64) -> Result<Placement, ElfError> {
-    let refuse = |reason: String| ElfError::Unsupported {
-        path: source.path().to_path_buf(),
-        reason,
-        refusal: Refusal::Layout,
-    };
+    let refuse =
+        |reason: String| ElfError::Unsupported { path: source.path().to_path_buf(), reason, refusal: Refusal::Layout };
     let overflow = || source.malformed("addresses overflow".into());
     let page = page_size(elf.header.machine);
     let loads: Vec<&ProgramHeader> = elf.phdrs.iter().filter(|phdr| phdr.p_type == PT_LOAD).collect();
@@ -188,7 +185,8 @@ mod tests {
     fn a_program_pads_to_the_lowest_free_boundary_above_its_delta() {
         let occupied = [load(0, 0x1000), load(0x4000_0000, 0x2000)];
         let free = |vaddr: u64| occupied.iter().all(|(start, end)| vaddr + 0x100 <= *start || vaddr >= *end);
-        // Offset 0x3000 would land in the hole: but rule 3 is only asked when it does not.
+        // The end of the file's page (0x3000) has nothing mapped above it until the hole's
+        // end, where the block then goes (rule 3 is asked only when rule 1 failed).
         let placement = padded_for_program(&occupied, 0, 0x3000, &free);
         assert_eq!(placement, Some(Placement { offset: 0x4000_2000, vaddr: 0x4000_2000 }));
         assert_eq!(padded_for_program(&occupied, 0, 0x5000_0000, &free), None);

@@ -37,11 +37,8 @@ use super::{grow, info_from, ElfError, Refusal, RpathEdit};
 
 /// Plans the edit without the read-back check.
 pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Result<RpathEdit, ElfError> {
-    let unsupported = |reason: String, refusal: Refusal| ElfError::Unsupported {
-        path: source.path().to_path_buf(),
-        reason,
-        refusal,
-    };
+    let unsupported =
+        |reason: String, refusal: Refusal| ElfError::Unsupported { path: source.path().to_path_buf(), reason, refusal };
     if !elf.header.is_64 || !elf.header.endian.little {
         let class = if elf.header.is_64 { "64-bit" } else { "32-bit" };
         let order = if elf.header.endian.little { "little-endian" } else { "big-endian" };
@@ -61,7 +58,10 @@ pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Resu
         return Err(unsupported("the requested RPATH contains a NUL byte".into(), Refusal::Input));
     }
     let Some(dynamic) = &elf.dynamic else {
-        return Err(unsupported("no dynamic section (a static executable has no search path)".into(), Refusal::NotOurs));
+        return Err(unsupported(
+            "no dynamic section (a static executable has no search path)".into(),
+            Refusal::NotOurs,
+        ));
     };
     check_loads(source, &elf.phdrs)?;
     let path_entries: Vec<&DynEntry> =
