@@ -147,3 +147,76 @@ fn moved_tables_and_holes_take_every_in_place_edit() {
     assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
     assert!(done >= 15 && retagged >= 2, "too few edits exercised: {done}, retagged {retagged}");
 }
+
+/// Real ROCm libraries as Debian ships them (HIP runtime, rocRAND with its `.hip_fatbin`),
+/// downloaded once into `target/tmp/debian-rocm`: edited the way the packager edits a
+/// libraries wheel, they read back, need no second edit, grow by the block plus less than a
+/// page, and leave `eu-elflint` nothing new to say.
+#[test]
+fn real_rocm_libraries_from_debian_edit_cleanly() {
+    let libraries = debian_rocm_libraries().unwrap_or_else(|error| panic!("{error:#}"));
+    assert!(libraries.len() >= 2, "found {libraries:?}");
+    let work = tempfile::tempdir().expect("work dir");
+    for (index, path) in libraries.iter().enumerate() {
+        let before = elf::read_elf(path).expect("read").expect("ELF");
+        let rpath = requested_rpath(before.search_path(), false);
+        let edit = elf::plan_set_rpath(path, &rpath).unwrap_or_else(|error| panic!("{}: {error:#}", path.display()));
+        let out = work.path().join(format!("{index}.so"));
+        write_spliced(path, &edit, &out);
+        let after = elf::read_elf(&out).expect("read").expect("ELF");
+        assert_eq!((after.rpath.as_deref(), &after.needed), (Some(rpath.as_str()), &before.needed), "{path:?}");
+        assert!(elf::plan_set_rpath(&out, &rpath).expect("plan again").is_unchanged(), "{path:?}");
+        // The block holds the table, `.dynamic` and `.dynstr`, a few KiB to a few tens.
+        let growth = edit.new_len() - edit.original_len;
+        assert!(growth <= 64 << 10, "{path:?} grew by {growth} bytes");
+        let (was, is) = (elflint(path).expect("eu-elflint"), elflint(&out).expect("eu-elflint"));
+        assert!(is.is_subset(&was), "{path:?}: eu-elflint finds {:?} (before: {was:?})", is.difference(&was));
+        eprintln!("{}: {:?}, +{growth} bytes", path.display(), edit.strategy);
+    }
+}
+
+/// The shared libraries of Debian's `libamdhip64-5` and `librocrand1`, fetched with
+/// `apt-get download` (after `apt-get update` when the lists are empty) and unpacked with
+/// `dpkg-deb`; kept across runs.
+fn debian_rocm_libraries() -> anyhow::Result<Vec<std::path::PathBuf>> {
+    use std::process::Command;
+    let dir = crate::support::target_tmp().join("debian-rocm");
+    let unpacked = dir.join("root");
+    if !unpacked.join("usr/lib").exists() {
+        fs_err::create_dir_all(&dir)?;
+        let download = || {
+            Command::new("apt-get")
+                .args(["download", "libamdhip64-5", "librocrand1"])
+                .current_dir(&dir)
+                .output()
+                .context("apt-get is needed to fetch real ROCm binaries (a Debian or Ubuntu machine)")
+        };
+        let mut output = download()?;
+        if !output.status.success() {
+            let update = Command::new("apt-get").args(["update", "-qq"]).output().context("run apt-get update")?;
+            ensure!(update.status.success(), "apt-get update failed: {}", String::from_utf8_lossy(&update.stderr));
+            output = download()?;
+        }
+        ensure!(
+            output.status.success(),
+            "apt-get download libamdhip64-5 librocrand1 failed (needs Debian bookworm's archive): {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        for entry in fs_err::read_dir(&dir)? {
+            let deb = entry?.path();
+            if deb.extension().is_some_and(|extension| extension == "deb") {
+                crate::support::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked));
+            }
+        }
+    }
+    let lib = unpacked.join("usr/lib/x86_64-linux-gnu");
+    let mut libraries = Vec::new();
+    for entry in fs_err::read_dir(&lib)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() && entry.file_name().to_string_lossy().contains(".so.") {
+            libraries.push(entry.path());
+        }
+    }
+    libraries.sort();
+    Ok(libraries)
+}
