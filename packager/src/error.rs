@@ -41,7 +41,7 @@ impl Error {
         match self {
             Error::Catalog(error) => error.path(),
             Error::Plan(error) => error.path(),
-            Error::Elf(error) => error.path(),
+            Error::Elf(error) => Some(error.path()),
             Error::Launcher(error) => error.path(),
             Error::Write(error) => error.path(),
         }
@@ -75,18 +75,6 @@ impl PlanError {
             PlanError::NoProfiler { dir } => Some(dir),
             PlanError::IncompleteOutput { dest, .. } => Some(dest),
             _ => None,
-        }
-    }
-}
-
-impl ElfError {
-    /// The file the error is about.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            ElfError::Malformed { path, .. }
-            | ElfError::Unsupported { path, .. }
-            | ElfError::Read { path, .. }
-            | ElfError::Write { path, .. } => Some(path),
         }
     }
 }

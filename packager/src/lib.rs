@@ -2,7 +2,7 @@
 //!
 //! The pipeline, one module per stage:
 //! `catalog` (read the artifacts dir) → `plan` (decide every member of every package) →
-//! `elf` (RPATH edits as byte ranges) → `assemble` + `write` (wheels, sdist, devel tarball,
+//! RPATH edits as byte ranges (the `elf-rpath` crate) → `assemble` + `write` (wheels, sdist, devel tarball,
 //! atomically) → `verify` (read a `dist/` back and check it against the contract).
 //! `python` holds the Python code we ship, `launcher` the compiled executable-symlink
 //! replacement, `example` the bundled example build.
@@ -10,11 +10,11 @@
 pub mod assemble;
 pub mod catalog;
 pub mod config;
-pub mod elf;
 pub mod example;
 pub mod index;
 pub mod launcher;
 pub mod plan;
+pub mod platform;
 pub mod progress;
 pub mod python;
 pub mod relpath;
@@ -26,6 +26,9 @@ mod dest_lock;
 mod error;
 
 use std::time::Instant;
+
+/// ELF surgery is a crate of its own (`elf-rpath`), which knows nothing of packages.
+pub use elf_rpath as elf;
 
 pub use config::{BuildTime, PackageConfig};
 pub use dest_lock::DestLock;

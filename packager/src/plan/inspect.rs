@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::elf::{self, ElfError, ElfInfo, ElfKind, TargetMachine};
+use crate::elf::{self, ElfError, ElfInfo, ElfKind};
+use crate::platform::TargetMachine;
 
 #[derive(Clone, Debug, Default)]
 pub struct FileFacts {

@@ -18,7 +18,8 @@ use super::elf_parse::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow,
 use super::metadata::{self, parse_headers, WheelName};
 use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
-use crate::elf::{TargetMachine, EM_AMDGPU};
+use crate::elf::EM_AMDGPU;
+use crate::platform::TargetMachine;
 
 /// Metadata files larger than this are reported instead of read.
 const TEXT_CAP: usize = 16 << 20;

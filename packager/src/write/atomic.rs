@@ -26,7 +26,6 @@ use super::WriteError;
 pub struct AtomicFile {
     temp: tempfile::NamedTempFile,
     dest: PathBuf,
-    mode: u32,
 }
 
 /// A complete, synced output under its temp name, waiting for [`commit`]; removed when
@@ -45,12 +44,7 @@ impl AtomicFile {
             .prefix(&format!(".{file_name}.tmp-"))
             .tempfile_in(dest_dir)
             .map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
-        Ok(AtomicFile { temp, dest: dest_dir.join(file_name), mode: 0o644 })
-    }
-
-    /// The permission bits the file gets (0o644 unless set): a package is readable by all.
-    pub fn set_mode(&mut self, mode: u32) {
-        self.mode = mode;
+        Ok(AtomicFile { temp, dest: dest_dir.join(file_name) })
     }
 
     /// The path errors should name: the temp file is an implementation detail.
@@ -82,16 +76,11 @@ impl AtomicFile {
             hasher.update(&buffer[..n]);
             len += n as u64;
         }
-        // tempfile creates 0600, whoever's umask ran the build.
-        file.set_permissions(std::fs::Permissions::from_mode(self.mode)).map_err(write_error)?;
+        // tempfile creates 0600, whoever's umask ran the build; a package is readable by all.
+        file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
         // Closed now: a run stages dozens of outputs before committing any.
         let temp = self.temp.into_temp_path();
         Ok(Staged { temp, dest: self.dest, len, sha256: hex(&hasher.finalize()) })
-    }
-
-    /// Stages and commits this one file: for a file that is the whole of its change.
-    pub fn commit(self) -> Result<(), WriteError> {
-        commit(vec![self.stage()?])
     }
 }
 

@@ -260,7 +260,7 @@ pub(crate) fn sorted_patches(source: &dyn Source, mut patches: Vec<BytePatch>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::elf::parse::{DT_NEEDED, DT_SONAME};
+    use crate::parse::{DT_NEEDED, DT_SONAME};
 
     fn entry(tag: u64, value: u64) -> DynEntry {
         DynEntry { tag, value }

@@ -1,12 +1,12 @@
 //! ELF surgery without patchelf: classify files, read their dynamic section, and plan an
 //! RPATH change as a list of byte edits that [`splice::SplicedReader`] applies while the
-//! file streams into an archive.
+//! file streams (into an archive, or over the file with [`apply_edit_in_place`]).
 //!
 //! Owns: reading ELF headers (never the whole file), deciding in-place vs grown layouts,
-//! and the bytes of the edit. Does not own: which entries the RPATH gets (`plan`).
+//! and the bytes of the edit. Must not know: packages, wheels, ROCm, or which entries a
+//! search path gets (the packager decides that and asks for the whole path).
 //!
-//! Children: `machine` (the wheel platform's machine, which decides what is ours to edit),
-//! `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy, in-place
+//! Modules: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy, in-place
 //! edit, self-check), `grow` (the appended-segment layout), `layout` (where the appended
 //! segment goes, and where loaders find the header table), `symbols` (symbols that follow
 //! moved tables), `references` (who else points into `.dynstr`), `splice` (streaming an
@@ -14,7 +14,6 @@
 
 mod grow;
 mod layout;
-mod machine;
 mod parse;
 mod references;
 mod rpath;
@@ -25,7 +24,6 @@ mod symbols;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use machine::TargetMachine;
 use parse::{ElfFile, DF_1_PIE, DT_FLAGS_1, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, ET_DYN, ET_EXEC};
 use source::{FileSource, Source};
 pub use splice::{BytePatch, EditStrategy, RpathEdit, SplicedReader};
@@ -94,6 +92,16 @@ pub enum ElfError {
 }
 
 impl ElfError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            ElfError::Malformed { path, .. }
+            | ElfError::Unsupported { path, .. }
+            | ElfError::Read { path, .. }
+            | ElfError::Write { path, .. } => path,
+        }
+    }
+
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Malformed { .. } => Some(
@@ -224,24 +232,24 @@ pub fn apply_edit_in_place(path: &Path, edit: &RpathEdit) -> Result<(), ElfError
         });
     }
     let mut reader = SplicedReader::new(file, edit).map_err(read_error)?;
-    let atomic_error = |error: crate::write::WriteError| match error {
-        crate::write::WriteError::Write { source, .. } | crate::write::WriteError::Read { source, .. } => {
-            write_error(source)
-        }
-        other => write_error(io::Error::other(other.to_string())),
-    };
-    let mut out = crate::write::atomic::AtomicFile::create(dir, name).map_err(atomic_error)?;
-    out.set_mode(metadata.permissions().mode() & 0o7777);
+    let mut out = tempfile::Builder::new().prefix(&format!(".{name}.tmp-")).tempfile_in(dir).map_err(write_error)?;
+    let mode = std::fs::Permissions::from_mode(metadata.permissions().mode() & 0o7777);
+    out.as_file().set_permissions(mode).map_err(write_error)?;
     let mut buffer = vec![0u8; 1 << 20];
     loop {
         let n = reader.read(&mut buffer).map_err(read_error)?;
         if n == 0 {
             break;
         }
-        out.file().write_all(&buffer[..n]).map_err(write_error)?;
+        out.as_file_mut().write_all(&buffer[..n]).map_err(write_error)?;
     }
+    out.as_file().sync_all().map_err(write_error)?;
     // Until this rename the original is untouched; dropping `out` on an error removes the temp file.
-    out.commit().map_err(atomic_error)?;
+    out.persist(&real).map_err(|error| write_error(error.error))?;
+    if let Ok(directory) = std::fs::File::open(dir) {
+        // The rename is durable once the directory is; a failure here changes nothing.
+        let _ = directory.sync_all();
+    }
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 //! Owns: the platform tag → ELF machine table and the host fallback. Does not own: what
 //! happens to a foreign file (`plan`).
 
-use super::ElfInfo;
+use elf_rpath::ElfInfo;
 
 /// `e_machine`, class and byte order of the ELF files a wheel's platform runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
