@@ -260,19 +260,13 @@ fn wheel_spec(
 /// member streams, so at most a few edits are in memory at once.
 fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Result<MemberData, crate::Error> {
     Ok(match file {
-        PlannedFile::Copy { source, len, stamp, .. } => {
-            MemberData::File { path: Arc::clone(source), len: *len, stamp: Some(*stamp) }
-        }
+        PlannedFile::Copy { source, len, stamp, .. } => crate::member::file(Arc::clone(source), *len, Some(*stamp)),
         PlannedFile::PatchRpath { source, len, stamp, edit, .. } if edit.strategy == EditStrategy::Unchanged => {
-            MemberData::File { path: Arc::clone(source), len: *len, stamp: Some(*stamp) }
+            crate::member::file(Arc::clone(source), *len, Some(*stamp))
         }
-        PlannedFile::PatchRpath { source, len, stamp, edit, .. } => MemberData::PatchRpath {
-            path: Arc::clone(source),
-            len: *len,
-            stamp: Some(*stamp),
-            rpath: edit.rpath.clone(),
-            new_len: edit.new_len,
-        },
+        PlannedFile::PatchRpath { source, len, stamp, edit, .. } => {
+            crate::member::patch_rpath(Arc::clone(source), *len, Some(*stamp), edit.rpath.clone(), edit.new_len)
+        }
         PlannedFile::Launcher { target, .. } => {
             let template =
                 launcher.ok_or_else(|| PlanError::Invalid { message: "launcher was not compiled".to_owned() })?;

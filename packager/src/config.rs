@@ -5,33 +5,8 @@
 
 use std::path::PathBuf;
 
-/// Seconds since the Unix epoch stamped on every archive member.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct BuildTime(pub u64);
-
-impl BuildTime {
-    /// Used when `SOURCE_DATE_EPOCH` is not set: 2020-01-01T00:00:00Z, inside zip's range.
-    pub const DEFAULT: BuildTime = BuildTime(1_577_836_800);
-}
-
-/// How wheel members are stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum WheelCompression {
-    Stored,
-    /// zlib level 0-9; the default (6) stays within a few percent of setuptools' output.
-    Deflate {
-        level: u32,
-    },
-}
-
-/// How the devel tree travels inside the devel wheel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum DevelTarballCompression {
-    /// `_devel.tar`, deflated by the wheel like any member.
-    None,
-    /// `_devel.tar.xz`, xz preset 0-9, multi-threaded.
-    Xz { preset: u32 },
-}
+/// Archive settings are the archive writer's own types.
+pub use archive_write::{BuildTime, DevelTarballCompression, WheelCompression};
 
 /// Which packages a run builds (`--only`), so a CI matrix can split the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

@@ -88,16 +88,3 @@ impl LauncherError {
         }
     }
 }
-
-impl WriteError {
-    /// The file the error is about, if it names one.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            WriteError::Read { path, .. } | WriteError::Write { path, .. } | WriteError::Changed { path, .. } => {
-                Some(path)
-            }
-            WriteError::Locked { lock, .. } => Some(lock),
-            WriteError::Invalid { .. } => None,
-        }
-    }
-}

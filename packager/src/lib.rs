@@ -1,8 +1,9 @@
 //! Turns a TheRock ROCm artifacts directory into installable Python packages.
 //!
 //! The pipeline, one module per stage:
-//! `catalog` (read the artifacts dir) → `plan` (decide every member of every package) →
-//! RPATH edits as byte ranges (the `elf-rpath` crate) → `assemble` + `write` (wheels, sdist, devel tarball,
+//! `catalog` (read the artifacts dir) → `plan` (decide every member of every package,
+//! RPATH edits through the `elf-rpath` crate) → `assemble` (+ `member`, the payload's
+//! sources) → `write` (the `archive-write` crate: wheels, sdist, devel tarball,
 //! atomically) → `verify` (read a `dist/` back and check it against the contract).
 //! `python` holds the Python code we ship, `launcher` the compiled executable-symlink
 //! replacement, `example` the bundled example build.
@@ -13,6 +14,7 @@ pub mod config;
 pub mod example;
 pub mod index;
 pub mod launcher;
+pub mod member;
 pub mod plan;
 pub mod platform;
 pub mod progress;
@@ -20,13 +22,14 @@ pub mod python;
 pub mod relpath;
 pub mod report;
 pub mod verify;
-pub mod write;
 
 mod dest_lock;
 mod error;
 
 use std::time::Instant;
 
+/// Archive writing is a crate of its own (`archive-write`), which knows nothing of ROCm or ELF.
+pub use archive_write as write;
 /// ELF surgery is a crate of its own (`elf-rpath`), which knows nothing of packages.
 pub use elf_rpath as elf;
 

@@ -252,7 +252,7 @@ impl std::io::Write for RewriteMidway<'_> {
 
 #[test]
 fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
-    use packager::write::{write_devel_tarball, DevelTarSpec, MemberData, TarEntry, TarEntryKind, WriteError};
+    use packager::write::{write_devel_tarball, DevelTarSpec, TarEntry, TarEntryKind, WriteError};
     let temp = tempfile::tempdir().expect("tempdir");
     let path = temp.path().join("big.bin");
     fs_err::write(&path, vec![7u8; 4 << 20]).expect("write");
@@ -262,7 +262,7 @@ fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
         entries: vec![TarEntry {
             name: "_devel/big.bin".into(),
             kind: TarEntryKind::File {
-                data: MemberData::File { path: std::sync::Arc::from(path.as_path()), len: metadata.len(), stamp },
+                data: packager::member::file(std::sync::Arc::from(path.as_path()), metadata.len(), stamp),
                 executable: false,
             },
         }],

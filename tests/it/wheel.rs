@@ -36,11 +36,7 @@ pub fn bytes(name: &str, text: &str) -> Member {
 
 pub fn file(name: &str, path: &Path, executable: bool) -> Member {
     let len = fs_err::metadata(path).expect("stat fixture").len();
-    Member {
-        name: name.into(),
-        data: MemberData::File { path: std::sync::Arc::from(path), len, stamp: None },
-        executable,
-    }
+    Member { name: name.into(), data: packager::member::file(std::sync::Arc::from(path), len, None), executable }
 }
 
 /// A wheel with a Python package, a console script, a compiled executable, and a

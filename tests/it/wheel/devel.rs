@@ -27,11 +27,7 @@ fn devel_spec(fixtures: &Path, compression: DevelTarballCompression) -> DevelTar
     fs_err::write(&header, "int api(void);\n".repeat(100_000)).expect("write");
     let entry = |name: &str, kind: TarEntryKind| TarEntry { name: name.into(), kind };
     let file_kind = |path: &Path, executable: bool| TarEntryKind::File {
-        data: MemberData::File {
-            path: std::sync::Arc::from(path),
-            len: fs_err::metadata(path).expect("stat").len(),
-            stamp: None,
-        },
+        data: packager::member::file(std::sync::Arc::from(path), fs_err::metadata(path).expect("stat").len(), None),
         executable,
     };
     DevelTarSpec {

@@ -27,7 +27,7 @@ fn a_file_that_changed_size_fails_the_wheel_and_leaves_nothing() {
     // The plan saw one byte less than the file now has.
     spec.members.push(Member {
         name: "demo_pkg/zz_grown.bin".into(),
-        data: MemberData::File { path: std::sync::Arc::from(grown.as_path()), len: (3 << 20) - 1, stamp: None },
+        data: packager::member::file(std::sync::Arc::from(grown.as_path()), (3 << 20) - 1, None),
         executable: false,
     });
     let error = write_wheel(&dist, &spec, &options(), &Silent).expect_err("must fail");
@@ -41,7 +41,7 @@ fn a_file_that_changed_size_fails_the_wheel_and_leaves_nothing() {
         entries: vec![TarEntry {
             name: "_devel/big.bin".into(),
             kind: TarEntryKind::File {
-                data: MemberData::File { path: std::sync::Arc::from(grown.as_path()), len: (3 << 20) + 5, stamp: None },
+                data: packager::member::file(std::sync::Arc::from(grown.as_path()), (3 << 20) + 5, None),
                 executable: false,
             },
         }],

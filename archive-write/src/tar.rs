@@ -13,11 +13,10 @@ use liblzma::stream::{Check, Filters, LzmaOptions, MtStreamBuilder, Stream};
 use liblzma::write::XzEncoder;
 use tar::{EntryType, Header};
 
+use super::member::{from_io, known_len, open_member};
 use super::pipe::{pipe, PipeReader};
-use super::source::{from_io, known_len, open_member};
 use super::{DevelTarSpec, TarEntry, TarEntryKind, TarTotals, WriteError};
-use crate::config::DevelTarballCompression;
-use crate::progress::Progress;
+use super::{DevelTarballCompression, Progress};
 
 /// The xz encoder may use this much memory; threads are reduced to fit (SPEC §5: the
 /// process stays under 256 MiB). The rest of the process (the plan, a second wheel

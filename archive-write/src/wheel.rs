@@ -12,16 +12,15 @@ use sha2::{Digest, Sha256};
 
 use super::atomic::AtomicFile;
 use super::deflate::{self, Coding, FinishedMember, MemberDigest, Pipeline, CHUNK_SIZE, DICTIONARY_SIZE};
+use super::member::{from_io, known_len, open_member};
 use super::metadata::{
     check_platform_tag, file_name_version, normalize_dist_name, render_core_metadata, render_entry_points,
     render_wheel_file,
 };
 use super::record::Record;
-use super::source::{from_io, known_len, open_member};
 use super::zip::{EntryHeader, ZipWriter};
 use super::{tar, ArchiveOptions, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
-use crate::config::{DevelTarballCompression, WheelCompression};
-use crate::progress::Progress;
+use super::{DevelTarballCompression, Progress, WheelCompression};
 
 /// The names a wheel's files derive from its metadata.
 pub struct WheelNames {

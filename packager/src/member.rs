@@ -1,84 +1,123 @@
-//! Reading a member's bytes from where the plan says they are, and noticing when the
-//! artifacts changed under us (issue 10: a file that vanishes or changes between plan and
-//! write fails the run cleanly). A file is re-checked when it is opened (type, length,
-//! inode, modification time against the catalog's) and with `fstat` once it has been read.
+//! Payload members: files read straight from the artifacts directory, and ELF files with
+//! an RPATH edit spliced in while they stream, as the archive writer's
+//! [`MemberSource`]s. Each notices when the artifacts changed under us (issue 10: a file
+//! that vanishes or changes between plan and write fails the run cleanly): a file is
+//! re-checked when it is opened (type, length, inode, modification time against the
+//! catalog's) and with `fstat` once it has been read.
 //!
-//! Owns: `MemberData::File`, `Patched` and `Bytes` as byte streams with these checks.
-//! Does not own: `DevelTar` (produced by `tar`), ELF splicing itself (`elf`).
+//! Owns: these sources and their checks. Does not own: archive formats (`write`), ELF
+//! splicing itself (`elf`).
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::{MemberData, WriteError};
 use crate::catalog::FileStamp;
-use crate::elf::SplicedReader;
+use crate::elf::{RpathEdit, SplicedReader};
+use crate::write::{to_io, MemberData, MemberSource, WriteError};
 
-/// The exact size of the bytes `data` yields, when known before reading it.
-pub fn known_len(data: &MemberData) -> Option<u64> {
-    match data {
-        MemberData::File { len, .. } => Some(*len),
-        MemberData::Patched { edit, .. } => Some(edit.new_len()),
-        MemberData::PatchRpath { new_len, .. } => Some(*new_len),
-        MemberData::Bytes(bytes) => Some(bytes.len() as u64),
-        MemberData::DevelTar(_) => None,
+/// A file copied as it is; `len` and `stamp` (when known) are what the plan saw, and a
+/// change is an error.
+pub fn file(path: Arc<Path>, len: u64, stamp: Option<FileStamp>) -> MemberData {
+    MemberData::Source(Arc::new(PlainFile { path, len, stamp }))
+}
+
+/// An ELF file with an RPATH edit, planned already, spliced in while streaming.
+pub fn patched(path: Arc<Path>, edit: Arc<RpathEdit>) -> MemberData {
+    MemberData::Source(Arc::new(PatchedFile { path, edit }))
+}
+
+/// An ELF file whose search path becomes `rpath` (DT_RPATH). The edit is planned when the
+/// member is opened and dropped when it has streamed, so a wheel of thousands of libraries
+/// never holds their grown tables all at once. `len` and `new_len` are what the plan saw,
+/// as is `stamp` (when known); a difference at write time is an error.
+pub fn patch_rpath(path: Arc<Path>, len: u64, stamp: Option<FileStamp>, rpath: String, new_len: u64) -> MemberData {
+    MemberData::Source(Arc::new(RpathFile { path, len, stamp, rpath, new_len }))
+}
+
+#[derive(Debug)]
+struct PlainFile {
+    path: Arc<Path>,
+    len: u64,
+    stamp: Option<FileStamp>,
+}
+
+impl MemberSource for PlainFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
+        let (path, len) = (&self.path, self.len);
+        let file = open_planned(path, len, self.stamp)?;
+        let watch = Watch::of(&file, path, len, self.stamp)?;
+        Ok(Box::new(ExactReader { inner: file, path: path.to_path_buf(), expected: len, seen: 0, watch }))
     }
 }
 
-/// Wraps a [`WriteError`] so it can travel through `io::Read`/`io::Write` plumbing.
-pub fn to_io(error: WriteError) -> io::Error {
-    io::Error::other(error)
+#[derive(Debug)]
+struct PatchedFile {
+    path: Arc<Path>,
+    edit: Arc<RpathEdit>,
 }
 
-/// Recovers a [`WriteError`] carried by [`to_io`], or names `path` as the one that failed.
-pub fn from_io(error: io::Error, path: &Path, reading: bool) -> WriteError {
-    match error.downcast::<WriteError>() {
-        Ok(write_error) => write_error,
-        Err(source) if reading => WriteError::Read { path: path.to_path_buf(), source },
-        Err(source) => WriteError::Write { path: path.to_path_buf(), source },
+impl MemberSource for PatchedFile {
+    fn len(&self) -> u64 {
+        self.edit.new_len()
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
+        let (path, edit) = (&self.path, &self.edit);
+        let file = open_planned(path, edit.original_len, None)?;
+        let watch = Watch::of(&file, path, edit.original_len, None)?;
+        let reader =
+            SplicedReader::new(file, edit).map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
+        let expected = edit.new_len();
+        Ok(Box::new(ExactReader { inner: reader, path: path.to_path_buf(), expected, seen: 0, watch }))
     }
 }
 
-/// Opens a member's bytes; every error the reader yields is a [`WriteError`] in an
-/// `io::Error` (see [`from_io`]).
-pub fn open_member(data: &MemberData) -> Result<Box<dyn Read + Send + '_>, WriteError> {
-    match data {
-        MemberData::File { path, len, stamp } => {
-            let file = open_planned(path, *len, *stamp)?;
-            let watch = Watch::of(&file, path, *len, *stamp)?;
-            Ok(Box::new(ExactReader { inner: file, path: path.to_path_buf(), expected: *len, seen: 0, watch }))
+#[derive(Debug)]
+struct RpathFile {
+    path: Arc<Path>,
+    len: u64,
+    stamp: Option<FileStamp>,
+    rpath: String,
+    new_len: u64,
+}
+
+impl MemberSource for RpathFile {
+    fn len(&self) -> u64 {
+        self.new_len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
+        let (path, new_len) = (&self.path, self.new_len);
+        let file = open_planned(path, self.len, self.stamp)?;
+        let watch = Watch::of(&file, path, self.len, self.stamp)?;
+        let edit = crate::elf::plan_set_rpath(path, &self.rpath)
+            .map_err(|error| WriteError::Changed { path: path.to_path_buf(), reason: error.to_string() })?;
+        if edit.new_len() != new_len {
+            let reason = format!("its RPATH edit now yields {} bytes, planned {new_len}", edit.new_len());
+            return Err(WriteError::Changed { path: path.to_path_buf(), reason });
         }
-        MemberData::Patched { path, edit } => {
-            let file = open_planned(path, edit.original_len, None)?;
-            let watch = Watch::of(&file, path, edit.original_len, None)?;
-            let reader = SplicedReader::new(file, edit)
-                .map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
-            Ok(Box::new(ExactReader {
-                inner: reader,
-                path: path.to_path_buf(),
-                expected: edit.new_len(),
-                seen: 0,
-                watch,
-            }))
-        }
-        MemberData::PatchRpath { path, len, stamp, rpath, new_len } => {
-            let file = open_planned(path, *len, *stamp)?;
-            let watch = Watch::of(&file, path, *len, *stamp)?;
-            let edit = crate::elf::plan_set_rpath(path, rpath)
-                .map_err(|error| WriteError::Changed { path: path.to_path_buf(), reason: error.to_string() })?;
-            if edit.new_len() != *new_len {
-                let reason = format!("its RPATH edit now yields {} bytes, planned {new_len}", edit.new_len());
-                return Err(WriteError::Changed { path: path.to_path_buf(), reason });
-            }
-            let reader = SplicedReader::new_owned(file, edit)
-                .map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
-            Ok(Box::new(ExactReader { inner: reader, path: path.to_path_buf(), expected: *new_len, seen: 0, watch }))
-        }
-        MemberData::Bytes(bytes) => Ok(Box::new(bytes.as_slice())),
-        MemberData::DevelTar(_) => {
-            Err(WriteError::Invalid { reason: "a devel tarball cannot be opened as a plain member".into() })
-        }
+        let reader = SplicedReader::new_owned(file, edit)
+            .map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
+        Ok(Box::new(ExactReader { inner: reader, path: path.to_path_buf(), expected: new_len, seen: 0, watch }))
     }
 }
 

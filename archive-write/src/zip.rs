@@ -12,7 +12,7 @@
 
 use std::io::{self, Seek, SeekFrom, Write};
 
-use crate::config::BuildTime;
+use super::BuildTime;
 
 const LOCAL_HEADER_SIGNATURE: u32 = 0x0403_4b50;
 const CENTRAL_HEADER_SIGNATURE: u32 = 0x0201_4b50;

@@ -14,9 +14,9 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::deflate::MemberDigest;
+use super::member::{from_io, open_member};
 use super::record::Record;
 use super::sdist::sdist_layout;
-use super::source::{from_io, open_member};
 use super::tar::expand_devel_entries;
 use super::wheel::{ordered_members, WheelNames};
 use super::{MemberData, SdistSpec, WheelSpec, WriteError};

@@ -1,48 +1,41 @@
-//! Archive writers: wheels (zip), the `rocm` sdist (tar.gz), the devel tarball (tar or
-//! tar.xz), RECORD, and atomic placement in `dist/`: a run stages each output under a
-//! hidden temp name, then [`commit`]s them all at once (`atomic`).
+//! Archive writers for Python packages: wheels (zip with parallel chunked deflate and
+//! ZIP64, RECORD), sdists (tar.gz), tarballs carried inside a wheel (tar or tar.xz), and
+//! atomic placement: a run stages each output under a hidden temp name, then [`commit`]s
+//! them all at once (`atomic`).
 //!
 //! Owns: archive formats, reproducibility (order, times, modes), parallel compression and
-//! hashing, atomic rename. Does not own: what goes in a package (`plan`).
+//! hashing, atomic rename. Must not know: ROCm, ELF, or what goes in a package; members
+//! arrive as bytes or as [`MemberSource`]s that the caller opens and checks.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::catalog::FileStamp;
-use crate::config::{BuildTime, DevelTarballCompression, WheelCompression};
-use crate::elf::RpathEdit;
-use crate::progress::Progress;
-
-pub(crate) mod atomic;
+pub mod atomic;
 mod deflate;
+mod member;
 mod metadata;
+mod options;
 mod pipe;
+mod progress;
 mod record;
 mod sdist;
-mod source;
 mod tar;
 mod tree;
 mod wheel;
 mod zip;
 
+pub use member::{from_io, to_io, MemberSource};
 pub use metadata::normalize_dist_name;
+pub use options::{BuildTime, DevelTarballCompression, WheelCompression};
+pub use progress::{Progress, Silent};
 pub use tar::xz_stream;
 
-/// Where a member's bytes come from. Payload files are read straight from the artifacts dir;
-/// their paths are the plan's own, shared rather than copied into every spec.
+/// Where a member's bytes come from.
 #[derive(Clone, Debug)]
 pub enum MemberData {
-    /// A file copied as it is; `len` and `stamp` (when known) are what the plan saw, and a
-    /// change is an error.
-    File { path: Arc<Path>, len: u64, stamp: Option<FileStamp> },
-    /// An ELF file with an RPATH edit spliced in while streaming.
-    Patched { path: Arc<Path>, edit: Arc<RpathEdit> },
-    /// An ELF file whose search path becomes `rpath` (DT_RPATH). The edit is planned when the
-    /// member is opened and dropped when it has streamed, so a wheel of thousands of
-    /// libraries never holds their grown tables all at once. `len` and `new_len` are what
-    /// the plan saw, as is `stamp` (when known); a difference at write time is an error.
-    PatchRpath { path: Arc<Path>, len: u64, stamp: Option<FileStamp>, rpath: String, new_len: u64 },
+    /// Bytes the caller's source yields when opened (a payload file, an edited file).
+    Source(Arc<dyn MemberSource>),
     /// Generated content (Python, metadata, launchers).
     Bytes(Arc<Vec<u8>>),
     /// The devel tree as `_devel.tar[.xz]`, produced while the wheel is written.
@@ -149,7 +142,7 @@ impl TarTotals {
             self.name_bytes += entry.name.len() as u64;
             match &entry.kind {
                 TarEntryKind::File { data, .. } => {
-                    let len = source::known_len(data).unwrap_or(u64::MAX / 4);
+                    let len = member::known_len(data).unwrap_or(u64::MAX / 4);
                     self.file_bytes = self.file_bytes.saturating_add(len);
                 }
                 TarEntryKind::Symlink { target } => self.name_bytes += target.len() as u64,
@@ -210,6 +203,17 @@ pub enum WriteError {
 }
 
 impl WriteError {
+    /// The file the error is about, if it names one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            WriteError::Read { path, .. } | WriteError::Write { path, .. } | WriteError::Changed { path, .. } => {
+                Some(path)
+            }
+            WriteError::Locked { lock, .. } => Some(lock),
+            WriteError::Invalid { .. } => None,
+        }
+    }
+
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
@@ -262,7 +266,7 @@ pub fn stage_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) 
 
 /// Renames every staged file into place, all or none (a failure puts back what the names
 /// held before), and syncs the directory once. Whoever commits into a destination must
-/// hold its lock ([`crate::DestLock`]), as the run's whole write stage does.
+/// hold its lock (the caller's), as a packaging run's whole write stage does.
 pub fn commit(files: Vec<StagedFile>) -> Result<Vec<WrittenFile>, WriteError> {
     let (written, staged): (Vec<WrittenFile>, Vec<atomic::Staged>) =
         files.into_iter().map(|file| (file.written, file.staged)).unzip();
@@ -303,7 +307,7 @@ pub fn write_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<PathBuf, Wr
 /// Writes the devel tarball alone (what the devel wheel carries as `_devel.tar[.xz]`),
 /// for tools and tests that want to look at it.
 pub fn write_devel_tarball(out: &mut dyn io::Write, spec: &DevelTarSpec) -> Result<(), WriteError> {
-    tar::write_devel_tarball(spec, out, &crate::progress::Silent, "", Path::new("_devel.tar")).map(|_| ())
+    tar::write_devel_tarball(spec, out, &Silent, "", Path::new("_devel.tar")).map(|_| ())
 }
 
 #[cfg(test)]
