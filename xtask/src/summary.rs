@@ -90,7 +90,7 @@ fn edit_strategy(strategy: EditStrategy) -> &'static str {
     }
 }
 
-/// A package's time: milliseconds below 0.1 s, where `0.0s` would say nothing.
+/// A package's or a stage's time: milliseconds below 0.1 s, where `0.0s` would say nothing.
 fn format_seconds(seconds: f64) -> String {
     if seconds < 0.1 {
         format!("{:.0}ms", seconds * 1000.0)
@@ -157,7 +157,7 @@ pub fn render_markdown(report: &Report) -> String {
 
 fn stage_line(report: &Report) -> String {
     let stages: Vec<String> =
-        report.stages.iter().map(|stage| format!("{} {:.1}s", stage.stage, stage.seconds)).collect();
+        report.stages.iter().map(|stage| format!("{} {}", stage.stage, format_seconds(stage.seconds))).collect();
     stages.join(", ")
 }
 

@@ -119,29 +119,13 @@ fn clippy(sh: &Shell, _root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
 }
 
 /// Every test binary, even after one fails (`--no-fail-fast`), so the closing lines can
-/// name every failing test. Output is passed through as it comes and read back after.
+/// name every failing test. Cargo's stderr shares the pipe with the tests' stdout, so its
+/// `to rerun pass ...` line follows the failures it is about. Output is passed through as
+/// it comes and read back after.
 fn test(_sh: &Shell, root: &Path, tally: &mut Tally) -> anyhow::Result<()> {
-    let mut child = Command::new("cargo")
-        .args(["test", "--workspace", "--no-fail-fast", "--quiet"])
-        .current_dir(root)
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting cargo test")?;
-    let mut pipe = child.stdout.take().context("cargo test's stdout")?;
-    let mut seen = Vec::new();
-    let mut buffer = [0u8; 8192];
-    let stdout = std::io::stdout();
-    loop {
-        let n = pipe.read(&mut buffer).context("reading cargo test's output")?;
-        if n == 0 {
-            break;
-        }
-        let mut out = stdout.lock();
-        // Best effort: a closed stdout must not stop the tests.
-        let _ = out.write_all(&buffer[..n]).and_then(|()| out.flush());
-        seen.extend_from_slice(&buffer[..n]);
-    }
-    let status = child.wait().context("waiting for cargo test")?;
+    let mut command = Command::new("cargo");
+    command.args(["test", "--workspace", "--no-fail-fast", "--quiet"]).current_dir(root);
+    let (status, seen) = run_merged(command, &mut std::io::stdout()).context("running cargo test")?;
     let results = read_test_results(&String::from_utf8_lossy(&seen));
     tally.tests_passed += results.passed;
     tally.tests_failed.extend(results.failed.iter().cloned());
@@ -152,26 +136,73 @@ fn test(_sh: &Shell, root: &Path, tally: &mut Tally) -> anyhow::Result<()> {
     }
 }
 
-/// Passed count and failing names from the libtest output of every test binary.
+/// Runs `command` with stdout and stderr on one pipe, copying what it writes to `out` as
+/// it comes; returns its status and everything it wrote, in order.
+fn run_merged(mut command: Command, out: &mut dyn Write) -> anyhow::Result<(std::process::ExitStatus, Vec<u8>)> {
+    let (mut pipe, write_end) = merged_pipe().context("creating a pipe")?;
+    command.stdout(Stdio::from(write_end.try_clone().context("duplicating the pipe")?));
+    command.stderr(Stdio::from(write_end));
+    let mut child = command.spawn().with_context(|| format!("starting {:?}", command.get_program()))?;
+    // The command holds the write end: dropped, the pipe reports end-of-file when the
+    // child exits.
+    drop(command);
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let n = pipe.read(&mut buffer).context("reading the output")?;
+        if n == 0 {
+            break;
+        }
+        // Best effort: a closed stdout must not stop the tests.
+        let _ = out.write_all(&buffer[..n]).and_then(|()| out.flush());
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    Ok((child.wait().context("waiting for the child")?, seen))
+}
+
+/// A pipe whose read end is ours and whose write end goes to a child (both close-on-exec
+/// here; `Command` dups the write end onto the child's stdout and stderr).
+fn merged_pipe() -> std::io::Result<(std::fs::File, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills `fds` with two new descriptors, which nothing else owns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read, write) =
+        unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+    Ok((std::fs::File::from(read), write))
+}
+
+/// Passed count and failing tests from the libtest output of every test binary.
 #[derive(Debug, Default, PartialEq)]
 struct TestResults {
     passed: usize,
+    /// `cargo test -p CRATE --test BINARY NAME` when cargo said how to rerun the binary,
+    /// else the bare name.
     failed: Vec<String>,
 }
 
 /// libtest ends a failing binary with `failures:`, one indented name per line, a blank
 /// line and `test result: FAILED. …`; the panics come before, under an earlier
-/// `failures:` whose `---- name stdout ----` lines end the candidate list.
+/// `failures:` whose `---- name stdout ----` lines end the candidate list. Cargo then
+/// says ``error: test failed, to rerun pass `-p xtask --test cli` ``.
 fn read_test_results(text: &str) -> TestResults {
     let mut results = TestResults::default();
     let mut candidates: Option<Vec<String>> = None;
+    let mut pending: Vec<String> = Vec::new();
     for line in text.lines() {
-        if line == "failures:" {
+        if let Some(rerun) = line.strip_prefix("error: test failed, to rerun pass `") {
+            let rerun = rerun.trim_end_matches('`');
+            results.failed.extend(pending.drain(..).map(|name| format!("cargo test {rerun} {name}")));
+        } else if line == "failures:" {
             candidates = Some(Vec::new());
         } else if let Some(rest) = line.strip_prefix("test result: ") {
+            results.failed.append(&mut pending);
             results.passed += count_before(rest, " passed");
             if rest.starts_with("FAILED") {
-                results.failed.extend(candidates.take().unwrap_or_default());
+                pending = candidates.take().unwrap_or_default();
             }
             candidates = None;
         } else if let Some(list) = candidates.as_mut() {
@@ -182,6 +213,7 @@ fn read_test_results(text: &str) -> TestResults {
             }
         }
     }
+    results.failed.append(&mut pending);
     results
 }
 
@@ -238,10 +270,28 @@ mod tests {
         let text = "running 3 tests\n.F.\nfailures:\n\n---- targets::a stdout ----\n\
                     thread 'targets::a' panicked at tests/it/targets.rs:1:1:\n    left: 0\n\n\
                     failures:\n    targets::a\n    elf::b\n\n\
-                    test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out\n\
-                    \nrunning 4 tests\n....\ntest result: ok. 4 passed; 0 failed; 0 ignored\n";
+                    test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out\n\n\
+                    error: test failed, to rerun pass `-p packager-tests --test it`\n\
+                    \nrunning 4 tests\n....\ntest result: ok. 4 passed; 0 failed; 0 ignored\n\
+                    \nrunning 1 test\nF\nfailures:\n    lib.rs - f (line 3)\n\ntest result: FAILED. 0 passed; 1 failed\n";
         let results = read_test_results(text);
-        assert_eq!(results, TestResults { passed: 5, failed: vec!["targets::a".to_owned(), "elf::b".to_owned()] });
+        let failed = [
+            "cargo test -p packager-tests --test it targets::a",
+            "cargo test -p packager-tests --test it elf::b",
+            "lib.rs - f (line 3)",
+        ];
+        assert_eq!(results, TestResults { passed: 5, failed: failed.map(str::to_owned).to_vec() });
+    }
+
+    #[test]
+    fn stdout_and_stderr_arrive_in_order_on_one_pipe() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo one; echo two >&2; echo three; exit 3"]);
+        let mut copy = Vec::new();
+        let (status, seen) = run_merged(command, &mut copy).expect("sh runs");
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(String::from_utf8_lossy(&seen), "one\ntwo\nthree\n");
+        assert_eq!(copy, seen);
     }
 
     #[test]
