@@ -53,6 +53,9 @@ impl CatalogError {
     pub fn path(&self) -> Option<&Path> {
         match self {
             CatalogError::MissingArtifactsDir { path }
+            | CatalogError::ArtifactsDirIsAFile { path }
+            | CatalogError::NotAnArtifactsDir { path }
+            | CatalogError::TherockDirNotACheckout { path }
             | CatalogError::MissingBuildManifest { path }
             | CatalogError::BadBuildManifest { path, .. }
             | CatalogError::BadDistInfo { path, .. }

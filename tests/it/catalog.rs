@@ -230,6 +230,22 @@ fn missing_inputs_are_named() {
     let error = Catalog::read(&missing).expect_err("missing dir");
     assert_eq!(error.to_string(), format!("artifacts directory not found: {}", missing.display()));
 
+    // Issue 23: a directory with no artifact in it says so, before the build manifest.
+    let error = Catalog::read(temp.path()).expect_err("no artifacts");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "not an artifacts directory (no `{{name}}_{{component}}_{{family}}` directories in it): {}",
+            temp.path().display()
+        )
+    );
+    assert!(error.hint().is_some());
+    let file = temp.path().join("artifacts.txt");
+    fs_err::write(&file, "").expect("write");
+    let error = Catalog::read(&file).expect_err("a file");
+    assert_eq!(error.to_string(), format!("the artifacts directory is a file, not a directory: {}", file.display()));
+
+    fs_err::create_dir_all(temp.path().join("core-hip_lib_generic")).expect("mkdir");
     let error = Catalog::read(temp.path()).expect_err("no build manifest");
     assert_eq!(error.to_string(), format!("build manifest not found: {}", temp.path().join(BUILD_MANIFEST).display()));
     assert!(error.hint().is_some());

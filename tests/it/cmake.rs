@@ -11,13 +11,26 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the workspace").to_path_buf()
 }
 
+/// `cmake`, by its full path: one test runs it with a `PATH` that no longer finds it.
+fn cmake_path() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).map(|dir| dir.join("cmake")).find(|candidate| candidate.is_file());
+    let cmake = found.unwrap_or_else(|| panic!("{}", support::missing_tool_message("cmake")));
+    let probe = Command::new(&cmake).arg("--version").output();
+    assert!(probe.is_ok_and(|output| output.status.success()), "{} --version fails", cmake.display());
+    cmake
+}
+
 fn cmake() -> Command {
-    let probe = Command::new("cmake").arg("--version").output();
-    assert!(
-        probe.is_ok_and(|output| output.status.success()),
-        "cmake is needed for this test (apt-get install cmake; .ci/run installs it)"
-    );
-    Command::new("cmake")
+    Command::new(cmake_path())
+}
+
+/// This process's `PATH` without the directories that hold a `cargo`, so the module's own
+/// search comes up empty wherever cargo and cmake are installed.
+fn path_without_cargo() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path).filter(|dir| !dir.join("cargo").exists()).collect();
+    std::env::join_paths(kept).expect("PATH entries stay joinable")
 }
 
 #[test]
@@ -80,7 +93,7 @@ fn configuring_without_cargo_fails_clearly() {
         .arg("-B")
         .arg(temp.path().join("build"))
         .arg("-DROCM_PACKAGER_CARGO=ROCM_PACKAGER_CARGO-NOTFOUND")
-        .env("PATH", "/usr/bin:/bin")
+        .env("PATH", path_without_cargo())
         .env("HOME", temp.path())
         .env_remove("CARGO_HOME")
         .output()

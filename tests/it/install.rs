@@ -225,3 +225,38 @@ fn uv_installs_and_uninstalls_the_example() {
     installed::rocm_sdk(&venv, &["test"], &[]);
     installed::assert_uninstall_restores(&venv, &before, Uninstaller::Uv);
 }
+
+/// Issue 23: uv caches the wheel it builds from the `rocm` sdist and replays that family
+/// choice later; `tool.uv.cache-keys` does not reach an sdist archive (only local project
+/// directories), so the README says `uv pip install --no-cache`. That command follows
+/// `ROCM_SDK_TARGET_FAMILY` even after a cached install of another family.
+#[test]
+fn uv_with_no_cache_follows_the_family_after_a_cached_install() {
+    let dist = &build(false).dist;
+    let temp = tempfile::tempdir().expect("tempdir");
+    let cache = temp.path().join("uv-cache");
+    let uv = support::tools_venv().join("bin/uv");
+    for (family, no_cache, expected) in [
+        ("gfx94X-dcgpu", false, "rocm-sdk-libraries-gfx94x-dcgpu"),
+        ("gfx110X-all", true, "rocm-sdk-libraries-gfx110x-all"),
+    ] {
+        let venv = support::fresh_venv(&temp.path().join(family));
+        let mut command = Command::new(&uv);
+        command.args(["pip", "install", "--offline", "--no-index", "--python"]).arg(venv.join("bin/python"));
+        if no_cache {
+            command.arg("--no-cache");
+        }
+        let output = command
+            .arg("--find-links")
+            .arg(dist)
+            .arg("rocm[libraries]")
+            .env("UV_CACHE_DIR", &cache)
+            .env("ROCM_SDK_TARGET_FAMILY", family)
+            .env("PATH", installed::PATH_WITHOUT_GPU_TOOLS)
+            .output()
+            .expect("uv");
+        assert_success(&output, &format!("uv pip install for {family}"));
+        let dists = installed::rocm_dists(&venv);
+        assert!(dists.contains(expected), "{family}: {dists:?}");
+    }
+}

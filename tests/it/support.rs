@@ -81,6 +81,41 @@ pub fn fresh_venv(dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// The Debian package of each external program the tests run, so a test that needs a
+/// missing one says what to install instead of failing on something else.
+const PACKAGES: &[(&str, &str)] = &[
+    ("cmake", "cmake"),
+    ("eu-elflint", "elfutils"),
+    ("ld.lld", "lld"),
+    ("ldconfig", "libc-bin"),
+    ("llvm-mc", "llvm"),
+    ("patchelf", "patchelf"),
+    ("python3", "python3-venv"),
+    ("readelf", "binutils"),
+    ("strip", "binutils"),
+    ("tar", "tar"),
+    ("unzip", "unzip"),
+    ("zipinfo", "unzip"),
+];
+
+/// What to say when `program` cannot be found: its name, and how to install it.
+pub fn missing_tool_message(program: &str) -> String {
+    let install = match PACKAGES.iter().find(|(name, _)| *name == program) {
+        Some((_, package)) => format!("apt-get install {package}"),
+        None => "see CONTRIBUTING.md, \"What the tests need\"".to_owned(),
+    };
+    format!("`{program}` is needed for this test and is not on PATH: {install} (`cargo xtask verify` installs it when run as root)")
+}
+
+/// `program` as a command, checked to be on `PATH` first: a test that needs an external tool
+/// fails naming it and its package, not with a message about something else.
+pub fn tool(program: &str) -> Command {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|dir| dir.join(program).is_file());
+    assert!(found, "{}", missing_tool_message(program));
+    Command::new(program)
+}
+
 /// Runs `command` to completion and returns its output, retrying while exec answers
 /// `ETXTBSY`. A program this test process has just written can still be open for writing
 /// in a child that another test thread forked and has not yet exec'd (close-on-exec
@@ -99,9 +134,13 @@ pub fn output(command: &mut Command) -> std::io::Result<std::process::Output> {
     command.output()
 }
 
-/// Runs `command`, panicking with its output if it fails; returns stdout.
+/// Runs `command`, panicking with its output if it fails; returns stdout. A program that is
+/// not installed is named with its package.
 pub fn run(command: &mut Command) -> String {
-    let output = output(command).unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
+    let output = output(command).unwrap_or_else(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => panic!("{}", missing_tool_message(&command.get_program().to_string_lossy())),
+        _ => panic!("cannot run {command:?}: {error}"),
+    });
     assert_success(&output, &format!("{command:?}"));
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -117,11 +156,15 @@ pub fn assert_success(output: &std::process::Output, what: &str) {
     );
 }
 
-/// The bundled example (legacy or kpack-split) written under `dir/artifacts`.
+/// The bundled example (legacy or kpack-split) written under `dir/artifacts`. Without
+/// `llvm-mc` and `ld.lld` the generator leaves the AMDGPU code objects out and warns; the
+/// tests count on them, so that warning (it names the tools) fails here, not later as a
+/// missing file or a wrong count.
 pub fn write_example(dir: &Path, kpack_split: bool) -> PathBuf {
     let artifacts = dir.join("artifacts");
-    packager::example::write_example(&artifacts, &packager::example::ExampleOptions { kpack_split })
+    let summary = packager::example::write_example(&artifacts, &packager::example::ExampleOptions { kpack_split })
         .expect("generate the bundled example");
+    assert!(summary.warnings.is_empty(), "the example is incomplete: {}", summary.warnings.join("; "));
     artifacts
 }
 

@@ -389,12 +389,12 @@ fn amdgpu_code_object(scratch: &Path, out: &Path, soname: &str) {
     let (source, object) = (scratch.join("blob.s"), scratch.join("blob.o"));
     fs_err::write(&source, "\t.text\n\ts_endpgm\n").expect("write assembly");
     support::run(
-        std::process::Command::new("llvm-mc")
+        support::tool("llvm-mc")
             .args(["-triple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-filetype=obj", "-o"])
             .arg(&object)
             .arg(&source),
     );
-    support::run(std::process::Command::new("ld.lld").args(["-shared", "-soname", soname, "-o"]).arg(out).arg(&object));
+    support::run(support::tool("ld.lld").args(["-shared", "-soname", soname, "-o"]).arg(out).arg(&object));
 }
 
 /// SPEC §6 "Never edit what is not ours to edit": an AMDGPU code object named like a host

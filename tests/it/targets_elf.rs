@@ -24,7 +24,7 @@ int main(void) {
 
 /// `readelf -lWd` of `path`, failing on any warning.
 fn readelf(path: &Path) -> String {
-    let text = support::run(Command::new("readelf").arg("-lWd").arg(path));
+    let text = support::run(support::tool("readelf").arg("-lWd").arg(path));
     assert!(!text.contains("Warning") && !text.contains("Error"), "readelf complains:\n{text}");
     text
 }

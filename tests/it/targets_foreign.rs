@@ -5,7 +5,6 @@
 //! the foreign ones' kept absolute RPATHs are no violation.
 
 use std::path::Path;
-use std::process::Command;
 
 use packager::elf::ElfKind;
 use packager::plan::FindingKind;
@@ -25,14 +24,14 @@ fn foreign_shared_lib(scratch: &Path, triple: &str, emulation: &str, soname: &st
     let (source, object) = (scratch.join(format!("{triple}.s")), scratch.join(format!("{triple}.o")));
     fs_err::write(&source, "\t.text\n\t.globl foreign\nforeign:\n\tret\n").expect("write assembly");
     support::run(
-        Command::new("llvm-mc")
+        support::tool("llvm-mc")
             .arg(format!("--triple={triple}"))
             .args(["-filetype=obj", "-o"])
             .arg(&object)
             .arg(&source),
     );
     support::run(
-        Command::new("ld.lld")
+        support::tool("ld.lld")
             .args(["-shared", "-m", emulation, "--soname", soname, "-rpath", ABSOLUTE_RPATH, "-o"])
             .arg(out)
             .arg(&object),

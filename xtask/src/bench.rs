@@ -446,12 +446,61 @@ fn render(report: &BenchReport) -> String {
             reference,
         );
     }
+    let _ = writeln!(out, "\ncolumns:");
+    for (column, meaning) in LEGEND {
+        let _ = writeln!(out, "  {column:>10}  {meaning}");
+    }
     out
 }
+
+/// What each column of the table means, printed under it: the headers are abbreviations.
+const LEGEND: &[(&str, &str)] = &[
+    ("input", "payload bytes of the synthetic build"),
+    ("wall s", "wall time of the `package` run"),
+    ("CPU s", "its user + system CPU time"),
+    ("peak RSS", "its peak resident memory"),
+    ("peak disk", "most disk space it used at once (other writers on the machine add to it)"),
+    ("transient", "peak disk minus the dist: space used beyond the output"),
+    ("dist", "bytes of the packages written"),
+    ("floor s", "wall time to deflate each input file once on all cores (no packaging logic)"),
+    ("floor CPU", "CPU time of that floor"),
+    ("ratio", "wall s / floor s: 1.0 would be as fast as compression alone"),
+    ("CPU ratio", "CPU s / floor CPU: steadier than `ratio` on a busy machine"),
+    ("idle ratio", "wall s / (floor CPU spread over every thread): `ratio` as on an idle machine"),
+    ("out fl s", "output floor: wall time to compress what the outputs carry, each with its codec"),
+    ("out ratio", "wall s / out fl s: the overhead that is ours"),
+    ("s/GiB", "wall seconds per GiB of input"),
+    ("CPU s/GiB", "CPU seconds per GiB of input"),
+    ("MiB/s", "input MiB packaged per wall second"),
+    ("load", "1-minute load average before the run (the machine may be shared)"),
+    ("ref x", "with --reference: the reference packager's wall time / ours"),
+];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every header of the table has a line in the legend under it, in the same order.
+    #[test]
+    fn the_legend_explains_every_column() {
+        let report = BenchReport {
+            profile: "dev",
+            threads: 2,
+            devel_tarball_compression: false,
+            wheel_compression_level: 6,
+            runs: Vec::new(),
+        };
+        let text = render(&report);
+        let header = text.lines().nth(1).expect("a header line");
+        let mut rest = header;
+        for (column, _) in LEGEND {
+            let at = rest.find(column).unwrap_or_else(|| panic!("{column} is not in order in {header:?}"));
+            rest = &rest[at + column.len()..];
+        }
+        assert!(rest.trim().is_empty(), "a column without a legend: {rest:?}");
+        let legend: Vec<&str> = text.lines().skip_while(|line| *line != "columns:").skip(1).collect();
+        assert_eq!(legend.len(), LEGEND.len(), "{text}");
+    }
 
     #[test]
     fn sizes() {

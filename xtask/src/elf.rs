@@ -1,9 +1,11 @@
 //! `cargo xtask elf`: read or rewrite RPATHs patchelf-style, with the packager's own ELF code,
 //! for humans and for comparing with patchelf.
 //!
-//! Spelling and exit codes follow patchelf: queries print bare values, one per line, in
-//! file order; any failing file prints `error: <file>: ...` on stderr and the exit code is 1
-//! (the other files are still processed); success is 0. Unlike patchelf, `--set-rpath` and
+//! Spelling follows patchelf: queries print bare values, one per line, in file order. Exit
+//! codes follow the rest of this CLI instead (README): any failing file prints
+//! `error: <file>: ...` on stderr (the other files are still processed), then each
+//! distinct `hint:` once, and the exit code is 2; no action flag at all is an error too.
+//! Unlike patchelf, `--set-rpath` and
 //! `--add-rpath` always write DT_RPATH (SPEC §2), so `--force-rpath` changes nothing and is
 //! accepted only so patchelf command lines work unchanged. An edit is atomic: the result is
 //! written beside the file and renamed over it, so a failure leaves the file as it was.
@@ -45,19 +47,42 @@ pub struct ElfArgs {
     files: Vec<PathBuf>,
 }
 
-pub fn run(args: ElfArgs, output: Output) -> anyhow::Result<ExitCode> {
-    let _ = (args.force_rpath, output);
-    let mut failed = false;
-    for file in &args.files {
-        if let Err(message) = run_one(&args, file) {
-            eprintln!("error: {}: {message}", file.display());
-            failed = true;
-        }
-    }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+/// Why one file failed, and what to do about it.
+struct Failure {
+    message: String,
+    hint: &'static str,
 }
 
-fn run_one(args: &ElfArgs, file: &Path) -> Result<(), String> {
+pub fn run(args: ElfArgs, output: Output) -> anyhow::Result<ExitCode> {
+    let _ = (args.force_rpath, output);
+    // Without an action the command used to do nothing and exit 0, which reads as success.
+    if !(args.print_rpath || args.print_soname || args.print_needed || args.print_kind || edits(&args)) {
+        return Err(crate::CliError {
+            message: "nothing to do: no action given".to_owned(),
+            hint: "add --print-rpath, --print-soname, --print-needed, --print-kind, --set-rpath LIST or \
+                   --add-rpath LIST (see `cargo xtask elf --help`)",
+        }
+        .into());
+    }
+    let mut hints: Vec<&'static str> = Vec::new();
+    for file in &args.files {
+        if let Err(failure) = run_one(&args, file) {
+            eprintln!("error: {}: {}", file.display(), failure.message);
+            if !hints.contains(&failure.hint) {
+                hints.push(failure.hint);
+            }
+        }
+    }
+    if hints.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for hint in hints {
+        eprintln!("\nhint: {hint}");
+    }
+    Ok(ExitCode::from(2))
+}
+
+fn run_one(args: &ElfArgs, file: &Path) -> Result<(), Failure> {
     let info = elf::read_elf(file).map_err(describe)?;
     if args.print_kind {
         let kind = match info.as_ref().map(|info| info.kind) {
@@ -70,7 +95,8 @@ fn run_one(args: &ElfArgs, file: &Path) -> Result<(), String> {
     }
     let wants_elf = args.print_rpath || args.print_soname || args.print_needed || edits(args);
     let Some(info) = info else {
-        return if wants_elf { Err("not an ELF file".into()) } else { Ok(()) };
+        let hint = "only ELF files (executables, shared libraries, objects) can be read or edited: check the path";
+        return if wants_elf { Err(Failure { message: "not an ELF file".to_owned(), hint }) } else { Ok(()) };
     };
     if args.print_soname {
         println!("{}", info.soname.as_deref().unwrap_or(""));
@@ -112,18 +138,17 @@ fn requested_rpath(args: &ElfArgs, info: &ElfInfo) -> String {
     entries.join(":")
 }
 
-/// The error without its path (the caller prints the path first), plus its hint.
-fn describe(error: ElfError) -> String {
-    let text = match &error {
+/// The error without its path (the caller prints the path first), and its hint.
+fn describe(error: ElfError) -> Failure {
+    let message = match &error {
         ElfError::Malformed { reason, .. } => format!("malformed ELF file: {reason}"),
         ElfError::Unsupported { reason, .. } => format!("cannot patch: {reason}"),
         ElfError::Read { source, .. } => format!("cannot read: {source}"),
         ElfError::Write { source, .. } => format!("cannot write: {source}"),
     };
-    match error.hint() {
-        Some(hint) => format!("{text}\n\nhint: {hint}"),
-        None => text,
-    }
+    // The library has no hint for a read error: the path is the user's, so is the fix.
+    let hint = error.hint().unwrap_or("check that the file exists and is readable");
+    Failure { message, hint }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod signals;
 mod summary;
 mod verify;
 mod verify_dist;
+mod verify_tools;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -90,6 +91,22 @@ fn limit_malloc_arenas() {
     }
 }
 
+/// An error of the command line itself (a flag missing, a tool missing), not of the
+/// library, with what to do next; `main` prints the hint like a library error's.
+#[derive(Debug)]
+pub struct CliError {
+    pub message: String,
+    pub hint: &'static str,
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
 /// The workspace root (xtask lives one level below it).
 pub fn workspace_root() -> std::path::PathBuf {
     let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -100,7 +117,10 @@ pub fn workspace_root() -> std::path::PathBuf {
 fn report_error(error: &anyhow::Error) {
     // One line, outermost context first, so a CI log grep shows the whole story.
     eprintln!("error: {error:#}");
-    let hint = error.chain().find_map(|cause| cause.downcast_ref::<packager::Error>().and_then(packager::Error::hint));
+    let hint = error.chain().find_map(|cause| cause.downcast_ref::<CliError>().map(|e| e.hint));
+    let hint = hint.or_else(|| {
+        error.chain().find_map(|cause| cause.downcast_ref::<packager::Error>().and_then(packager::Error::hint))
+    });
     let hint = hint.or_else(|| {
         error.chain().find_map(|cause| cause.downcast_ref::<packager::catalog::CatalogError>().and_then(|e| e.hint()))
     });

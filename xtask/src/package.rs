@@ -162,10 +162,14 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> 
 /// Turns flags (and the checkout they point at) into the library's plain config.
 fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
+    // Each flag that names a path is checked before anything is derived from it, so a
+    // wrong path is the first thing reported, not a later symptom of it.
     let checkout = match &args.therock_dir {
-        Some(dir) => Some(dir.clone()),
+        Some(dir) if therock::is_checkout(dir) => Some(dir.clone()),
+        Some(dir) => return Err(CatalogError::TherockDirNotACheckout { path: dir.clone() }.into()),
         None => therock::find_checkout(&cwd),
     };
+    check_dest_dir(&args.dest_dir)?;
     let (artifacts_dir, example_version) = match (&args.artifact_dir, &checkout) {
         (Some(dir), _) => (check_artifacts_dir(dir)?, None),
         (None, Some(root)) => (checkout_artifacts(root)?, None),
@@ -218,17 +222,27 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
     })
 }
 
-/// `dir`, if it is a directory: a missing one is the first thing to report, before the
-/// version or the checkout are looked for (the catalog would say the same, later).
+/// `dir`, if it is an artifacts directory: a missing, wrong or non-directory one is the
+/// first thing to report, before the version or the checkout are looked for (the catalog
+/// would say the same, later).
 fn check_artifacts_dir(dir: &Path) -> anyhow::Result<PathBuf> {
-    match std::fs::metadata(dir) {
-        Ok(metadata) if metadata.is_dir() => Ok(dir.to_path_buf()),
-        Ok(_) => Err(CatalogError::MissingArtifactsDir { path: dir.to_path_buf() }.into()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            Err(CatalogError::MissingArtifactsDir { path: dir.to_path_buf() }.into())
-        }
-        Err(source) => Err(CatalogError::Read { path: dir.to_path_buf(), source }.into()),
+    packager::catalog::check_artifacts_dir(dir)?;
+    Ok(dir.to_path_buf())
+}
+
+/// `--dest-dir` must be a directory or creatable as one: a file there (or in its path)
+/// would otherwise surface as `File exists (os error 17)` after the whole plan is made.
+fn check_dest_dir(dir: &Path) -> anyhow::Result<()> {
+    let Some(existing) = dir.ancestors().find(|ancestor| ancestor.exists()) else { return Ok(()) };
+    if existing.is_dir() {
+        return Ok(());
     }
+    let message = if existing == dir {
+        format!("--dest-dir is a file, not a directory: {}", dir.display())
+    } else {
+        format!("--dest-dir cannot be created: {} is a file, not a directory", existing.display())
+    };
+    Err(crate::CliError { message, hint: "pass a directory for --dest-dir (a missing one is created)" }.into())
 }
 
 /// The checkout's `build/artifacts`. A checkout not built yet is an error: packaging the

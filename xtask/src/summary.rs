@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use packager::plan::{DevelEntry, Plan, PlannedFile};
+use packager::elf::EditStrategy;
+use packager::plan::{DevelEntry, LinkReason, Plan, PlannedFile};
 use packager::Report;
 
 use crate::Output;
@@ -26,7 +27,7 @@ pub fn render_plan(plan: &Plan) -> Result<String, packager::Error> {
             tree.walk_planned(&mut |rel, entry| {
                 let what = match entry {
                     DevelEntry::Dir => "dir".to_owned(),
-                    DevelEntry::Symlink { target, why } => format!("symlink -> {target} ({why:?})"),
+                    DevelEntry::Symlink { target, why } => format!("symlink -> {target} ({})", link_reason(*why)),
                     DevelEntry::File { file } => describe_file(file),
                 };
                 let _ = writeln!(out, "  {platform}/{rel}  {what}");
@@ -59,10 +60,42 @@ fn describe_file(file: &PlannedFile) -> String {
         PlannedFile::PatchRpath { source, edit, .. } => {
             let removed =
                 if edit.removed.is_empty() { String::new() } else { format!(", removed {}", edit.removed.join(":")) };
-            format!("copy {} with DT_RPATH={} ({:?}{removed})", source.display(), edit.rpath, edit.strategy)
+            format!(
+                "copy {} with DT_RPATH={} ({}{removed})",
+                source.display(),
+                edit.rpath,
+                edit_strategy(edit.strategy)
+            )
         }
         PlannedFile::Launcher { target, .. } => format!("launcher -> {target}"),
         PlannedFile::Generated { bytes } => format!("generated ({} bytes)", bytes.len()),
+    }
+}
+
+/// Why a devel entry is a symlink, in the words of the contract rather than the enum's.
+fn link_reason(why: LinkReason) -> &'static str {
+    match why {
+        LinkReason::SonameAlias => "alias of the SONAME",
+        LinkReason::RuntimePackage => "file shipped by a runtime package",
+        LinkReason::Source => "symlink in the artifact",
+    }
+}
+
+/// How an RPATH edit fits into the file, in words.
+fn edit_strategy(strategy: EditStrategy) -> &'static str {
+    match strategy {
+        EditStrategy::Unchanged => "already so",
+        EditStrategy::InPlace => "fits in place",
+        EditStrategy::Grown => "file grown by a new segment",
+    }
+}
+
+/// A package's or a stage's time: milliseconds below 0.1 s, where `0.0s` would say nothing.
+fn format_seconds(seconds: f64) -> String {
+    if seconds < 0.1 {
+        format!("{:.0}ms", seconds * 1000.0)
+    } else {
+        format!("{seconds:.1}s")
     }
 }
 
@@ -80,13 +113,13 @@ pub fn render_table(report: &Report) -> String {
     for output in &report.outputs {
         let _ = writeln!(
             out,
-            "{:<package_width$}  {:<file_width$}  {:>7}  {:>10}  {:>10}  {:>5.1}s",
+            "{:<package_width$}  {:<file_width$}  {:>7}  {:>10}  {:>10}  {:>6}",
             output.package,
             output.file_name,
             output.files,
             human_bytes(output.uncompressed_bytes),
             human_bytes(output.compressed_bytes),
-            output.seconds
+            format_seconds(output.seconds)
         );
     }
     let _ = writeln!(out, "stages: {}", stage_line(report));
@@ -104,13 +137,13 @@ pub fn render_markdown(report: &Report) -> String {
     for output in &report.outputs {
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} | {} | {} | {:.1}s |",
+            "| {} | `{}` | {} | {} | {} | {} |",
             output.package,
             output.file_name,
             output.files,
             human_bytes(output.uncompressed_bytes),
             human_bytes(output.compressed_bytes),
-            output.seconds
+            format_seconds(output.seconds)
         );
     }
     let _ = writeln!(out, "\nStages: {}", stage_line(report));
@@ -124,7 +157,7 @@ pub fn render_markdown(report: &Report) -> String {
 
 fn stage_line(report: &Report) -> String {
     let stages: Vec<String> =
-        report.stages.iter().map(|stage| format!("{} {:.1}s", stage.stage, stage.seconds)).collect();
+        report.stages.iter().map(|stage| format!("{} {}", stage.stage, format_seconds(stage.seconds))).collect();
     stages.join(", ")
 }
 
@@ -177,4 +210,17 @@ pub fn publish(report: &Report, output: Output, json: Option<&Path>) -> anyhow::
         std::io::Write::write_all(&mut file, render_markdown(report).as_bytes())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_packages_show_milliseconds() {
+        assert_eq!(format_seconds(0.0042), "4ms");
+        assert_eq!(format_seconds(0.0999), "100ms");
+        assert_eq!(format_seconds(0.1), "0.1s");
+        assert_eq!(format_seconds(12.34), "12.3s");
+    }
 }

@@ -1,4 +1,5 @@
-//! Issue 2: bad input ends with a one-line error naming the path, exit code 2, no panic.
+//! Issues 2 and 23: bad input ends with a one-line error naming the path, then one `hint:`
+//! line, exit code 2, no panic; a wrong path is reported before anything derived from it.
 
 use std::path::Path;
 use std::process::Command;
@@ -51,6 +52,20 @@ fn manifest_line_outside_the_artifact() {
     check(&artifacts, &dir.path().join("dist"), "artifact_manifest.txt");
 }
 
+/// The least that counts as an artifacts directory: one artifact, no build manifest.
+fn artifacts_shaped(dir: &Path) -> std::path::PathBuf {
+    let artifacts = dir.join("artifacts");
+    std::fs::create_dir_all(artifacts.join("core-hip_lib_generic")).expect("mkdir");
+    std::fs::write(artifacts.join("core-hip_lib_generic/artifact_manifest.txt"), "core/stage\n").expect("write");
+    artifacts
+}
+
+/// Exit code 2 and exactly `error: {first}`, a blank line and `hint: {hint}` on stderr.
+fn assert_one_error(code: Option<i32>, stderr: &str, first: &str, hint: &str) {
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, format!("error: {first}\n\nhint: {hint}\n"));
+}
+
 /// `xtask package` with `args` and no `--version`, run from `cwd` (outside a checkout).
 fn package_without_version(cwd: &Path, args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
@@ -82,8 +97,7 @@ fn artifacts_dir_that_does_not_exist_without_version() {
 #[test]
 fn no_version_outside_a_checkout_says_so_with_one_hint() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let artifacts = dir.path().join("artifacts");
-    std::fs::create_dir_all(&artifacts).expect("mkdir");
+    let artifacts = artifacts_shaped(dir.path());
     let (code, stderr) = package_without_version(dir.path(), &["--artifact-dir".as_ref(), artifacts.as_os_str()]);
     assert_eq!(code, Some(2), "{stderr}");
     let first = stderr.lines().next().unwrap_or_default();
@@ -102,8 +116,7 @@ fn no_version_outside_a_checkout_says_so_with_one_hint() {
 #[test]
 fn malformed_source_date_epoch() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let artifacts = dir.path().join("artifacts");
-    std::fs::create_dir_all(&artifacts).expect("mkdir");
+    let artifacts = artifacts_shaped(dir.path());
     let dest = dir.path().join("dist");
     for value in ["yesterday", "-1", "1.5e9", ""] {
         let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
@@ -123,4 +136,60 @@ fn malformed_source_date_epoch() {
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert!(!dest.exists(), "nothing written");
     }
+}
+
+#[test]
+fn a_directory_that_is_not_an_artifacts_directory_is_said_before_the_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let artifacts = dir.path().join("somewhere");
+    std::fs::create_dir_all(artifacts.join("not-an-artifact")).expect("mkdir");
+    let (code, stderr) = package_without_version(dir.path(), &["--artifact-dir".as_ref(), artifacts.as_os_str()]);
+    let first = format!(
+        "not an artifacts directory (no `{{name}}_{{component}}_{{family}}` directories in it): {}",
+        artifacts.display()
+    );
+    let hint =
+        "point --artifact-dir at `build/artifacts` of a TheRock build (or run `cargo xtask example --out DIR` for one)";
+    assert_one_error(code, &stderr, &first, hint);
+}
+
+#[test]
+fn an_artifacts_dir_that_is_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("artifacts.txt");
+    std::fs::write(&file, "not a directory\n").expect("write");
+    let (code, stderr) = package_without_version(dir.path(), &["--artifact-dir".as_ref(), file.as_os_str()]);
+    let first = format!("the artifacts directory is a file, not a directory: {}", file.display());
+    assert_one_error(code, &stderr, &first, "pass --artifact-dir pointing at a TheRock build's `artifacts` directory");
+}
+
+#[test]
+fn a_dest_dir_that_is_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let artifacts = artifacts_shaped(dir.path());
+    let file = dir.path().join("dist");
+    std::fs::write(&file, "not a directory\n").expect("write");
+    let hint = "pass a directory for --dest-dir (a missing one is created)";
+    for (dest, first) in [
+        (file.clone(), format!("--dest-dir is a file, not a directory: {}", file.display())),
+        (file.join("sub"), format!("--dest-dir cannot be created: {} is a file, not a directory", file.display())),
+    ] {
+        let (code, stderr) = package(&artifacts, &dest);
+        assert_one_error(code, &stderr, &first, hint);
+    }
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "not a directory\n", "the file is untouched");
+}
+
+#[test]
+fn a_therock_dir_that_is_not_a_checkout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let checkout = dir.path().join("TheRock");
+    std::fs::create_dir_all(&checkout).expect("mkdir");
+    let (code, stderr) = package_without_version(dir.path(), &["--therock-dir".as_ref(), checkout.as_os_str()]);
+    let first = format!(
+        "--therock-dir is not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}",
+        checkout.display()
+    );
+    let hint = "point --therock-dir at the root of a TheRock source checkout, the directory holding version.json";
+    assert_one_error(code, &stderr, &first, hint);
 }

@@ -61,6 +61,13 @@ fn ci_logs_get_one_line_per_output_and_the_step_summary_the_table() {
         assert!(stdout.lines().any(|line| line.contains(file.as_str())), "{file} missing from\n{stdout}");
     }
     assert!(stdout.contains("\nstages: catalog+plan "), "{stdout}");
+    // A package or stage done in under 0.1 s shows milliseconds, never a bare `0.0s`.
+    assert!(!stdout.contains(" 0.0s"), "{stdout}");
+    for line in stdout.lines().skip(1).filter(|line| line.starts_with("rocm")) {
+        let time = line.split_whitespace().last().unwrap_or_default();
+        let number = time.strip_suffix("ms").or_else(|| time.strip_suffix('s')).unwrap_or_default();
+        assert!(number.parse::<f64>().is_ok(), "{line}");
+    }
 
     // The step summary: appended, as a Markdown table with every output.
     let markdown = fs_err::read_to_string(&summary).expect("test step");
@@ -92,13 +99,21 @@ fn quiet_prints_nothing_and_verbose_explains() {
     let plan = run(package(temp.path(), artifacts, &["-q"]).arg("--plan"));
     let plan = String::from_utf8_lossy(&plan.stdout);
     assert!(plan.lines().any(|line| line.trim_start().starts_with(dropped)), "{plan}");
+    // Words, not the Rust names of the plan's enums.
+    assert!(plan.contains("(file shipped by a runtime package)"), "{plan}");
+    assert!(plan.contains("(fits in place") || plan.contains("(file grown by a new segment"), "{plan}");
+    for rust_name in ["(RuntimePackage)", "(SonameAlias)", "(Source)", "(Grown", "(InPlace", "(Unchanged"] {
+        assert!(!plan.contains(rust_name), "{rust_name} in the plan:\n{plan}");
+    }
 }
 
 #[test]
 fn under_github_actions_an_error_is_an_annotation_naming_the_file() {
     let temp = tempfile::tempdir().expect("test step");
+    // An artifacts directory without the build manifest.
     let artifacts = temp.path().join("artifacts");
-    fs_err::create_dir(&artifacts).expect("test step");
+    fs_err::create_dir_all(artifacts.join("core-hip_lib_generic")).expect("test step");
+    fs_err::write(artifacts.join("core-hip_lib_generic/artifact_manifest.txt"), "core/stage\n").expect("test step");
     let output = package(temp.path(), &artifacts, &[])
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_WORKSPACE", temp.path())

@@ -1,7 +1,8 @@
 //! `cargo xtask elf` as a user runs it: a real shared library and executable compiled with
 //! `cc`, the built binary's print flags compared with `readelf -d`, `--set-rpath` read back
 //! and the edited executable run, and failures (a non-ELF file among several, a write cut
-//! short as on a full disk) reported by file name while every other file stays correct.
+//! short as on a full disk, no action at all) reported by file name with a hint and exit
+//! code 2, while every other file stays correct.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -177,8 +178,15 @@ fn a_file_that_is_not_elf_fails_the_run_and_the_others_are_edited() {
     fs_err::write(&notes, "not an ELF file\n").expect("write notes");
     let result = output(&mut xtask_elf(&["--set-rpath", "$ORIGIN/x"], &[&build.lib, &notes, &build.app]));
     let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr, format!("error: {}: not an ELF file\n", notes.display()));
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: not an ELF file\n\nhint: only ELF files (executables, shared libraries, objects) can be \
+             read or edited: check the path\n",
+            notes.display()
+        )
+    );
     assert_eq!(fs_err::read_to_string(&notes).expect("read notes"), "not an ELF file\n");
     for file in [&build.lib, &build.app] {
         assert_eq!(readelf_values(file, "RPATH"), ["$ORIGIN/x"], "{}", file.display());
@@ -201,11 +209,28 @@ fn a_write_cut_short_leaves_the_file_untouched() {
     command.args(["-c", &script, env!("CARGO_BIN_EXE_xtask"), "elf", "--set-rpath", LONG_RPATH]);
     let result = output(command.arg(&build.app).env_remove("RUST_LOG"));
     let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
     assert!(stderr.starts_with(&format!("error: {}: cannot write: ", build.app.display())), "{stderr}");
     assert!(stderr.contains("File too large"), "{stderr}");
     assert!(stderr.contains("hint: the file is unchanged"), "{stderr}");
     assert!(fs_err::read(&build.app).expect("read app") == original, "the file changed");
     assert_eq!(build.names("bin"), ["app"]);
     assert_eq!(readelf_search_path(&build.app), "$ORIGIN/../nowhere");
+}
+
+/// Without an action the command once printed nothing and exited 0, as if it had worked.
+#[test]
+fn no_action_is_an_error_with_a_hint() {
+    let build = Build::new();
+    let original = fs_err::read(&build.lib).expect("read lib");
+    let result = output(&mut xtask_elf(&[], &[&build.lib]));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: nothing to do: no action given\n\nhint: add --print-rpath, --print-soname, --print-needed, \
+         --print-kind, --set-rpath LIST or --add-rpath LIST (see `cargo xtask elf --help`)\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&result.stdout), "");
+    assert!(fs_err::read(&build.lib).expect("read lib") == original, "the file changed");
 }

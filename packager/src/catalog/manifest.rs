@@ -12,15 +12,32 @@ pub const ARTIFACT_MANIFEST: &str = "artifact_manifest.txt";
 /// Relative to a basedir of the `base` artifact.
 pub const DIST_INFO: &str = "share/therock/dist_info.json";
 
-pub(super) fn read_catalog(artifacts_dir: &Path) -> Result<Catalog, CatalogError> {
+/// Checks that `artifacts_dir` is a directory holding at least one artifact directory
+/// (`{name}_{component}_{family}/`). A user who pointed at the wrong place learns that
+/// first, before the build manifest or the version are looked for.
+pub fn check_artifacts_dir(artifacts_dir: &Path) -> Result<(), CatalogError> {
+    let path = || artifacts_dir.to_owned();
     match std::fs::metadata(artifacts_dir) {
         Ok(metadata) if metadata.is_dir() => {}
-        Ok(_) => return Err(CatalogError::MissingArtifactsDir { path: artifacts_dir.to_owned() }),
+        Ok(_) => return Err(CatalogError::ArtifactsDirIsAFile { path: path() }),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            return Err(CatalogError::MissingArtifactsDir { path: artifacts_dir.to_owned() })
+            return Err(CatalogError::MissingArtifactsDir { path: path() })
         }
-        Err(source) => return Err(CatalogError::Read { path: artifacts_dir.to_owned(), source }),
+        Err(source) => return Err(CatalogError::Read { path: path(), source }),
     }
+    let read_dir_error = |source| CatalogError::Read { path: path(), source };
+    for dir_entry in std::fs::read_dir(artifacts_dir).map_err(read_dir_error)? {
+        let dir_entry = dir_entry.map_err(read_dir_error)?;
+        let is_dir = dir_entry.file_type().map_err(read_dir_error)?.is_dir();
+        if is_dir && dir_entry.file_name().to_str().and_then(ArtifactName::parse).is_some() {
+            return Ok(());
+        }
+    }
+    Err(CatalogError::NotAnArtifactsDir { path: path() })
+}
+
+pub(super) fn read_catalog(artifacts_dir: &Path) -> Result<Catalog, CatalogError> {
+    check_artifacts_dir(artifacts_dir)?;
     let build_manifest = read_build_manifest(&artifacts_dir.join(BUILD_MANIFEST))?;
 
     let read_dir_error = |source| CatalogError::Read { path: artifacts_dir.to_owned(), source };

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use glob::Glob;
-pub use manifest::{ARTIFACT_MANIFEST, DIST_INFO};
+pub use manifest::{check_artifacts_dir, ARTIFACT_MANIFEST, DIST_INFO};
 pub use merged::MergedTree;
 pub use names::ArtifactName;
 pub use namespace::Walks;
@@ -161,6 +161,12 @@ impl Namespace {
 pub enum CatalogError {
     #[error("artifacts directory not found: {}", path.display())]
     MissingArtifactsDir { path: PathBuf },
+    #[error("the artifacts directory is a file, not a directory: {}", path.display())]
+    ArtifactsDirIsAFile { path: PathBuf },
+    /// An existing directory without a single `{name}_{component}_{family}/` in it: said
+    /// before anything else (a missing `--version`, a missing build manifest) is.
+    #[error("not an artifacts directory (no `{{name}}_{{component}}_{{family}}` directories in it): {}", path.display())]
+    NotAnArtifactsDir { path: PathBuf },
     #[error("build manifest not found: {}", path.display())]
     MissingBuildManifest { path: PathBuf },
     #[error("build manifest is not valid JSON: {}: {message}", path.display())]
@@ -181,6 +187,9 @@ pub enum CatalogError {
     MissingCheckoutArtifacts { path: PathBuf },
     #[error("not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}", path.display())]
     NotACheckout { path: PathBuf },
+    /// `--therock-dir` names something that is not a checkout's root.
+    #[error("--therock-dir is not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}", path.display())]
+    TherockDirNotACheckout { path: PathBuf },
     #[error("cannot parse {}: {message}", path.display())]
     BadCheckoutFile { path: PathBuf, message: String },
     #[error("cannot read {}", path.display())]
@@ -195,8 +204,14 @@ impl CatalogError {
     /// What the user can do next. The CLI prints it as `hint: ...`.
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            Self::MissingArtifactsDir { .. } => {
+            Self::MissingArtifactsDir { .. } | Self::ArtifactsDirIsAFile { .. } => {
                 Some("pass --artifact-dir pointing at a TheRock build's `artifacts` directory")
+            }
+            Self::NotAnArtifactsDir { .. } => {
+                Some("point --artifact-dir at `build/artifacts` of a TheRock build (or run `cargo xtask example --out DIR` for one)")
+            }
+            Self::TherockDirNotACheckout { .. } => {
+                Some("point --therock-dir at the root of a TheRock source checkout, the directory holding version.json")
             }
             Self::MissingBuildManifest { .. } => {
                 Some("point --artifact-dir at a finished TheRock build (the `base` artifact writes this file)")

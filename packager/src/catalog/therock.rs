@@ -18,10 +18,12 @@ pub const AMDGPU_TARGETS_CMAKE: &str = "cmake/therock_amdgpu_targets.cmake";
 /// The nearest directory at or above `start` holding both `version.json` and
 /// `cmake/therock_amdgpu_targets.cmake`.
 pub fn find_checkout(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .find(|dir| dir.join(VERSION_JSON).is_file() && dir.join(AMDGPU_TARGETS_CMAKE).is_file())
-        .map(Path::to_path_buf)
+    start.ancestors().find(|dir| is_checkout(dir)).map(Path::to_path_buf)
+}
+
+/// Whether `dir` is the root of a TheRock checkout: it holds the two files we read.
+pub fn is_checkout(dir: &Path) -> bool {
+    dir.join(VERSION_JSON).is_file() && dir.join(AMDGPU_TARGETS_CMAKE).is_file()
 }
 
 /// The default package version, `{rocm-version}.dev0`, from the checkout's `version.json`.

@@ -30,10 +30,22 @@ pub fn output(command: &mut Command) -> Output {
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(std::time::Duration::from_millis(500));
             }
-            result => return result.unwrap_or_else(|error| panic!("cannot run {command:?}: {error}")),
+            result => return result.unwrap_or_else(|error| cannot_run(command, &error)),
         }
     }
-    command.output().unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"))
+    command.output().unwrap_or_else(|error| cannot_run(command, &error))
+}
+
+/// A program that is not installed is named, with where to read what the tests need.
+fn cannot_run(command: &Command, error: &std::io::Error) -> ! {
+    if error.kind() == std::io::ErrorKind::NotFound {
+        panic!(
+            "`{}` is needed for this test and is not on PATH: see CONTRIBUTING.md, \"What the tests need\" \
+             (`cargo xtask verify` installs it when run as root)",
+            command.get_program().to_string_lossy()
+        );
+    }
+    panic!("cannot run {command:?}: {error}")
 }
 
 /// Runs `command`, which must succeed, and returns its output.
