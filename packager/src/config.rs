@@ -52,7 +52,7 @@ pub struct FamilyRequest {
     pub windows: Vec<String>,
     /// The target ids each requested name expands to (family → targets; a target maps to
     /// itself), from the checkout's cmake table.
-    pub expansion: std::collections::BTreeMap<String, Vec<crate::plan::TargetId>>,
+    pub expansion: std::collections::BTreeMap<String, Vec<crate::targets::TargetId>>,
 }
 
 /// Everything `packager::package` needs. No `Default`: the caller decides each field.

@@ -21,6 +21,7 @@ pub mod progress;
 pub mod python;
 pub mod relpath;
 pub mod report;
+pub mod targets;
 pub mod verify;
 
 mod dest_lock;

@@ -16,6 +16,7 @@ mod devel;
 mod elf_checks;
 mod elf_parse;
 mod glibc;
+mod member;
 mod metadata;
 mod record;
 mod report;
