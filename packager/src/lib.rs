@@ -6,7 +6,12 @@
 //! sources) → `write` (the `archive-write` crate: wheels, sdist, devel tarball,
 //! atomically) → `verify` (read a `dist/` back and check it against the contract).
 //! `python` holds the Python code we ship, `launcher` the compiled executable-symlink
-//! replacement, `example` the bundled example build.
+//! replacement, `example` the bundled example build. `targets` (GPU targets and families)
+//! and `platform` (the wheel platform's machine) are the vocabulary every stage shares.
+//!
+//! Owns: every ROCm packaging rule. Must not know: how ELF tables are encoded or archives
+//! laid out (the two crates below it), or the command line (`xtask`, above it). Inside,
+//! no two modules import each other (`xtask/tests/layers.rs`).
 
 pub mod assemble;
 pub mod catalog;
