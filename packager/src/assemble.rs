@@ -70,8 +70,8 @@ fn description(dist_name: &str) -> String {
 /// An output written to its temp file, with its line of the summary.
 type Staged = (OutputReport, StagedFile);
 
-/// Writes every package of `plan` selected by `config.only` into `config.dest_dir`, whose
-/// lock the caller holds. Archives appear there all at once, and only when every one was
+/// Writes every package of `plan` selected by `config.only` into `config.output_dir()`
+/// (`--dest-dir`'s `dist/`, or `--dest-dir` itself for trees), whose lock the caller holds. Archives appear there all at once, and only when every one was
 /// written and (for a full run) the set is complete; a failure leaves the directory as it
 /// was, earlier runs' packages included (SPEC §5, §2 validations).
 pub fn write_outputs(
@@ -80,8 +80,9 @@ pub fn write_outputs(
     progress: &dyn Progress,
     lock: &DestLock,
 ) -> Result<Vec<OutputReport>, crate::Error> {
-    if lock.dest() != config.dest_dir {
-        let reason = format!("the lock held is for {}, not {}", lock.dest().display(), config.dest_dir.display());
+    let output_dir = config.output_dir();
+    if lock.dest() != output_dir {
+        let reason = format!("the lock held is for {}, not {}", lock.dest().display(), output_dir.display());
         return Err(WriteError::Invalid { reason }.into());
     }
     let wanted = |group: PackageGroup| config.only.is_empty() || config.only.contains(&group);
@@ -101,11 +102,11 @@ pub fn write_outputs(
         // Trees are no packages pip reads, so each replaces its own older tree when whole.
         for package in packages {
             let spec = wheel_spec(plan, package, config, launcher.as_ref())?;
-            let tree = write::write_tree(&config.dest_dir, &spec)?;
+            let tree = write::write_tree(&output_dir, &spec)?;
             progress.output_finished(&tree.display().to_string());
         }
         if wanted(PackageGroup::Meta) {
-            let tree = write::write_sdist_tree(&config.dest_dir, &sdist_spec(plan))?;
+            let tree = write::write_sdist_tree(&output_dir, &sdist_spec(plan))?;
             progress.output_finished(&tree.display().to_string());
         }
         return Ok(Vec::new());
@@ -117,13 +118,13 @@ pub fn write_outputs(
     if wanted(PackageGroup::Meta) {
         let started = Instant::now();
         let spec = sdist_spec(plan);
-        let file = write::stage_sdist(&config.dest_dir, &spec, &options)?;
+        let file = write::stage_sdist(&output_dir, &spec, &options)?;
         progress.output_finished(&file.written.file_name);
         staged.push((OutputReport::new(&spec.metadata.name, &file.written, started), file));
     }
     let (outputs, files): (Vec<OutputReport>, Vec<StagedFile>) = staged.into_iter().unzip();
     if config.only.is_empty() {
-        check_complete(plan, &config.dest_dir, &outputs)?;
+        check_complete(plan, &output_dir, &outputs)?;
     }
     lock.commit(files)?;
     Ok(outputs)
@@ -149,7 +150,7 @@ fn stage_wheels(
     let stage_one = |package: &PackagePlan| -> Result<Staged, crate::Error> {
         let started = Instant::now();
         let spec = wheel_spec(plan, package, config, launcher)?;
-        let file = write::stage_wheel(&config.dest_dir, &spec, options, progress)?;
+        let file = write::stage_wheel(&config.output_dir(), &spec, options, progress)?;
         Ok((OutputReport::new(&package.dist_name, &file.written, started), file))
     };
     let worker = || {

@@ -84,6 +84,8 @@ pub struct FamilyRequest {
 #[derive(Clone, Debug)]
 pub struct PackageConfig {
     pub artifacts_dir: PathBuf,
+    /// `--dest-dir`, as the reference means it: archives go to its `dist/`, trees
+    /// (`--no-build-packages`) into it ([`PackageConfig::output_dir`]).
     pub dest_dir: PathBuf,
     pub version: String,
     /// `--version-suffix`: the nonce appended to platform package directory names.
@@ -92,7 +94,7 @@ pub struct PackageConfig {
     pub build_time: BuildTime,
     pub wheel_compression: WheelCompression,
     pub devel_tarball_compression: DevelTarballCompression,
-    /// `--no-build-packages`: lay the package trees out under `dest_dir` instead of archiving.
+    /// `--no-build-packages`: lay the package trees out in `dest_dir` instead of archiving.
     pub build_packages: bool,
     pub keep_absolute_rpath: bool,
     /// Empty means every group.
@@ -101,4 +103,21 @@ pub struct PackageConfig {
     /// Where a C compiler can be found is `cc`'s business; this is the scratch dir for
     /// the one launcher compilation of a run (a temp dir when `None`).
     pub scratch_dir: Option<PathBuf>,
+}
+
+/// The directory under `--dest-dir` that receives the archives.
+pub const DIST_DIR: &str = "dist";
+
+impl PackageConfig {
+    /// Where this run writes, and so what it locks: `dest_dir/dist/` for archives, where
+    /// the seeds' `pip install --find-links=${PACKAGES_DIR}/dist` and TheRock's upload
+    /// scripts look; `dest_dir` itself for `--no-build-packages` trees (SPEC §2, as the
+    /// reference lays them out).
+    pub fn output_dir(&self) -> PathBuf {
+        if self.build_packages {
+            self.dest_dir.join(DIST_DIR)
+        } else {
+            self.dest_dir.clone()
+        }
+    }
 }

@@ -25,7 +25,7 @@ fn the_python_packages_target_packages_the_artifacts() {
     let temp = tempfile::tempdir().expect("test step");
     let artifacts = support::write_example(temp.path(), false);
     let build = temp.path().join("build");
-    let dist = temp.path().join("packages");
+    let packages = temp.path().join("packages");
     // The child cargo shares this workspace's target dir, so it reuses the xtask build
     // instead of compiling the workspace from scratch.
     let target_dir = support::target_tmp().parent().expect("target/tmp has a parent").to_path_buf();
@@ -37,7 +37,7 @@ fn the_python_packages_target_packages_the_artifacts() {
             .arg("-B")
             .arg(&build)
             .arg(format!("-DROCM_PACKAGER_ARTIFACTS_DIR={}", artifacts.display()))
-            .arg(format!("-DROCM_PACKAGER_DEST_DIR={}", dist.display()))
+            .arg(format!("-DROCM_PACKAGER_DEST_DIR={}", packages.display()))
             // As TheRock's CI passes it; the module takes the version from there.
             .arg("-DTHEROCK_PACKAGE_VERSION=7.12.0.dev0")
             .arg("-DROCM_PACKAGER_EXTRA_ARGS=--only;meta,core,libraries,devel,profiler")
@@ -49,6 +49,8 @@ fn the_python_packages_target_packages_the_artifacts() {
     assert!(cache.contains("ROCM_PACKAGER_VERSION:STRING=7.12.0.dev0\n"), "version from THEROCK_PACKAGE_VERSION");
 
     let output = support::run(cmake().arg("--build").arg(&build).args(["--target", "python-packages"]));
+    // The reference's layout: archives in `{ROCM_PACKAGER_DEST_DIR}/dist/`.
+    let dist = packages.join("dist");
     let mut files: Vec<String> = fs_err::read_dir(&dist)
         .expect("test step")
         .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())

@@ -26,9 +26,11 @@ pub struct PackageArgs {
     /// The TheRock checkout (found by walking up from the current directory if not given).
     #[arg(long, value_name = "DIR")]
     pub therock_dir: Option<PathBuf>,
-    /// Where the wheels and the sdist are written.
-    #[arg(long, value_name = "DIR", default_value = "dist")]
-    pub dest_dir: PathBuf,
+    /// Archives go to DIR/dist/, --no-build-packages trees to DIR, as with TheRock's
+    /// build_python_packages.py [default: build/python-packages of the checkout; outside a
+    /// checkout, the current directory (so archives land in ./dist/)]
+    #[arg(long, value_name = "DIR")]
+    pub dest_dir: Option<PathBuf>,
     /// Package version [default: `{rocm-version}.dev0` from the checkout's version.json].
     #[arg(long)]
     pub version: Option<String>,
@@ -129,12 +131,12 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     let plan_seconds = started.elapsed().as_secs_f64();
     // From here on an interrupt may clean the destination's temp files: only while this
     // run holds its lock, since those of another run are not ours.
-    let lock = Arc::new(packager::DestLock::acquire(&config.dest_dir).map_err(packager::Error::from)?);
+    let lock = Arc::new(packager::DestLock::acquire(&config.output_dir()).map_err(packager::Error::from)?);
     if lock.removed_stale > 0 && !output.quiet {
         eprintln!(
             "note: removed {} temporary file(s) an interrupted run left in {}",
             lock.removed_stale,
-            config.dest_dir.display()
+            lock.dest().display()
         );
     }
     let armed = interrupts.clean_on_interrupt(&lock);
@@ -181,6 +183,13 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
                 .context("no --version given, and no TheRock checkout to read version.json from")
         }
     };
+    let dest_dir = match (&args.dest_dir, &checkout) {
+        (Some(dir), _) => dir.clone(),
+        // Where TheRock's CMake and CI put Python packages, so `pip install
+        // --find-links=build/python-packages/dist` works from the checkout's root.
+        (None, Some(root)) => root.join(CHECKOUT_DEST_DIR),
+        (None, None) => PathBuf::from("."),
+    };
     let targets = match &checkout {
         Some(root) => therock::read_amdgpu_targets(root)?,
         None => Default::default(),
@@ -202,7 +211,7 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
     };
     Ok(PackageConfig {
         artifacts_dir,
-        dest_dir: args.dest_dir.clone(),
+        dest_dir,
         version,
         version_suffix: args.version_suffix.clone(),
         platform_tag: args.platform_tag.clone().unwrap_or_else(host_platform_tag),
@@ -217,6 +226,9 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         scratch_dir: None,
     })
 }
+
+/// The default `--dest-dir` inside a TheRock checkout, relative to its root.
+const CHECKOUT_DEST_DIR: &str = "build/python-packages";
 
 /// `dir`, if it is a directory: a missing one is the first thing to report, before the
 /// version or the checkout are looked for (the catalog would say the same, later).

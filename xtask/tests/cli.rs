@@ -22,7 +22,7 @@ fn shared_example() -> &'static Path {
 fn package(dir: &Path, artifacts: &Path, extra: &[&str]) -> Command {
     let mut command = xtask(dir);
     command.args(extra).arg("package").arg("--artifact-dir").arg(artifacts);
-    command.arg("--dest-dir").arg(dir.join("dist")).args(["--version", "7.12.0.dev0"]);
+    command.arg("--dest-dir").arg(dir).args(["--version", "7.12.0.dev0"]);
     command
 }
 
@@ -200,13 +200,15 @@ fn positive_flags_undo_their_negative_forms() {
     };
     const STORED: u64 = 0;
     const DEFLATED: u64 = 8;
-    let dist = package_into("deflated", &["--no-wheel-compression", "--wheel-compression"]);
-    assert_eq!(compress_types(&dist), [DEFLATED]);
-    let dist = package_into("stored", &["--wheel-compression", "--no-wheel-compression"]);
-    assert_eq!(compress_types(&dist), [STORED]);
+    let dest = package_into("deflated", &["--no-wheel-compression", "--wheel-compression"]);
+    assert_eq!(compress_types(&dest.join("dist")), [DEFLATED]);
+    let dest = package_into("stored", &["--wheel-compression", "--no-wheel-compression"]);
+    assert_eq!(compress_types(&dest.join("dist")), [STORED]);
 
+    // As the reference lays them out: archives in DIR/dist/, trees in DIR.
     let archives = package_into("archives", &["--no-build-packages", "--build-packages"]);
-    assert_eq!(visible_files(&archives), ["rocm_sdk_core-7.12.0.dev0-py3-none-linux_x86_64.whl"]);
+    assert_eq!(visible_files(&archives), ["dist"]);
+    assert_eq!(visible_files(&archives.join("dist")), ["rocm_sdk_core-7.12.0.dev0-py3-none-linux_x86_64.whl"]);
     let trees = package_into("trees", &["--build-packages", "--no-build-packages"]);
     let entries = visible_files(&trees);
     assert!(!entries.is_empty() && entries.iter().all(|entry| trees.join(entry).is_dir()), "{entries:?}");
@@ -235,7 +237,7 @@ fn source_date_epoch_sets_the_archive_times() {
         let mut command = xtask(temp.path());
         command.args(["-q", "package", "--only", "meta,core", "--version", "7.12.0.dev0", "--artifact-dir"]);
         run(command.arg(shared_example()).arg("--dest-dir").arg(&dist).env("SOURCE_DATE_EPOCH", epoch));
-        let (zip_times, tar_times) = archive_times(&dist);
+        let (zip_times, tar_times) = archive_times(&dist.join("dist"));
         assert_eq!(zip_times, [zip_time], "SOURCE_DATE_EPOCH={epoch}");
         assert_eq!(tar_times, [epoch.parse::<u64>().expect("test step")], "SOURCE_DATE_EPOCH={epoch}");
     }
