@@ -14,10 +14,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::catalog::CatalogError;
-use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup};
+use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup, PlatformTag};
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
 use crate::launcher::LauncherTemplate;
+use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
 use crate::python::{self, PackageRole};
@@ -98,10 +99,11 @@ pub fn write_outputs(
             progress.warn(&format!("--only {group}: this build has no {group} package, nothing was written for it"));
         }
     }
+    let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
     if !config.build_packages {
         // Trees are no packages pip reads, so each replaces its own older tree when whole.
         for package in packages {
-            let spec = wheel_spec(plan, package, config, launcher.as_ref())?;
+            let spec = wheel_spec(plan, package, config, launcher.as_ref(), &tags)?;
             let tree = write::write_tree(&output_dir, &spec)?;
             progress.output_finished(&tree.display().to_string());
         }
@@ -114,7 +116,7 @@ pub fn write_outputs(
     // Until the commit below, each output lives under a temp name and is removed if
     // anything fails (dropping it): renaming as each one finished would replace an earlier
     // run's package before the run is known to succeed.
-    let mut staged = stage_wheels(plan, &packages, config, launcher.as_ref(), &options, progress)?;
+    let mut staged = stage_wheels(plan, &packages, config, launcher.as_ref(), &tags, &options, progress)?;
     if wanted(PackageGroup::Meta) {
         let started = Instant::now();
         let spec = sdist_spec(plan);
@@ -142,6 +144,7 @@ fn stage_wheels(
     packages: &[&PackagePlan],
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
+    tags: &BTreeMap<String, String>,
     options: &ArchiveOptions,
     progress: &dyn Progress,
 ) -> Result<Vec<Staged>, crate::Error> {
@@ -149,7 +152,7 @@ fn stage_wheels(
     let failed = AtomicBool::new(false);
     let stage_one = |package: &PackagePlan| -> Result<Staged, crate::Error> {
         let started = Instant::now();
-        let spec = wheel_spec(plan, package, config, launcher)?;
+        let spec = wheel_spec(plan, package, config, launcher, tags)?;
         let file = write::stage_wheel(&config.output_dir(), &spec, options, progress)?;
         Ok((OutputReport::new(&package.dist_name, &file.written, started), file))
     };
@@ -199,12 +202,32 @@ fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Opt
     Ok(Some(LauncherTemplate::compile(scratch.path())?))
 }
 
+/// Each package's platform tag: the one given, or under `auto` the one its files allow,
+/// decided for every package before any is written, so a refused wheel writes nothing.
+fn platform_tags(
+    plan: &Plan,
+    packages: &[&PackagePlan],
+    config: &PackageConfig,
+    launcher: Option<&LauncherTemplate>,
+) -> Result<BTreeMap<String, String>, crate::Error> {
+    match &config.platform_tag {
+        PlatformTag::Fixed(tag) => {
+            Ok(packages.iter().map(|package| (package.dist_name.clone(), tag.clone())).collect())
+        }
+        PlatformTag::Manylinux => manylinux::choose_tags(plan, packages, launcher),
+    }
+}
+
 fn wheel_spec(
     plan: &Plan,
     package: &PackagePlan,
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
+    tags: &BTreeMap<String, String>,
 ) -> Result<WheelSpec, crate::Error> {
+    let platform_tag = tags
+        .get(&package.dist_name)
+        .ok_or_else(|| PlanError::Invalid { message: format!("no platform tag chosen for {}", package.dist_name) })?;
     let python_part = python::python_part(package.role(), &plan.dist_info);
     let devel_tree_files = python_part.devel_tree_files;
     let mut members: Vec<Member> = python_part
@@ -251,7 +274,7 @@ fn wheel_spec(
             provides_extra: Vec::new(),
             description: Some(description(&package.dist_name)),
         },
-        platform_tag: config.platform_tag.clone(),
+        platform_tag: platform_tag.clone(),
         entry_points: python_part.entry_points,
         members,
     })

@@ -80,6 +80,39 @@ pub struct FamilyRequest {
     pub expansion: std::collections::BTreeMap<String, Vec<crate::plan::TargetId>>,
 }
 
+/// The wheels' platform tag (`--platform-tag`, `ROCM_SDK_WHEEL_PLATFORM_TAG`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlatformTag {
+    /// One tag for every wheel, as given: `linux_x86_64`, `manylinux_2_28_x86_64`.
+    Fixed(String),
+    /// `auto`: each wheel gets the most widely installable `manylinux_2_X_{arch}` its
+    /// files allow, or the run fails naming what stands in the way (`manylinux`).
+    Manylinux,
+}
+
+impl PlatformTag {
+    /// What `--platform-tag` takes for [`PlatformTag::Manylinux`].
+    pub const AUTO: &'static str = "auto";
+
+    /// `auto`, or a tag given by hand.
+    pub fn parse(text: &str) -> PlatformTag {
+        if text == Self::AUTO {
+            PlatformTag::Manylinux
+        } else {
+            PlatformTag::Fixed(text.to_owned())
+        }
+    }
+
+    /// The machine whose ELF files get the RPATH treatment: the tag's, or under `auto`
+    /// the host's (whose files a build made here are).
+    pub fn machine(&self) -> crate::elf::TargetMachine {
+        match self {
+            PlatformTag::Fixed(tag) => crate::elf::TargetMachine::from_platform_tag(tag),
+            PlatformTag::Manylinux => crate::elf::TargetMachine::host(),
+        }
+    }
+}
+
 /// Everything `packager::package` needs. No `Default`: the caller decides each field.
 #[derive(Clone, Debug)]
 pub struct PackageConfig {
@@ -90,7 +123,7 @@ pub struct PackageConfig {
     pub version: String,
     /// `--version-suffix`: the nonce appended to platform package directory names.
     pub version_suffix: String,
-    pub platform_tag: String,
+    pub platform_tag: PlatformTag,
     pub build_time: BuildTime,
     pub wheel_compression: WheelCompression,
     pub devel_tarball_compression: DevelTarballCompression,

@@ -14,6 +14,7 @@ pub mod elf;
 pub mod example;
 pub mod index;
 pub mod launcher;
+pub mod manylinux;
 pub mod plan;
 pub mod progress;
 pub mod python;

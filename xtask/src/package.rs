@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use packager::catalog::{therock, CatalogError};
-use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, WheelCompression};
+use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, PlatformTag, WheelCompression};
 use packager::report::StageTime;
 use packager::{BuildTime, PackageConfig};
 
@@ -37,7 +37,8 @@ pub struct PackageArgs {
     /// Appended to the platform package directory names (`_rocm_sdk_core{suffix}`).
     #[arg(long, default_value = "")]
     pub version_suffix: String,
-    /// Wheel platform tag, e.g. manylinux_2_28_x86_64.
+    /// Wheel platform tag, e.g. manylinux_2_28_x86_64; `auto` gives each wheel the most widely
+    /// installable manylinux_2_X tag its files allow [default: linux_{arch}]
     #[arg(long, env = "ROCM_SDK_WHEEL_PLATFORM_TAG", value_name = "TAG")]
     pub platform_tag: Option<String>,
     /// Build the wheels and the sdist (the default; undoes an earlier --no-build-packages).
@@ -214,7 +215,10 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         dest_dir,
         version,
         version_suffix: args.version_suffix.clone(),
-        platform_tag: args.platform_tag.clone().unwrap_or_else(host_platform_tag),
+        platform_tag: match &args.platform_tag {
+            Some(tag) => PlatformTag::parse(tag),
+            None => PlatformTag::Fixed(host_platform_tag()),
+        },
         build_time: build_time()?,
         wheel_compression,
         devel_tarball_compression,

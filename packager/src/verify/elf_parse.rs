@@ -73,6 +73,30 @@ impl ElfWindow {
         self.len
     }
 
+    /// The window of a file on disk, read with two positioned reads instead of streaming
+    /// the whole file; `None` when it does not start with the ELF magic.
+    pub fn read_file(path: &std::path::Path) -> std::io::Result<Option<ElfWindow>> {
+        use std::io::{Read, Seek, SeekFrom};
+
+        let mut file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len();
+        let head_len = len.min(WINDOW_BYTES as u64);
+        let mut head = Vec::with_capacity(head_len as usize);
+        file.by_ref().take(head_len).read_to_end(&mut head)?;
+        if !head.starts_with(ELF_MAGIC) {
+            return Ok(None);
+        }
+        let tail_start = (head.len() as u64).max(len.saturating_sub(WINDOW_BYTES as u64));
+        let mut tail = Vec::new();
+        if tail_start < len {
+            file.seek(SeekFrom::Start(tail_start))?;
+            file.take(len - tail_start).read_to_end(&mut tail)?;
+        }
+        // A file that changed length meanwhile reads short; the window then covers what was read.
+        let len = tail_start.max(head.len() as u64) + tail.len() as u64;
+        Ok(Some(ElfWindow { head, tail, len }))
+    }
+
     pub fn head(&self) -> &[u8] {
         &self.head
     }
