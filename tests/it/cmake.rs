@@ -71,6 +71,20 @@ fn the_python_packages_target_packages_the_artifacts() {
     assert_eq!(files, expected, "cmake output:\n{output}");
     // The summary table reached the build log.
     assert!(output.contains("rocm_sdk_core-7.12.0.dev0"), "{output}");
+
+    // Then the seeds' next lines, unchanged: a fresh venv, pip with `--find-links` on the
+    // destination's `dist/`, and the installed self-tests.
+    let venv = support::fresh_venv(&temp.path().join(".venv"));
+    support::run(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "rocm[libraries,devel]", "--pre", "--no-cache-dir"])
+            .arg(format!("--find-links={}/dist", packages.display()))
+            // Hermetic: `--find-links` alone also asks PyPI, where another `rocm` lives.
+            .env("PIP_NO_INDEX", "1")
+            .env_remove("ROCM_SDK_TARGET_FAMILY"),
+    );
+    let tested = support::run(Command::new(venv.join("bin/rocm-sdk")).arg("test"));
+    assert!(tested.contains("libraries_test") && tested.contains("\nOK"), "{tested}");
 }
 
 #[test]
