@@ -31,7 +31,8 @@ pub struct PackageArgs {
     /// checkout, the current directory (so archives land in ./dist/)]
     #[arg(long, value_name = "DIR")]
     pub dest_dir: Option<PathBuf>,
-    /// Package version [default: `{rocm-version}.dev0` from the checkout's version.json].
+    /// Package version [default: `{rocm-version}.dev0` from the checkout's version.json; an
+    /// empty value means the default, as TheRock's CI passes it]
     #[arg(long)]
     pub version: Option<String>,
     /// Appended to the platform package directory names (`_rocm_sdk_core{suffix}`).
@@ -56,9 +57,22 @@ pub struct PackageArgs {
     /// Deflate level of wheel members (0-9).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub wheel_compression_level: u32,
-    /// Compress the devel tarball with xz (`_devel.tar.xz`).
-    #[arg(long, default_value = "false", action = clap::ArgAction::Set, value_name = "BOOL")]
+    /// Compress the devel tarball with xz (`_devel.tar.xz`); alone, as the reference spells
+    /// it, the flag means `true`.
+    #[arg(
+        long,
+        default_value = "false",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        value_name = "BOOL",
+        overrides_with = "no_devel_tarball_compression"
+    )]
     pub devel_tarball_compression: bool,
+    /// Leave the devel tarball uncompressed (the default; undoes an earlier
+    /// --devel-tarball-compression).
+    #[arg(long, overrides_with = "devel_tarball_compression")]
+    pub no_devel_tarball_compression: bool,
     /// xz preset of the devel tarball (0-9).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub devel_tarball_xz_preset: u32,
@@ -174,7 +188,10 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         (None, Some(root)) => (checkout_artifacts(root)?, None),
         (None, None) => (generate_example(output)?, Some("7.12.0.dev0".to_owned())),
     };
-    let version = match (&args.version, &checkout, example_version) {
+    // The reference treats an empty --version as none given; TheRock's CI passes
+    // `--version="${{ inputs.package_version }}"`, empty unless a version was asked for.
+    let given_version = args.version.as_ref().filter(|version| !version.is_empty());
+    let version = match (given_version, &checkout, example_version) {
         (Some(version), _, _) => version.clone(),
         (None, Some(root), _) => therock::read_version(root)?,
         (None, None, Some(version)) => version,
@@ -205,7 +222,7 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
     } else {
         WheelCompression::Deflate { level: args.wheel_compression_level }
     };
-    let devel_tarball_compression = if args.devel_tarball_compression {
+    let devel_tarball_compression = if args.devel_tarball_compression && !args.no_devel_tarball_compression {
         DevelTarballCompression::Xz { preset: args.devel_tarball_xz_preset }
     } else {
         DevelTarballCompression::None

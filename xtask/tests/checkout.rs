@@ -80,6 +80,13 @@ fn a_checkout_gives_the_version_and_the_artifacts() {
     run(xtask(&inside).args(["-q", "package", "--version", "9.9.9", "--dest-dir"]).arg(&overridden));
     let files = visible_files(&overridden.join("dist"));
     assert_eq!(versions(&files), ["9.9.9"; 7], "{files:?}");
+
+    // An empty --version is none, as with the reference: TheRock's CI passes
+    // `--version="${{ inputs.package_version }}"`, empty unless a version was asked for.
+    let empty = temp.path().join("empty");
+    run(xtask(&inside).args(["-q", "package", "--version=", "--dest-dir"]).arg(&empty));
+    let files = visible_files(&empty.join("dist"));
+    assert_eq!(versions(&files), ["7.9.0.dev0"; 7], "{files:?}");
 }
 
 #[test]

@@ -214,6 +214,46 @@ fn positive_flags_undo_their_negative_forms() {
     assert!(!entries.is_empty() && entries.iter().all(|entry| trees.join(entry).is_dir()), "{entries:?}");
 }
 
+/// The devel tarball members (`…/_devel.tar` or `…/_devel.tar.xz`) of the wheels in `dist`.
+fn devel_tarballs(dist: &Path) -> Vec<String> {
+    let script = "import glob, json, sys, zipfile\n\
+                  print(json.dumps(sorted({n.rsplit('/', 1)[1] for w in glob.glob(sys.argv[1] + '/*.whl') \
+                  for n in zipfile.ZipFile(w).namelist() if '_devel.tar' in n})))";
+    let output = run(Command::new("python3").args(["-c", script]).arg(dist));
+    serde_json::from_slice(&output.stdout).expect("test step")
+}
+
+/// Issue 19: the reference's command line works unchanged. `--devel-tarball-compression`
+/// alone (argparse's BooleanOptionalAction) turns xz on and `--no-…` turns it off, the
+/// last one winning; `true`/`false` values still work; empty family lists, as TheRock's
+/// CI passes them for a single-platform build, are no lists.
+#[test]
+fn the_reference_spellings_of_the_flags_are_accepted() {
+    let temp = tempfile::tempdir().expect("test step");
+    let package_into = |dest: &str, flags: &[&str]| {
+        let mut command = xtask(temp.path());
+        command.args(["-q", "package", "--only", "devel", "--version", "7.12.0.dev0", "--artifact-dir"]);
+        run(command.arg(shared_example()).arg(format!("--dest-dir={dest}")).args(flags));
+        devel_tarballs(&temp.path().join(dest).join("dist"))
+    };
+    let empty_lists = ["--linux-amdgpu-families=", "--windows-amdgpu-families="];
+    assert_eq!(package_into("bare", &["--devel-tarball-compression"]), ["_devel.tar.xz"]);
+    assert_eq!(
+        package_into("lists", &[&["--devel-tarball-compression"][..], &empty_lists].concat()),
+        ["_devel.tar.xz"]
+    );
+    assert_eq!(
+        package_into("undone", &["--devel-tarball-compression", "--no-devel-tarball-compression"]),
+        ["_devel.tar"]
+    );
+    assert_eq!(
+        package_into("redone", &["--no-devel-tarball-compression", "--devel-tarball-compression"]),
+        ["_devel.tar.xz"]
+    );
+    assert_eq!(package_into("valued", &["--devel-tarball-compression", "true"]), ["_devel.tar.xz"]);
+    assert_eq!(package_into("default", &[]), ["_devel.tar"]);
+}
+
 /// `(date_time of every wheel member, mtime of every sdist member)`, each de-duplicated.
 fn archive_times(dist: &Path) -> (Vec<Vec<u64>>, Vec<u64>) {
     let script = "import glob, json, sys, tarfile, zipfile\n\
