@@ -52,9 +52,8 @@ impl TagError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             TagError::OutsidePolicy { .. } => Some(
-                "ship those libraries in this build (their artifacts), or link them statically; a plain \
-                 --platform-tag (linux_x86_64) promises nothing about the host and is what pip installs only from \
-                 a local dist/",
+                "ship those libraries in the build (add their artifacts) or link them statically; a plain tag \
+                 (--platform-tag linux_x86_64) makes wheels for a local dist/, not for PyPI",
             ),
             TagError::TooNew { .. } => Some(
                 "build in an older environment (TheRock's manylinux build container), or give a plain \
