@@ -15,6 +15,7 @@ mod closure;
 mod devel;
 mod elf_checks;
 pub(crate) mod elf_parse;
+mod elf_window;
 pub(crate) mod glibc;
 mod metadata;
 mod record;
@@ -47,7 +48,9 @@ pub enum VerifyError {
 impl VerifyError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            Self::NotADirectory { .. } => Some("point --dist at the directory `cargo xtask package` wrote"),
+            Self::NotADirectory { .. } => {
+                Some("point --dist at the dist/ directory under the --dest-dir of `cargo xtask package`")
+            }
             Self::Read { .. } => None,
         }
     }
