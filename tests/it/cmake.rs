@@ -20,8 +20,10 @@ fn cmake() -> Command {
     Command::new("cmake")
 }
 
+/// The seeds' sequence through the CMake target: the packages land in
+/// `{ROCM_PACKAGER_DEST_DIR}/dist/`, and pip installs them from there as the seeds say.
 #[test]
-fn the_python_packages_target_packages_the_artifacts() {
+fn the_python_packages_target_writes_dist_and_pip_installs_from_it() {
     let temp = tempfile::tempdir().expect("test step");
     let artifacts = support::write_example(temp.path(), false);
     let build = temp.path().join("build");
