@@ -1,6 +1,11 @@
 //! One packaging run at a time per destination: two runs into the same `--dest-dir` would
 //! interleave files, so the second fails fast naming the lock.
 //!
+//! The lock file lives in the destination's root, which need not be the directory the
+//! outputs go to ([`DestLock::acquire_in`]): when archives go to `--dest-dir`'s `dist/`
+//! (SPEC §2), that directory is what users upload and index, and an empty lock file has
+//! no place there.
+//!
 //! Whoever holds the lock also owns the writers' temp files in the destination
 //! (`.{name}.tmp-*`, see `write::atomic`): a run that was killed (SIGKILL, power loss)
 //! could not remove its own, so the next holder removes them, and a CLI interrupted by
@@ -25,6 +30,7 @@ const LOCK_NAME: &str = ".rocm-packager.lock";
 /// Held for the whole write stage; released when dropped (or when the process dies).
 pub struct DestLock {
     _file: File,
+    /// The directory the outputs go to, which the lock guards.
     dest: PathBuf,
     /// Temp files of an earlier, killed run removed when the lock was taken.
     pub removed_stale: usize,
@@ -33,11 +39,21 @@ pub struct DestLock {
 }
 
 impl DestLock {
-    /// Takes the lock of `dest` (creating the directory), or fails at once if another run
-    /// holds it; then removes temp files left by killed runs.
+    /// Takes the lock of `dest`, a run's destination that is also where its outputs go
+    /// (see [`DestLock::acquire_in`]).
     pub fn acquire(dest: &Path) -> Result<DestLock, WriteError> {
-        std::fs::create_dir_all(dest).map_err(|source| WriteError::Write { path: dest.to_path_buf(), source })?;
-        let path: PathBuf = dest.join(LOCK_NAME);
+        DestLock::acquire_in(dest, dest)
+    }
+
+    /// Takes the lock of the destination `dest_root` for a run writing into `output_dir`
+    /// (the root itself, or a directory below it such as `dist/`), creating both, or fails
+    /// at once if another run holds it; then removes temp files killed runs left in
+    /// `output_dir`. The lock file stays in the root, out of the directory users upload.
+    pub fn acquire_in(dest_root: &Path, output_dir: &Path) -> Result<DestLock, WriteError> {
+        for dir in [dest_root, output_dir] {
+            std::fs::create_dir_all(dir).map_err(|source| WriteError::Write { path: dir.to_path_buf(), source })?;
+        }
+        let path: PathBuf = dest_root.join(LOCK_NAME);
         let file = File::options()
             .create(true)
             .truncate(false)
@@ -47,13 +63,13 @@ impl DestLock {
         // SAFETY: flock on a file descriptor we own; no memory is involved.
         let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if result != 0 {
-            return Err(WriteError::Locked { dest: dest.to_path_buf(), lock: path });
+            return Err(WriteError::Locked { dest: dest_root.to_path_buf(), lock: path });
         }
-        let removed_stale = remove_temp_files_in(dest)?;
-        Ok(DestLock { _file: file, dest: dest.to_path_buf(), removed_stale, cleaned: Mutex::new(false) })
+        let removed_stale = remove_temp_files_in(output_dir)?;
+        Ok(DestLock { _file: file, dest: output_dir.to_path_buf(), removed_stale, cleaned: Mutex::new(false) })
     }
 
-    /// The destination this lock guards.
+    /// The directory the outputs go to, which this lock guards.
     pub fn dest(&self) -> &Path {
         &self.dest
     }
@@ -142,5 +158,30 @@ mod tests {
         assert!(error.to_string().contains("another packaging run is writing to"), "{error}");
         drop(lock);
         DestLock::acquire(dest.path()).expect("free again");
+    }
+
+    /// Names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs_err::read_dir(dir)
+            .expect("read")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_lock_file_stays_in_the_root_out_of_the_output_dir() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let output_dir = root.path().join("dist");
+        fs_err::create_dir_all(&output_dir).expect("mkdir");
+        fs_err::write(output_dir.join(".rocm-7.0.tar.gz.tmp-abc123"), "half").expect("write");
+        let lock = DestLock::acquire_in(root.path(), &output_dir).expect("lock");
+        assert_eq!((lock.removed_stale, lock.dest()), (1, output_dir.as_path()));
+        assert_eq!(names(root.path()), [LOCK_NAME, "dist"]);
+        assert_eq!(names(&output_dir), Vec::<String>::new(), "nothing of the lock in the directory users upload");
+        // Runs into the same root exclude each other, whatever their output directory.
+        let error = DestLock::acquire(root.path()).err().expect("held");
+        assert!(error.to_string().contains(&format!("another packaging run is writing to {}", root.path().display())));
     }
 }
