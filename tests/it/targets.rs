@@ -273,10 +273,8 @@ fn device_wheels_add_only_their_own_files() {
         // Every file the wheel adds, the manifest and the metadata module included, is
         // mirrored into the devel tree, from `_rocm_sdk_devel/{relpath}` back up to
         // site-packages and into the libraries dir (issue 25).
-        let added: BTreeSet<&str> = members
-            .keys()
-            .filter_map(|member| member.strip_prefix("_rocm_sdk_libraries/"))
-            .collect();
+        let added: BTreeSet<&str> =
+            members.keys().filter_map(|member| member.strip_prefix("_rocm_sdk_libraries/")).collect();
         let links = links["links"].as_array().expect("links");
         let listed: BTreeSet<&str> = links.iter().map(|link| link["relpath"].as_str().expect("relpath")).collect();
         assert_eq!(listed, added, "rocm-sdk-device-{target}");

@@ -27,7 +27,8 @@ pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<Pack
     // (SPEC §2, §4): its payload, its metadata module (which `python` adds to the wheel)
     // and this manifest itself, so code comparing the two trees finds no file missing.
     let manifest_rel = RelPath::new(&format!(".devel_links/{target}.json")).map_err(invalid_name)?;
-    let module_rel = RelPath::new(&format!("{}.py", python::device_module_name(target.as_str()))).map_err(invalid_name)?;
+    let module_rel =
+        RelPath::new(&format!("{}.py", python::device_module_name(target.as_str()))).map_err(invalid_name)?;
     let mut added: BTreeSet<&RelPath> = plan.files.keys().collect();
     added.extend([&manifest_rel, &module_rel]);
     let manifest = devel_links_manifest(&builder.dist_info.version, &platform_dir, added.into_iter());

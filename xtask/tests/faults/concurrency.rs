@@ -55,6 +55,8 @@ fn a_run_into_a_locked_dest_fails_fast_and_runs_once_the_lock_is_free() {
     let free = output(&mut package_command(&artifacts, &dist));
     assert!(free.status.success(), "{}", describe(&free));
     assert_eq!(check_archives(&dist).len(), 7);
+    // Nothing but the packages is left to upload: the run removed the lock file (issue 25).
+    assert!(!dist.join(".rocm-packager.lock").exists(), "the run left its lock file in {}", dist.display());
 }
 
 #[test]

@@ -87,6 +87,7 @@ fn sigkill_mid_run_leaves_only_complete_archives_and_a_rerun_succeeds() {
     let result = output(&mut package_command(&artifacts, &dist));
     assert!(result.status.success(), "the rerun: {}", describe(&result));
     assert_eq!(temp_files(&dist), Vec::<String>::new(), "the rerun removes what the killed run left");
+    assert!(!dist.join(".rocm-packager.lock").exists(), "the rerun removes the lock file the killed run left");
     let after = archives(&dist);
     assert_eq!(after.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
     let core = after.keys().find(|name| name.starts_with("rocm_sdk_core-")).expect("core wheel");
@@ -113,6 +114,7 @@ fn sigint_and_sigterm_mid_run_remove_the_temp_files() {
         let count = removed.strip_suffix(&format!(" temporary file(s) from {}", dist.display()));
         assert!(count.and_then(|count| count.parse::<usize>().ok()).is_some_and(|count| count >= 1), "{stderr}");
         assert_eq!(temp_files(&dist), Vec::<String>::new(), "{name} leaves no temp file");
+        assert!(!dist.join(".rocm-packager.lock").exists(), "{name} leaves the lock file");
         assert_eq!(archives(&dist), before, "{name}: the archives from before are intact");
     }
 }
