@@ -150,6 +150,11 @@ fn the_installed_family_holds_without_the_variable() {
         assert_eq!(stderr.matches(both).count(), 1, "rocm-sdk {args:?}: {stderr}");
         assert!(stderr.starts_with("error: "), "rocm-sdk {args:?}: {stderr}");
     }
+    // A tool of the devel tree: whose tree is not ours to guess either.
+    let hipcc = installed::venv_command(&venv, "hipcc").arg("--version").output().expect("run hipcc");
+    let stderr = String::from_utf8_lossy(&hipcc.stderr);
+    assert_eq!(hipcc.status.code(), Some(127), "hipcc: {stderr}");
+    assert!(stderr.starts_with("rocm-sdk-core: cannot run hipcc: ") && stderr.contains(both), "hipcc: {stderr}");
     // The variable settles it.
     let chosen = installed::rocm_sdk(&venv, &["path", "--root"], &[("ROCM_SDK_TARGET_FAMILY", "gfx94X-dcgpu")]);
     assert_eq!(chosen, root);
