@@ -2,13 +2,19 @@
 //! (a file read straight from its input, an edited file spliced while it streams), opened
 //! only when the member is written so a wheel of thousands of files holds none of them.
 //!
-//! Owns: the source abstraction and carrying [`WriteError`]s through `io::Read`. Does not
+//! Owns: the source abstraction, carrying [`WriteError`]s through `io::Read`, member
+//! names, and writing one member to a file (the `--no-build-packages` trees). Does not
 //! own: what a source reads or how it checks its input (the caller's), or the devel tarball
 //! (produced by `tar`).
 
+use std::fs::File;
 use std::io::{self, Read};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use sha2::{Digest, Sha256};
+
+use super::deflate::MemberDigest;
 use super::{MemberData, WriteError};
 
 /// Bytes from outside the writer, opened when the member is written.
@@ -57,5 +63,44 @@ pub fn open_member(data: &MemberData) -> Result<Box<dyn Read + Send + '_>, Write
         MemberData::DevelTar(_) => {
             Err(WriteError::Invalid { reason: "a devel tarball cannot be opened as a plain member".into() })
         }
+    }
+}
+
+/// Refuses member names that could escape the install directory or that zip and RECORD
+/// cannot carry.
+pub fn check_member_name(name: &str) -> Result<(), WriteError> {
+    let bad_component = name.split('/').any(|part| part.is_empty() || part == "." || part == "..");
+    if name.is_empty() || bad_component || name.contains(['\\', '\0', '\n', '\r']) || name.len() > u16::MAX as usize {
+        return Err(WriteError::Invalid { reason: format!("member name {name:?} is not a valid relative path") });
+    }
+    Ok(())
+}
+
+/// Writes one member's bytes to `path` with its mode; returns its RECORD digest.
+pub fn write_file(data: &MemberData, executable: bool, path: &Path) -> Result<MemberDigest, WriteError> {
+    let write_error = |source| WriteError::Write { path: path.to_path_buf(), source };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| WriteError::Write { path: parent.into(), source })?;
+    }
+    let mut reader = HashingReader { inner: open_member(data)?, hasher: Sha256::new(), len: 0 };
+    let mut file = File::create(path).map_err(write_error)?;
+    io::copy(&mut reader, &mut file).map_err(|error| from_io(error, path, false))?;
+    file.set_permissions(std::fs::Permissions::from_mode(if executable { 0o755 } else { 0o644 }))
+        .map_err(write_error)?;
+    Ok(MemberDigest { sha256: reader.hasher.finalize().into(), len: reader.len })
+}
+
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+    len: u64,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
     }
 }

@@ -12,9 +12,9 @@ use flate2::{Compression, GzBuilder};
 use tar::{EntryType, Header};
 
 use super::atomic::AtomicFile;
+use super::member::check_member_name;
 use super::member::from_io;
 use super::metadata::{file_name_version, normalize_dist_name, render_core_metadata};
-use super::wheel::check_member_name;
 use super::{ArchiveOptions, SdistFile, SdistSpec, StagedFile, WriteError, WrittenFile};
 
 /// The sdist's top directory, `{name}-{version}` (PEP 625: the normalised name), and every

@@ -56,7 +56,7 @@ pub fn for_each_entry(
             };
             return Err(WriteError::Invalid { reason });
         }
-        super::wheel::check_member_name(&entry.name)?;
+        super::member::check_member_name(&entry.name)?;
         previous.clear();
         previous.push_str(&entry.name);
         each(entry)
@@ -245,7 +245,7 @@ pub fn expand_devel_entries(spec: &DevelTarSpec, root: &Path) -> Result<(), Writ
             TarEntryKind::Dir => std::fs::create_dir_all(&path).map_err(write_error)?,
             TarEntryKind::Symlink { target } => std::os::unix::fs::symlink(target, &path).map_err(write_error)?,
             TarEntryKind::File { data, executable } => {
-                super::tree::write_file(data, *executable, &path)?;
+                super::member::write_file(data, *executable, &path)?;
             }
         }
         Ok(())

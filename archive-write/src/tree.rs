@@ -4,17 +4,14 @@
 //!
 //! Owns: the tree layout and its atomic replacement. Does not own: member content.
 
-use std::fs::File;
-use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 
 use super::deflate::MemberDigest;
-use super::member::{from_io, open_member};
+use super::member::write_file;
 use super::record::Record;
 use super::sdist::sdist_layout;
 use super::tar::expand_devel_entries;
@@ -85,33 +82,4 @@ fn put_in_place(temp: tempfile::TempDir, root: &Path) -> Result<PathBuf, WriteEr
         WriteError::Write { path: root.to_path_buf(), source }
     })?;
     Ok(root.to_path_buf())
-}
-
-/// Writes one member's bytes to `path` with its mode; returns its RECORD digest.
-pub fn write_file(data: &MemberData, executable: bool, path: &Path) -> Result<MemberDigest, WriteError> {
-    let write_error = |source| WriteError::Write { path: path.to_path_buf(), source };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| WriteError::Write { path: parent.into(), source })?;
-    }
-    let mut reader = HashingReader { inner: open_member(data)?, hasher: Sha256::new(), len: 0 };
-    let mut file = File::create(path).map_err(write_error)?;
-    io::copy(&mut reader, &mut file).map_err(|error| from_io(error, path, false))?;
-    file.set_permissions(std::fs::Permissions::from_mode(if executable { 0o755 } else { 0o644 }))
-        .map_err(write_error)?;
-    Ok(MemberDigest { sha256: reader.hasher.finalize().into(), len: reader.len })
-}
-
-struct HashingReader<R> {
-    inner: R,
-    hasher: Sha256,
-    len: u64,
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
 }

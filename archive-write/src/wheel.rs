@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::atomic::AtomicFile;
 use super::deflate::{self, Coding, FinishedMember, MemberDigest, Pipeline, CHUNK_SIZE, DICTIONARY_SIZE};
-use super::member::{from_io, known_len, open_member};
+use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
     check_platform_tag, file_name_version, normalize_dist_name, render_core_metadata, render_entry_points,
     render_wheel_file,
@@ -46,16 +46,6 @@ impl WheelNames {
     pub fn record(&self) -> String {
         format!("{}/RECORD", self.dist_info)
     }
-}
-
-/// Refuses member names that could escape the install directory or that zip and RECORD
-/// cannot carry.
-pub fn check_member_name(name: &str) -> Result<(), WriteError> {
-    let bad_component = name.split('/').any(|part| part.is_empty() || part == "." || part == "..");
-    if name.is_empty() || bad_component || name.contains(['\\', '\0', '\n', '\r']) || name.len() > u16::MAX as usize {
-        return Err(WriteError::Invalid { reason: format!("member name {name:?} is not a valid relative path") });
-    }
-    Ok(())
 }
 
 /// Every member in archive order, the generated `.dist-info` files included, RECORD not:

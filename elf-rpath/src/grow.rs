@@ -45,17 +45,14 @@
 
 use super::layout::{self, align_up};
 use super::parse::{
-    Dynamic, ElfFile, ProgramHeader, SectionHeader, DT_STRSZ, DT_STRTAB, PT_DYNAMIC, PT_LOAD, PT_PHDR, SHF_ALLOC,
-    SHF_WRITE, SHT_DYNAMIC, SHT_NOBITS, SHT_STRTAB,
+    Dynamic, ElfFile, ProgramHeader, SectionHeader, DT_STRSZ, DT_STRTAB, PF_R, PF_W, PT_DYNAMIC, PT_LOAD, PT_PHDR,
+    SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_NOBITS, SHT_STRTAB,
 };
-use super::rpath::{diff_patch, encode_dynamic, sorted_patches, with_rpath};
+use super::patch::{diff_patch, encode_dynamic, sorted_patches, with_rpath};
 use super::source::Source;
 use super::splice::EditStrategy;
 use super::symbols::{moved_symbol_patches, MovedSection};
 use super::{ElfError, Refusal, RpathEdit};
-
-const PF_R: u32 = 4;
-const PF_W: u32 = 2;
 
 /// The appended block's contents, laid out from offset 0 of the block.
 struct Block {

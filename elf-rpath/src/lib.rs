@@ -6,15 +6,17 @@
 //! and the bytes of the edit. Must not know: packages, wheels, ROCm, or which entries a
 //! search path gets (the packager decides that and asks for the whole path).
 //!
-//! Modules: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy, in-place
-//! edit, self-check), `grow` (the appended-segment layout), `layout` (where the appended
-//! segment goes, and where loaders find the header table), `symbols` (symbols that follow
-//! moved tables), `references` (who else points into `.dynstr`), `splice` (streaming an
-//! edit).
+//! Modules: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy,
+//! in-place edit, self-check), `grow` (the appended-segment layout), `layout` (where the
+//! appended segment goes, and where loaders find the header table), `patch` (the dynamic
+//! tables' bytes, for both layouts), `symbols` (symbols that follow moved tables),
+//! `references` (who else points into `.dynstr`), `splice` (streaming an edit).
 
+pub mod consts;
 mod grow;
 mod layout;
 mod parse;
+mod patch;
 mod references;
 mod rpath;
 mod source;
@@ -28,8 +30,7 @@ use parse::{ElfFile, DF_1_PIE, DT_FLAGS_1, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_S
 use source::{FileSource, Source};
 pub use splice::{BytePatch, EditStrategy, RpathEdit, SplicedReader};
 
-/// `e_machine` of AMDGPU code objects: never ours to edit (SPEC §6).
-pub const EM_AMDGPU: u16 = 224;
+pub use consts::EM_AMDGPU;
 
 /// What an ELF file is, decided from its headers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -9,30 +9,7 @@
 use super::source::Source;
 use super::ElfError;
 
-pub(crate) const ET_EXEC: u16 = 2;
-pub(crate) const ET_DYN: u16 = 3;
-
-pub(crate) const PT_LOAD: u32 = 1;
-pub(crate) const PT_DYNAMIC: u32 = 2;
-pub(crate) const PT_INTERP: u32 = 3;
-pub(crate) const PT_PHDR: u32 = 6;
-
-pub(crate) const DT_NULL: u64 = 0;
-pub(crate) const DT_NEEDED: u64 = 1;
-pub(crate) const DT_HASH: u64 = 4;
-pub(crate) const DT_STRTAB: u64 = 5;
-pub(crate) const DT_SYMTAB: u64 = 6;
-pub(crate) const DT_STRSZ: u64 = 10;
-pub(crate) const DT_SYMENT: u64 = 11;
-pub(crate) const DT_SONAME: u64 = 14;
-pub(crate) const DT_RPATH: u64 = 15;
-pub(crate) const DT_RUNPATH: u64 = 29;
-pub(crate) const DT_FLAGS_1: u64 = 0x6fff_fffb;
-pub(crate) const DT_VERDEF: u64 = 0x6fff_fffc;
-pub(crate) const DT_VERDEFNUM: u64 = 0x6fff_fffd;
-pub(crate) const DT_VERNEED: u64 = 0x6fff_fffe;
-pub(crate) const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
-pub(crate) const DF_1_PIE: u64 = 0x0800_0000;
+pub(crate) use super::consts::*;
 
 /// Dynamic tags whose value is an offset into `.dynstr`.
 pub(crate) const STRING_TAGS: &[u64] = &[
@@ -358,14 +335,6 @@ impl ElfFile {
             .collect()
     }
 }
-
-pub(crate) const SHT_SYMTAB: u32 = 2;
-pub(crate) const SHT_STRTAB: u32 = 3;
-pub(crate) const SHT_DYNAMIC: u32 = 6;
-pub(crate) const SHT_NOBITS: u32 = 8;
-pub(crate) const SHT_DYNSYM: u32 = 11;
-pub(crate) const SHF_WRITE: u64 = 1;
-pub(crate) const SHF_ALLOC: u64 = 2;
 
 /// One section header, with where it sits in the file (to patch it in place).
 #[derive(Clone, Copy, Debug)]

@@ -6,7 +6,12 @@
 //! sources) → `write` (the `archive-write` crate: wheels, sdist, devel tarball,
 //! atomically) → `verify` (read a `dist/` back and check it against the contract).
 //! `python` holds the Python code we ship, `launcher` the compiled executable-symlink
-//! replacement, `example` the bundled example build.
+//! replacement, `example` the bundled example build. `targets` (GPU targets and families)
+//! and `platform` (the wheel platform's machine) are the vocabulary every stage shares.
+//!
+//! Owns: every ROCm packaging rule. Must not know: how ELF tables are encoded or archives
+//! laid out (the two crates below it), or the command line (`xtask`, above it). Inside,
+//! no two modules import each other (`xtask/tests/layers.rs`).
 
 pub mod assemble;
 pub mod catalog;
@@ -14,6 +19,8 @@ pub mod config;
 pub mod example;
 pub mod index;
 pub mod launcher;
+pub mod manylinux;
+pub mod manylinux_policy;
 pub mod member;
 pub mod plan;
 pub mod platform;
@@ -21,6 +28,7 @@ pub mod progress;
 pub mod python;
 pub mod relpath;
 pub mod report;
+pub mod targets;
 pub mod verify;
 
 mod dest_lock;
@@ -49,14 +57,14 @@ pub fn plan(config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, Err
     plan::plan_packages(&catalog, config, progress)
 }
 
-/// Runs the whole pipeline: catalog → plan → write. Outputs appear in `config.dest_dir`
+/// Runs the whole pipeline: catalog → plan → write. Outputs appear in `config.output_dir()`
 /// all at once, only when every one of them was written; a failed run leaves it as it
 /// was. One run at a time may write there.
 pub fn package(config: &PackageConfig, progress: &dyn Progress) -> Result<Report, Error> {
     let started = Instant::now();
     let plan = plan(config, progress)?;
     let stages = vec![report::StageTime { stage: "catalog+plan".to_owned(), seconds: started.elapsed().as_secs_f64() }];
-    let lock = DestLock::acquire(&config.dest_dir)?;
+    let lock = DestLock::acquire(&config.output_dir())?;
     write_planned(&plan, config, progress, &lock, stages)
 }
 

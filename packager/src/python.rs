@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::plan::Target;
+use crate::targets::Target;
 use crate::write::EntryPoint;
 
 mod embedded;

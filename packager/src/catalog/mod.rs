@@ -24,8 +24,8 @@ pub use merged::MergedTree;
 pub use names::ArtifactName;
 pub use namespace::Walks;
 
-use crate::plan::targets::TargetFamily;
 use crate::relpath::RelPath;
+use crate::targets::TargetFamily;
 
 /// Relative to the artifacts dir: the build manifest whose absence means "not a TheRock build".
 pub const BUILD_MANIFEST: &str = "base_lib_generic/base/aux-overlay/stage/share/therock/therock_manifest.json";

@@ -1,6 +1,6 @@
 //! Artifact directory names: `{name}_{component}_{target_family}`, each part free of `_`.
 
-use crate::plan::targets::TargetFamily;
+use crate::targets::TargetFamily;
 
 /// A parsed artifact directory name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

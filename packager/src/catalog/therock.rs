@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::CatalogError;
-use crate::plan::targets::TargetId;
+use crate::targets::TargetId;
 
 pub const VERSION_JSON: &str = "version.json";
 pub const AMDGPU_TARGETS_CMAKE: &str = "cmake/therock_amdgpu_targets.cmake";

@@ -5,12 +5,12 @@
 use std::collections::BTreeSet;
 
 use super::runtime::Builder;
-use super::targets::Target;
 use super::{rules, PackagePlan, PlanError, PlannedFile};
 use crate::catalog::{ArtifactName, Selection};
 use crate::config::PackageGroup;
 use crate::python::{self, PackageRole};
 use crate::relpath::{RelPath, RelPathError};
+use crate::targets::Target;
 
 pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<PackagePlan, crate::Error> {
     let predicate = |name: &ArtifactName| rules::is_device_artifact(name, target);

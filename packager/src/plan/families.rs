@@ -3,11 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use super::targets::{Target, TargetFamily, TargetId};
 use super::PlanError;
 use crate::catalog::Catalog;
 use crate::config::{FamilyRequest, PackageConfig};
 use crate::python::DistInfo;
+use crate::targets::{Target, TargetFamily, TargetId};
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct FamilyPlan {

@@ -13,7 +13,6 @@ mod resolve;
 pub mod rpath;
 pub mod rules;
 mod runtime;
-pub mod targets;
 pub mod version;
 
 use std::collections::BTreeMap;
@@ -27,9 +26,9 @@ use crate::progress::Progress;
 use crate::python::{DistInfo, PackageRole};
 use crate::relpath::RelPath;
 
+pub use crate::targets::{Target, TargetFamily, TargetId};
 pub use devel::{DevelSummary, DevelTree};
 pub use families::FamilyPlan;
-pub use targets::{Target, TargetFamily, TargetId};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {

@@ -1,8 +1,8 @@
 //! SPEC §2 "What goes where", as data: which artifacts and paths feed each package, and
 //! which RPATH entries each package's ELF files get.
 
-use super::targets::Target;
 use crate::catalog::{ArtifactName, CatalogError, Glob};
+use crate::targets::Target;
 
 pub const CORE_ARTIFACTS: &[&str] = &[
     "amd-dbgapi",

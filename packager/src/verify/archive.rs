@@ -13,55 +13,14 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::devel::{read_devel_tar, DevelTree};
-use super::elf_checks::check_elf;
-use super::elf_parse::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC};
+use super::member::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope, Streamed};
 use super::metadata::{self, parse_headers, WheelName};
 use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
-use crate::elf::EM_AMDGPU;
 use crate::platform::TargetMachine;
 
-/// Metadata files larger than this are reported instead of read.
-const TEXT_CAP: usize = 16 << 20;
-const CHUNK: usize = 256 << 10;
 const S_IFMT: u32 = 0o170_000;
 const S_IFLNK: u32 = 0o120_000;
-
-/// A host ELF file found in a package, with the path it installs to in site-packages.
-#[derive(Debug)]
-pub(crate) struct ElfMember {
-    pub path: String,
-    pub elf: ElfFile,
-}
-
-/// Which ELF members verify judges (SPEC §6 "Never edit what is not ours to edit"): only
-/// those the wheel's platform runs. The others are data, to the packager and here alike:
-/// an aarch64 library in an x86_64 wheel keeps its absolute RPATH, and that is no
-/// violation, since no loader of this platform ever reads it.
-#[derive(Debug)]
-pub(crate) struct ElfScope {
-    /// The machine of the wheel's platform tag; the host's for an sdist or a wheel whose
-    /// file name does not parse, as the packager falls back to it.
-    pub target: TargetMachine,
-    /// AMDGPU code objects (`e_machine` 224).
-    pub n_gpu_code_objects: usize,
-    /// ELF files for another CPU, by the path they install to.
-    pub foreign: Vec<String>,
-}
-
-impl ElfScope {
-    fn new() -> ElfScope {
-        ElfScope { target: TargetMachine::host(), n_gpu_code_objects: 0, foreign: Vec::new() }
-    }
-
-    /// Whether `machine`, class and byte order are the target's (as the packager's
-    /// `TargetMachine::can_run` decides for its own ELF reader's facts).
-    fn runs(&self, identity: ElfIdentity) -> bool {
-        let target = &self.target;
-        (identity.machine, identity.is_64, identity.little_endian)
-            == (target.machine, target.is_64, target.little_endian)
-    }
-}
 
 /// What one archive holds, as far as the later checks need it.
 #[derive(Debug)]
@@ -105,97 +64,6 @@ impl Archive {
             headers: Vec::new(),
             dist_info_py: None,
             findings: Findings::default(),
-        }
-    }
-}
-
-/// How a streamed member was measured.
-#[derive(Default)]
-pub(crate) struct Streamed {
-    pub size: u64,
-    pub sha256: Option<[u8; 32]>,
-    pub window: Option<ElfWindow>,
-    pub text: Option<Vec<u8>>,
-}
-
-/// Streams `reader` to its end: hashes (if asked), keeps an ELF window when the bytes
-/// start with the ELF magic, and keeps the bytes as text when `capture_text`.
-pub(crate) fn stream_member(reader: &mut dyn Read, hash: bool, capture_text: bool) -> io::Result<Streamed> {
-    let mut hasher = hash.then(Sha256::new);
-    let mut streamed = Streamed { text: capture_text.then(Vec::new), ..Streamed::default() };
-    let mut buffer = vec![0u8; CHUNK];
-    let mut first = true;
-    loop {
-        let n = read_full(reader, &mut buffer)?;
-        if n == 0 {
-            break;
-        }
-        let chunk = &buffer[..n];
-        if first && chunk.starts_with(ELF_MAGIC) {
-            streamed.window = Some(ElfWindow::default());
-        }
-        first = false;
-        if let Some(hasher) = hasher.as_mut() {
-            hasher.update(chunk);
-        }
-        if let Some(window) = streamed.window.as_mut() {
-            window.push(chunk);
-        }
-        if let Some(text) = streamed.text.as_mut() {
-            if text.len() + n <= TEXT_CAP {
-                text.extend_from_slice(chunk);
-            }
-        }
-        streamed.size += n as u64;
-    }
-    streamed.sha256 = hasher.map(|hasher| hasher.finalize().into());
-    Ok(streamed)
-}
-
-/// Fills `buffer` unless the stream ends first; returns the bytes read.
-fn read_full(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(filled)
-}
-
-/// Parses an ELF window and applies the per-file checks to files the wheel's platform
-/// runs. AMDGPU code objects and ELF files for another CPU are only counted (SPEC §6: not
-/// ours to judge), whether or not the rest of them parses. Returns the parsed file for the
-/// closure checks.
-pub(crate) fn inspect_elf(
-    file: &str,
-    path: &str,
-    window: &ElfWindow,
-    scope: &mut ElfScope,
-    findings: &mut Findings,
-) -> Option<ElfFile> {
-    match elf_identity(window.head()) {
-        Some(identity) if identity.machine == EM_AMDGPU => {
-            scope.n_gpu_code_objects += 1;
-            return None;
-        }
-        Some(identity) if !scope.runs(identity) => {
-            scope.foreign.push(path.to_owned());
-            return None;
-        }
-        _ => {}
-    }
-    match parse_elf(window) {
-        Err(reason) => {
-            findings.violation(file, Some(path), Check::ElfStructure, format!("unreadable ELF file: {reason}"));
-            None
-        }
-        Ok(elf) => {
-            check_elf(file, path, &elf, findings);
-            Some(elf)
         }
     }
 }
@@ -366,55 +234,6 @@ fn installed_path(name: &str) -> Option<String> {
     matches!(scheme, "purelib" | "platlib").then(|| rest.to_owned())
 }
 
-/// Absolute, `..`, empty or backslash components are violations; names Windows cannot
-/// extract are warnings. Returns whether the path is safe to place in the simulated install.
-pub(crate) fn check_member_path(file: &str, name: &str, findings: &mut Findings) -> bool {
-    let trimmed = name.strip_suffix('/').unwrap_or(name);
-    let unsafe_reason = if trimmed.starts_with('/') || trimmed.get(1..3) == Some(":/") {
-        Some("is an absolute path")
-    } else if trimmed.split('/').any(|part| part == "..") {
-        Some("has a `..` component")
-    } else if trimmed.contains('\\') {
-        Some("has a backslash, which Windows tools read as a separator")
-    } else if trimmed.is_empty() || trimmed.split('/').any(|part| part.is_empty() || part == ".") {
-        Some("has an empty or `.` component")
-    } else {
-        None
-    };
-    if let Some(reason) = unsafe_reason {
-        findings.violation(file, Some(name), Check::MemberPath, format!("member path {reason}"));
-        return false;
-    }
-    for part in trimmed.split('/') {
-        if let Some(reason) = windows_problem(part) {
-            findings.warning(
-                file,
-                Some(name),
-                Check::WindowsName,
-                format!("Windows cannot extract this name: {reason}"),
-            );
-            break;
-        }
-    }
-    true
-}
-
-fn windows_problem(part: &str) -> Option<String> {
-    if let Some(c) = part.chars().find(|c| matches!(c, ':' | '<' | '>' | '"' | '|' | '?' | '*') || c.is_control()) {
-        return Some(format!("`{}` contains {c:?}", part));
-    }
-    if part.ends_with('.') || part.ends_with(' ') {
-        return Some(format!("`{part}` ends with a dot or space"));
-    }
-    let stem = part.split('.').next().unwrap_or(part).trim_end().to_ascii_uppercase();
-    let reserved = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
-        || (stem.len() == 4
-            && (stem.starts_with("COM") || stem.starts_with("LPT"))
-            && stem.as_bytes()[3].is_ascii_digit()
-            && stem.as_bytes()[3] != b'0');
-    reserved.then(|| format!("`{part}` is a reserved device name"))
-}
-
 /// The single `.dist-info` directory, METADATA, WHEEL and RECORD.
 fn check_dist_info(archive: &mut Archive, digests: &BTreeMap<String, MemberDigest>, texts: &BTreeMap<String, String>) {
     let file = archive.file.clone();
@@ -557,17 +376,6 @@ fn read_sdist_entries(opened: fs_err::File, archive: &mut Archive) -> io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn windows_names() {
-        assert!(windows_problem(".kpack").is_none());
-        assert!(windows_problem("blas_lib_gfx90a:xnack+.kpack").is_some());
-        assert!(windows_problem("con.txt").is_some());
-        assert!(windows_problem("COM1").is_some());
-        assert!(windows_problem("COM0").is_none());
-        assert!(windows_problem("console").is_none());
-        assert!(windows_problem("x.").is_some());
-    }
 
     #[test]
     fn installed_paths() {

@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use super::archive::{Archive, ElfMember};
+use super::archive::Archive;
 use super::devel::DevelKind;
 use super::elf_checks::origin_rest;
 use super::glibc::is_system_library;
+use super::member::ElfMember;
 use super::report::{Check, Findings};
 
 /// ld.so and the kernel give up after this many symlinks in one lookup.

@@ -7,7 +7,7 @@
 
 use std::io::{self, Read};
 
-use super::archive::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope};
+use super::member::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope};
 use super::report::{Check, Findings};
 
 #[derive(Debug)]

@@ -194,6 +194,35 @@ impl ElfFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::elf_parse::{parse_elf, ElfWindow, ET_DYN, PT_DYNAMIC, PT_LOAD, PT_PHDR};
+
+    proptest::proptest! {
+        /// Parsing and checking never panic: a sane ELF64 header over random tables, so
+        /// segment, dynamic and version parsing and the checks see arbitrary offsets.
+        #[test]
+        fn arbitrary_tables_never_panic(
+            phnum in 0u16..8,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 512..4096),
+        ) {
+            let mut bytes = body;
+            bytes[..6].copy_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1]);
+            bytes[16..18].copy_from_slice(&ET_DYN.to_le_bytes());
+            bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
+            bytes[54..56].copy_from_slice(&56u16.to_le_bytes());
+            bytes[56..58].copy_from_slice(&phnum.to_le_bytes());
+            // Make the first entries PT_LOAD, PT_DYNAMIC, PT_PHDR so their paths run.
+            for (index, kind) in [PT_LOAD, PT_DYNAMIC, PT_PHDR].into_iter().enumerate() {
+                let at = 64 + index * 56;
+                bytes[at..at + 4].copy_from_slice(&kind.to_le_bytes());
+            }
+            let mut window = ElfWindow::default();
+            window.push(&bytes);
+            if let Ok(elf) = parse_elf(&window) {
+                let mut findings = Findings::default();
+                check_elf("f", "p", &elf, &mut findings);
+            }
+        }
+    }
 
     fn library_with_strings(strtab: u64, strsz: u64) -> Vec<String> {
         let load = |vaddr, filesz| Segment { kind: 1, flags: 4, offset: vaddr, vaddr, filesz, memsz: filesz };

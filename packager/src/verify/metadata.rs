@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(normalize_name("rocm_sdk__Core.x"), "rocm-sdk-core-x");
         assert_eq!(file_name_form("rocm-sdk-libraries-gfx110X-all"), "rocm_sdk_libraries_gfx110x_all");
         // How `set` spells the device wheel an advertised target id needs (SPEC §6).
-        let device_base = |id: &str| file_name_form(crate::plan::Target::from_target_id(id).as_str());
+        let device_base = |id: &str| file_name_form(crate::targets::Target::from_target_id(id).as_str());
         assert_eq!(device_base("gfx90a:xnack+"), "gfx90a");
         assert_eq!(device_base("GFX90A:sramecc+:xnack-"), "gfx90a");
     }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::archive::Archive;
 use super::metadata::{available_target_families, file_name_form, normalize_name};
 use super::report::{ArchiveKind, Check, Findings};
-use crate::plan::Target;
+use crate::targets::Target;
 
 /// Files found under one name: keeps the first of each name, merging byte-identical copies
 /// and reporting different ones.

@@ -1,0 +1,47 @@
+//! The ELF vocabulary: the numbers of the ELF specification and the GNU extensions that
+//! the editor and readers of its output (the packager's `verify`) both speak, so there is
+//! one definition of each.
+//!
+//! Owns: constants only. Does not own: decoding (`parse`).
+
+/// The first four bytes of every ELF file.
+pub const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
+
+/// `e_machine` of AMDGPU code objects: never ours to edit (SPEC §6).
+pub const EM_AMDGPU: u16 = 224;
+
+pub const ET_EXEC: u16 = 2;
+pub const ET_DYN: u16 = 3;
+
+pub const PT_LOAD: u32 = 1;
+pub const PT_DYNAMIC: u32 = 2;
+pub const PT_INTERP: u32 = 3;
+pub const PT_NOTE: u32 = 4;
+pub const PT_PHDR: u32 = 6;
+pub const PF_W: u32 = 2;
+pub const PF_R: u32 = 4;
+
+pub const DT_NULL: u64 = 0;
+pub const DT_NEEDED: u64 = 1;
+pub const DT_HASH: u64 = 4;
+pub const DT_STRTAB: u64 = 5;
+pub const DT_SYMTAB: u64 = 6;
+pub const DT_STRSZ: u64 = 10;
+pub const DT_SYMENT: u64 = 11;
+pub const DT_SONAME: u64 = 14;
+pub const DT_RPATH: u64 = 15;
+pub const DT_RUNPATH: u64 = 29;
+pub const DT_FLAGS_1: u64 = 0x6fff_fffb;
+pub const DT_VERDEF: u64 = 0x6fff_fffc;
+pub const DT_VERDEFNUM: u64 = 0x6fff_fffd;
+pub const DT_VERNEED: u64 = 0x6fff_fffe;
+pub const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
+pub const DF_1_PIE: u64 = 0x0800_0000;
+
+pub const SHT_SYMTAB: u32 = 2;
+pub const SHT_STRTAB: u32 = 3;
+pub const SHT_DYNAMIC: u32 = 6;
+pub const SHT_NOBITS: u32 = 8;
+pub const SHT_DYNSYM: u32 = 11;
+pub const SHF_WRITE: u64 = 1;
+pub const SHF_ALLOC: u64 = 2;
