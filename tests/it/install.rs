@@ -1,7 +1,8 @@
 //! End to end (issues 5 and 6) on the legacy example (packaged once, by `targets::build`):
 //! installed with real pip and uv into fresh venvs and exercised the way users and the
-//! loader use it (the checks themselves live in `installed`), plus the plan and `verify`
-//! read against the same build.
+//! loader use it (the checks themselves live in `installed`), the family chosen at install
+//! time holding at run time (issue 25), plus the plan and `verify` read against the same
+//! build.
 
 use std::collections::BTreeMap;
 use std::path::Path;
