@@ -1,6 +1,14 @@
 //! One packaging run at a time per destination: two runs into the same `--dest-dir` would
 //! interleave files, so the second fails fast naming the lock.
 //!
+//! The lock file lives in the destination's root, which need not be the directory the
+//! outputs go to ([`DestLock::acquire_in`]): when archives go to `--dest-dir`'s `dist/`
+//! (SPEC §2), that directory is what users upload and index, and an empty lock file has
+//! no place there. A run also removes the lock file when it ends, so no destination keeps
+//! one: it unlinks the file while still holding it, and a run that opened the file before
+//! that and locks it after finds it no longer at its path and starts again
+//! ([`is_current`]), so two runs never hold two different files as "the" lock.
+//!
 //! Whoever holds the lock also owns the writers' temp files in the destination
 //! (`.{name}.tmp-*`, see `write::atomic`): a run that was killed (SIGKILL, power loss)
 //! could not remove its own, so the next holder removes them, and a CLI interrupted by
@@ -22,9 +30,16 @@ use crate::write::{self, StagedFile, WriteError, WrittenFile};
 
 const LOCK_NAME: &str = ".rocm-packager.lock";
 
+/// How often a run tries again when the lock file it locked was removed meanwhile: each
+/// retry means another run ended in between, so this many is a destination under siege.
+const MAX_LOCK_ATTEMPTS: usize = 64;
+
 /// Held for the whole write stage; released when dropped (or when the process dies).
 pub struct DestLock {
     _file: File,
+    /// The lock file, removed when the run ends.
+    path: PathBuf,
+    /// The directory the outputs go to, which the lock guards.
     dest: PathBuf,
     /// Temp files of an earlier, killed run removed when the lock was taken.
     pub removed_stale: usize,
@@ -33,27 +48,27 @@ pub struct DestLock {
 }
 
 impl DestLock {
-    /// Takes the lock of `dest` (creating the directory), or fails at once if another run
-    /// holds it; then removes temp files left by killed runs.
+    /// Takes the lock of `dest`, a run's destination that is also where its outputs go
+    /// (see [`DestLock::acquire_in`]).
     pub fn acquire(dest: &Path) -> Result<DestLock, WriteError> {
-        std::fs::create_dir_all(dest).map_err(|source| WriteError::Write { path: dest.to_path_buf(), source })?;
-        let path: PathBuf = dest.join(LOCK_NAME);
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|source| WriteError::Write { path: path.clone(), source })?;
-        // SAFETY: flock on a file descriptor we own; no memory is involved.
-        let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if result != 0 {
-            return Err(WriteError::Locked { dest: dest.to_path_buf(), lock: path });
-        }
-        let removed_stale = remove_temp_files_in(dest)?;
-        Ok(DestLock { _file: file, dest: dest.to_path_buf(), removed_stale, cleaned: Mutex::new(false) })
+        DestLock::acquire_in(dest, dest)
     }
 
-    /// The destination this lock guards.
+    /// Takes the lock of the destination `dest_root` for a run writing into `output_dir`
+    /// (the root itself, or a directory below it such as `dist/`), creating both, or fails
+    /// at once if another run holds it; then removes temp files killed runs left in
+    /// `output_dir`. The lock file stays in the root, out of the directory users upload.
+    pub fn acquire_in(dest_root: &Path, output_dir: &Path) -> Result<DestLock, WriteError> {
+        for dir in [dest_root, output_dir] {
+            std::fs::create_dir_all(dir).map_err(|source| WriteError::Write { path: dir.to_path_buf(), source })?;
+        }
+        let path: PathBuf = dest_root.join(LOCK_NAME);
+        let file = lock_file(dest_root, &path)?;
+        let removed_stale = remove_temp_files_in(output_dir)?;
+        Ok(DestLock { _file: file, path, dest: output_dir.to_path_buf(), removed_stale, cleaned: Mutex::new(false) })
+    }
+
+    /// The directory the outputs go to, which this lock guards.
     pub fn dest(&self) -> &Path {
         &self.dest
     }
@@ -64,8 +79,15 @@ impl DestLock {
     /// the temp files of a live run belong to that run. Returns how many were removed.
     pub fn remove_temp_files(&self) -> Result<usize, WriteError> {
         let mut cleaned = self.cleaned.lock().unwrap_or_else(PoisonError::into_inner);
+        let first = !*cleaned;
         *cleaned = true;
-        remove_temp_files_in(&self.dest)
+        let removed = remove_temp_files_in(&self.dest)?;
+        // The run ends here (it commits nothing after a cleanup), and the process may exit
+        // without dropping the lock. Once only: the next run may have made a new one since.
+        if first {
+            remove_lock_file(&self.path);
+        }
+        Ok(removed)
     }
 
     /// Renames a run's staged outputs into place, all or none ([`write::commit`]).
@@ -83,6 +105,59 @@ impl DestLock {
         }
         write::commit(files)
     }
+}
+
+impl Drop for DestLock {
+    fn drop(&mut self) {
+        // After a cleanup the file is gone already, and the path may name the next run's.
+        if *self.cleaned.get_mut().unwrap_or_else(PoisonError::into_inner) {
+            return;
+        }
+        // Before the descriptor closes: removed while still held (see the module doc).
+        remove_lock_file(&self.path);
+    }
+}
+
+/// Opens, creates if need be, and locks the lock file at `path`, or fails at once if another
+/// run holds it.
+fn lock_file(dest_root: &Path, path: &Path) -> Result<File, WriteError> {
+    let locked = || WriteError::Locked { dest: dest_root.to_path_buf(), lock: path.to_path_buf() };
+    for _ in 0..MAX_LOCK_ATTEMPTS {
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|source| WriteError::Write { path: path.to_path_buf(), source })?;
+        // SAFETY: flock on a file descriptor we own; no memory is involved.
+        let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if result != 0 {
+            return Err(locked());
+        }
+        if is_current(&file, path)? {
+            return Ok(file);
+        }
+        // The run that held it ended and removed it between our open and our lock.
+    }
+    Err(locked())
+}
+
+/// Whether `path` still names the file `file` has open: a lock file removed by the run that
+/// held it is no longer the lock, whoever locks it afterwards.
+fn is_current(file: &File, path: &Path) -> Result<bool, WriteError> {
+    use std::os::unix::fs::MetadataExt;
+    let held = file.metadata().map_err(|source| WriteError::Write { path: path.to_path_buf(), source })?;
+    match std::fs::symlink_metadata(path) {
+        Ok(named) => Ok((named.dev(), named.ino()) == (held.dev(), held.ino())),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(WriteError::Write { path: path.to_path_buf(), source }),
+    }
+}
+
+/// Removes the lock file a run holds. Best effort: a lock file left behind (a full disk, a
+/// read-only destination) is harmless, the next run takes and removes it.
+fn remove_lock_file(path: &Path) {
+    let _ = std::fs::remove_file(path);
 }
 
 fn remove_temp_files_in(dest: &Path) -> Result<usize, WriteError> {
@@ -141,6 +216,54 @@ mod tests {
         let error = DestLock::acquire(dest.path()).err().expect("held");
         assert!(error.to_string().contains("another packaging run is writing to"), "{error}");
         drop(lock);
+        assert_eq!(names(dest.path()), ["rocm-7.0.tar.gz"], "a run leaves no lock file behind");
         DestLock::acquire(dest.path()).expect("free again");
+    }
+
+    #[test]
+    fn a_lock_file_removed_by_its_holder_is_no_longer_the_lock() {
+        let dest = tempfile::tempdir().expect("tempdir");
+        let path = dest.path().join(LOCK_NAME);
+        let lock = DestLock::acquire(dest.path()).expect("lock");
+        // What a second run opened just before the first one ended.
+        let opened_before = File::open(&path).expect("open the lock file");
+        assert!(is_current(&opened_before, &path).expect("stat"));
+        drop(lock);
+        assert!(!is_current(&opened_before, &path).expect("stat"), "removed");
+        let next = DestLock::acquire(dest.path()).expect("the next run");
+        assert!(!is_current(&opened_before, &path).expect("stat"), "another file is the lock now");
+        // An interrupted run removes its lock file when it cleans up, and only then.
+        next.remove_temp_files().expect("clean up");
+        assert!(!path.exists());
+        let after = DestLock::acquire(dest.path()).expect("a run after the interrupted one");
+        drop(next);
+        assert!(path.exists(), "the interrupted run removed the lock file of the run after it");
+        drop(after);
+        assert!(!path.exists());
+    }
+
+    /// Names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs_err::read_dir(dir)
+            .expect("read")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_lock_file_stays_in_the_root_out_of_the_output_dir() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let output_dir = root.path().join("dist");
+        fs_err::create_dir_all(&output_dir).expect("mkdir");
+        fs_err::write(output_dir.join(".rocm-7.0.tar.gz.tmp-abc123"), "half").expect("write");
+        let lock = DestLock::acquire_in(root.path(), &output_dir).expect("lock");
+        assert_eq!((lock.removed_stale, lock.dest()), (1, output_dir.as_path()));
+        assert_eq!(names(root.path()), [LOCK_NAME, "dist"]);
+        assert_eq!(names(&output_dir), Vec::<String>::new(), "nothing of the lock in the directory users upload");
+        // Runs into the same root exclude each other, whatever their output directory.
+        let error = DestLock::acquire(root.path()).err().expect("held");
+        assert!(error.to_string().contains(&format!("another packaging run is writing to {}", root.path().display())));
     }
 }

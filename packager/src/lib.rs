@@ -64,7 +64,7 @@ pub fn package(config: &PackageConfig, progress: &dyn Progress) -> Result<Report
     let started = Instant::now();
     let plan = plan(config, progress)?;
     let stages = vec![report::StageTime { stage: "catalog+plan".to_owned(), seconds: started.elapsed().as_secs_f64() }];
-    let lock = DestLock::acquire(&config.output_dir())?;
+    let lock = DestLock::acquire_in(&config.dest_dir, &config.output_dir())?;
     write_planned(&plan, config, progress, &lock, stages)
 }
 

@@ -1,7 +1,8 @@
 //! End to end (issues 5 and 6) on the legacy example (packaged once, by `targets::build`):
 //! installed with real pip and uv into fresh venvs and exercised the way users and the
-//! loader use it (the checks themselves live in `installed`), plus the plan and `verify`
-//! read against the same build.
+//! loader use it (the checks themselves live in `installed`), the family chosen at install
+//! time holding at run time (issue 25), plus the plan and `verify` read against the same
+//! build.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -82,6 +83,82 @@ fn target_family_selects_the_family_wheels() {
     assert!(!output.status.success(), "an unavailable family must fail");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("gfx110X-all") && stderr.contains("gfx94X-dcgpu"), "error lists the families: {stderr}");
+}
+
+/// Python printing, as JSON, what the runtime picks with no variable set: the family, where
+/// `find_libraries` finds hipblas, and what `preload_libraries` loaded it from; a failure
+/// is `[exception type, message]`.
+const FAMILY_PROBE: &str = "import json, rocm_sdk, rocm_sdk._dist_info as di\n\
+    def attempt(function):\n\
+    \x20   try:\n\
+    \x20       return function()\n\
+    \x20   except Exception as error:\n\
+    \x20       return [type(error).__name__, str(error)]\n\
+    print(json.dumps({\n\
+    \x20   'family': attempt(di.determine_target_family),\n\
+    \x20   'found': attempt(lambda: [str(path) for path in rocm_sdk.find_libraries('hipblas')]),\n\
+    \x20   'preloaded': attempt(lambda: (rocm_sdk.initialize_process(['hipblas']), rocm_sdk._ALL_CDLLS['hipblas']._name)[1]),\n\
+    }))";
+
+fn probe_family(venv: &Path) -> serde_json::Value {
+    let output = installed::python(venv, FAMILY_PROBE, &[], &[]);
+    assert_success(&output, "the family probe");
+    assert!(output.stderr.is_empty(), "the runtime printed {:?}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("JSON from the family probe")
+}
+
+/// The family chosen at install time holds at run time without the variable (SPEC §4,
+/// issue 25): the non-default family installed with `ROCM_SDK_TARGET_FAMILY` set is then
+/// what `determine_target_family()`, `find_libraries`, `initialize_process` and
+/// `rocm-sdk test` use, on a machine with no GPU. With a second family installed beside
+/// it, nothing says which, and each of them fails with one error listing both.
+#[test]
+fn the_installed_family_holds_without_the_variable() {
+    let dist = &build(false).dist;
+    let temp = tempfile::tempdir().expect("tempdir");
+    let venv = support::fresh_venv(&temp.path().join("venv"));
+    let envs = [("ROCM_SDK_TARGET_FAMILY", "gfx94X-dcgpu"), ("PATH", installed::PATH_WITHOUT_GPU_TOOLS)];
+    let output = support::pip_install(&venv, dist, &["rocm[libraries,devel]"], &envs);
+    assert_success(&output, "pip install rocm[libraries,devel] with ROCM_SDK_TARGET_FAMILY=gfx94X-dcgpu");
+
+    // `installed::python` and `installed::rocm_sdk` run without the variable and without GPU tools.
+    let hipblas = installed::site_packages(&venv).join("_rocm_sdk_libraries_gfx94x_dcgpu/lib/libhipblas.so.3");
+    let hipblas = hipblas.to_string_lossy();
+    assert_eq!(
+        probe_family(&venv),
+        serde_json::json!({"family": "gfx94X-dcgpu", "found": [hipblas], "preloaded": hipblas})
+    );
+    let log = installed::rocm_sdk(&venv, &["test"], &[]);
+    assert!(!log.contains("skipping the libraries tests") && !log.contains("skipping the devel tests"), "{log}");
+    assert!(log.contains("rocm_sdk.tests.libraries_test") && log.contains("rocm_sdk.tests.devel_test"), "{log}");
+    let root = installed::rocm_sdk(&venv, &["path", "--root"], &[]);
+    assert!(root.trim_end().ends_with("_rocm_sdk_devel_gfx94x_dcgpu"), "{root}");
+
+    let output = support::pip_install(&venv, dist, &["--no-deps", "rocm-sdk-libraries-gfx110x-all"], &[]);
+    assert_success(&output, "pip install --no-deps rocm-sdk-libraries-gfx110x-all");
+    let both = "several ROCm target families are installed in this environment (gfx110X-all, gfx94X-dcgpu)";
+    let probe = probe_family(&venv);
+    for key in ["family", "found", "preloaded"] {
+        let message = probe[key][1].as_str().unwrap_or_default();
+        assert!(message.contains(both) && message.contains("set ROCM_SDK_TARGET_FAMILY"), "{key}: {probe}");
+    }
+    assert_eq!(probe["family"][0], "TargetFamilyError", "{probe}");
+    for args in [&["test"][..], &["path", "--root"][..]] {
+        let output = installed::venv_command(&venv, "rocm-sdk").args(args).output().expect("run rocm-sdk");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "rocm-sdk {args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "rocm-sdk {args:?} printed {:?}", String::from_utf8_lossy(&output.stdout));
+        assert_eq!(stderr.matches(both).count(), 1, "rocm-sdk {args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "rocm-sdk {args:?}: {stderr}");
+    }
+    // A tool of the devel tree: whose tree is not ours to guess either.
+    let hipcc = installed::venv_command(&venv, "hipcc").arg("--version").output().expect("run hipcc");
+    let stderr = String::from_utf8_lossy(&hipcc.stderr);
+    assert_eq!(hipcc.status.code(), Some(127), "hipcc: {stderr}");
+    assert!(stderr.starts_with("rocm-sdk-core: cannot run hipcc: ") && stderr.contains(both), "hipcc: {stderr}");
+    // The variable settles it.
+    let chosen = installed::rocm_sdk(&venv, &["path", "--root"], &[("ROCM_SDK_TARGET_FAMILY", "gfx94X-dcgpu")]);
+    assert_eq!(chosen, root);
 }
 
 /// `--plan --json` for the example, checked against the SPEC §2 rules (not against a stored

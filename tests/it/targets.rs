@@ -22,7 +22,7 @@ mod install;
 #[path = "targets_verify.rs"]
 mod verify;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -270,14 +270,18 @@ fn device_wheels_add_only_their_own_files() {
         let device_module = format!("_rocm_sdk_libraries/_device_{target}.py");
         let values = device_module_values(&members[&device_module]);
         assert_eq!(values, serde_json::json!([VERSION, target, "rocm_sdk_libraries"]), "{device_module}");
-        let n_payload = members.keys().filter(|member| !member.starts_with(&dist_info)).count();
-        // Every payload file but the manifest and the metadata module is linked into the devel
-        // tree, from `_rocm_sdk_devel/{relpath}` back up to site-packages and into the libraries dir.
+        // Every file the wheel adds, the manifest and the metadata module included, is
+        // mirrored into the devel tree, from `_rocm_sdk_devel/{relpath}` back up to
+        // site-packages and into the libraries dir (issue 25).
+        let added: BTreeSet<&str> =
+            members.keys().filter_map(|member| member.strip_prefix("_rocm_sdk_libraries/")).collect();
         let links = links["links"].as_array().expect("links");
-        assert_eq!(links.len(), n_payload - 2);
+        let listed: BTreeSet<&str> = links.iter().map(|link| link["relpath"].as_str().expect("relpath")).collect();
+        assert_eq!(listed, added, "rocm-sdk-device-{target}");
+        assert_eq!(listed.len(), links.len(), "each file once");
+        assert!(listed.contains(format!("_device_{target}.py").as_str()));
         for link in links {
             let relpath = link["relpath"].as_str().expect("relpath");
-            assert!(members.contains_key(&format!("_rocm_sdk_libraries/{relpath}")), "{relpath} is not in the wheel");
             let up = "../".repeat(relpath.split('/').count());
             assert_eq!(link["target"], format!("{up}_rocm_sdk_libraries/{relpath}"));
         }

@@ -112,15 +112,29 @@ fn uninstalling_a_device_wheel_leaves_the_rest_working(venv: &Path, everything: 
     let devel_root = PathBuf::from(rocm_sdk(venv, &["path", "--root"]).trim());
     let gfx1030_file = "lib/rocblas/library/Kernels_gfx1030.co";
     let gfx90a_file = "lib/rocblas/library/Kernels_gfx90a-xnack-.co";
-    for file in [gfx1030_file, gfx90a_file] {
-        // Device files appear in the devel tree as hard links of the installed ones.
-        let installed_file = libraries.join(file);
-        let linked = devel_root.join(file);
-        assert!(linked.is_file() && installed_file.is_file(), "{file} missing from the devel tree or libraries");
-        assert!(same_inode(&installed_file, &linked), "{file} is not a hard link");
+    // Every file a device wheel added, its metadata module and manifest included, appears
+    // in the devel tree as a hard link of the installed one (issue 25).
+    let added: Vec<(&str, Vec<String>)> =
+        ["gfx1030", "gfx90a"].into_iter().map(|target| (target, files_added_by(venv, target))).collect();
+    for (target, files) in &added {
+        for wanted in [format!("_device_{target}.py"), format!(".devel_links/{target}.json")] {
+            assert!(files.contains(&wanted), "rocm-sdk-device-{target} added no {wanted}: {files:?}");
+        }
+        for file in files {
+            let (installed_file, linked) = (libraries.join(file), devel_root.join(file));
+            assert!(linked.is_file() && installed_file.is_file(), "{file} missing from the devel tree or libraries");
+            assert!(same_inode(&installed_file, &linked), "{file} is not a hard link");
+        }
     }
+    assert!(added[0].1.iter().any(|file| file == gfx1030_file) && added[1].1.iter().any(|file| file == gfx90a_file));
 
     uninstall(venv, &["rocm-sdk-device-gfx1030"]);
+    for file in &added[0].1 {
+        assert!(!devel_root.join(file).exists(), "{file} of rocm-sdk-device-gfx1030 is still in the devel tree");
+    }
+    for file in &added[1].1 {
+        assert!(devel_root.join(file).is_file(), "{file} of rocm-sdk-device-gfx90a left the devel tree");
+    }
     assert!(!installed(venv).contains("rocm-sdk-device-gfx1030"));
     rocm_sdk(venv, &["test"]);
     let module_file = support::run(
@@ -135,6 +149,24 @@ fn uninstalling_a_device_wheel_leaves_the_rest_working(venv: &Path, everything: 
     assert_eq!(&installed(venv), everything);
     rocm_sdk(venv, &["test"]);
     assert!(same_inode(&libraries.join(gfx1030_file), &devel_root.join(gfx1030_file)));
+}
+
+/// What `rocm-sdk-device-{target}` added to the libraries platform dir, relative to it, as
+/// its RECORD lists them; the bytecode pip compiled at install time is not the wheel's.
+fn files_added_by(venv: &Path, target: &str) -> Vec<String> {
+    let code = "import importlib.metadata as m, sys\n\
+        for file in m.distribution('rocm-sdk-device-' + sys.argv[1]).files:\n\
+        \x20   print(file.as_posix())";
+    let output = installed::python(venv, code, &[Path::new(target)], &[]);
+    installed::assert_success(&output, "reading a device wheel's RECORD");
+    let added: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.strip_prefix("_rocm_sdk_libraries/"))
+        .filter(|file| !file.contains("__pycache__/"))
+        .map(str::to_owned)
+        .collect();
+    assert!(added.len() > 2, "rocm-sdk-device-{target} added only {added:?}");
+    added
 }
 
 #[test]

@@ -16,8 +16,10 @@ import sys
 import sysconfig
 from typing import Dict, Optional
 
-# Where a target family came from: the environment, `offload-arch`, or the fallback.
+# Where a target family came from: the environment, the target-specific packages installed
+# here (run time only), `offload-arch`, or the fallback.
 SOURCE_ENVIRONMENT = "environment"
+SOURCE_INSTALLED = "installed"
 SOURCE_DETECTED = "detected"
 SOURCE_DEFAULT = "default"
 
@@ -25,6 +27,12 @@ CACHED_TARGET_FAMILY = None  # type: Optional[str]
 
 # The suffixes a detected `gfxNNNN` may carry as the family `gfxNNNX-{suffix}`.
 FAMILY_SUFFIXES = ("-all", "-dgpu", "-igpu", "-dcgpu")
+
+
+class TargetFamilyError(ValueError):
+    """No target family can be chosen: the environment names one that is not on offer or
+    not installed, or several are installed and nothing says which (SPEC §3, §4). A
+    ValueError, as the reference raises, so existing callers keep catching it."""
 
 
 def _log(message):
@@ -148,6 +156,19 @@ class PackageEntry:
     def has_py_package(self, target_family=None):
         return self.get_py_package(target_family) is not None
 
+    def is_installed(self, target_family=None):
+        """Whether this package (of `target_family`) is installed in this environment.
+
+        Cheap enough for every lookup: a pure package is found on `sys.path` the way
+        `import` would find it, without importing it (the devel platform directory exists
+        only once expanded, its pure package from the install on). Device wheels have no
+        pure package: their distribution metadata says.
+        """
+        pure_name = self.get_pure_py_package_name(target_family)
+        if pure_name is not None:
+            return importlib.util.find_spec(pure_name) is not None
+        return installed_dist_version(self.get_dist_package_name(target_family)) is not None
+
     def __repr__(self):
         return self.dist_package_template
 
@@ -232,8 +253,9 @@ def family_for_gpu(reported, available=None):
     return match_target_family(target, available)
 
 
-def discover_current_target_family():
-    """The available family of the first GPU `offload-arch` reports, or None."""
+def discover_current_target_family(available=None):
+    """The family (of `available`, default all on offer) of the first GPU `offload-arch`
+    reports that has one, or None."""
     for executable in _offload_arch_candidates():
         try:
             output = subprocess.run(
@@ -254,7 +276,7 @@ def discover_current_target_family():
             line = line.strip()
             if not line:
                 continue
-            family = family_for_gpu(line)
+            family = family_for_gpu(line, available)
             if family is not None:
                 _log("offload-arch reported %s: using %s" % (line, family))
                 return family
@@ -263,17 +285,20 @@ def discover_current_target_family():
 
 
 def resolve_target_family():
-    """(family, source): `ROCM_SDK_TARGET_FAMILY`, else a detected GPU, else the default.
+    """(family, source) at install time (SPEC §3), as the `rocm` sdist's backend decides:
+    `ROCM_SDK_TARGET_FAMILY`, else a detected GPU, else the default. Nothing is installed
+    yet then, so installed packages play no part; at run time see
+    `resolve_runtime_target_family`.
 
-    Raises ValueError naming the available families when the environment names one that
-    this distribution does not have. The family is None only for a distribution that has
-    no target families at all.
+    Raises TargetFamilyError naming the available families when the environment names one
+    that this distribution does not have. The family is None only for a distribution that
+    has no target families at all.
     """
     requested = os.environ.get("ROCM_SDK_TARGET_FAMILY", "").strip()
     if requested:
         family = match_target_family(requested)
         if family is None:
-            raise ValueError(
+            raise TargetFamilyError(
                 "ROCM_SDK_TARGET_FAMILY=%s is not available in this distribution (available: %s)"
                 % (requested, ", ".join(AVAILABLE_TARGET_FAMILIES) or "none")
             )
@@ -284,11 +309,55 @@ def resolve_target_family():
     return DEFAULT_TARGET_FAMILY, SOURCE_DEFAULT
 
 
+def installed_target_families():
+    """The families whose target-specific packages are installed here, in the order of
+    AVAILABLE_TARGET_FAMILIES: legacy libraries and devel wheels, kpack-split device wheels."""
+    specific = [entry for entry in ALL_PACKAGES.values() if entry.is_target_specific]
+    return [family for family in AVAILABLE_TARGET_FAMILIES if any(entry.is_installed(family) for entry in specific)]
+
+
+def resolve_runtime_target_family():
+    """(family, source) at run time (SPEC §4): `ROCM_SDK_TARGET_FAMILY`, else the family
+    whose target-specific packages are installed (one installed: that one; several: the
+    detected GPU's among them), else a detected GPU, else the default.
+
+    The choice made at install time holds without the variable: a non-default family
+    installed with it set is the family in every later process. Raises TargetFamilyError
+    when the variable names a family not on offer or, when some are installed, not
+    installed (naming those that are), and when several are installed and no GPU picks one.
+    """
+    installed = installed_target_families()
+    requested = os.environ.get("ROCM_SDK_TARGET_FAMILY", "").strip()
+    if requested:
+        if installed and match_target_family(requested, installed) is None:
+            raise TargetFamilyError(
+                "ROCM_SDK_TARGET_FAMILY=%s is not installed in this environment (installed: %s); "
+                "set it to one of those, or unset it" % (requested, ", ".join(installed))
+            )
+        return resolve_target_family()
+    if len(installed) == 1:
+        return installed[0], SOURCE_INSTALLED
+    if installed:
+        detected = discover_current_target_family(installed)
+        if detected is not None:
+            return detected, SOURCE_DETECTED
+        raise TargetFamilyError(
+            "several ROCm target families are installed in this environment (%s) and no GPU of "
+            "this machine selects one of them; set ROCM_SDK_TARGET_FAMILY to the one to use"
+            % ", ".join(installed)
+        )
+    return resolve_target_family()
+
+
 def determine_target_family():
-    """The target family for this process (cached): see `resolve_target_family`."""
+    """The target family of this process (cached): see `resolve_runtime_target_family`.
+
+    Every lookup of a target-specific package goes through here, so `find_libraries`,
+    `preload_libraries`, `initialize_process` and `rocm-sdk` agree with it.
+    """
     global CACHED_TARGET_FAMILY
     if CACHED_TARGET_FAMILY is None:
-        CACHED_TARGET_FAMILY = resolve_target_family()[0]
+        CACHED_TARGET_FAMILY = resolve_runtime_target_family()[0]
     return CACHED_TARGET_FAMILY
 
 

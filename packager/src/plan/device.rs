@@ -2,12 +2,14 @@
 //! overlaying the libraries platform dir, plus the `.devel_links/{target}.json` manifest that
 //! links its files into an expanded devel tree.
 
+use std::collections::BTreeSet;
+
 use super::runtime::Builder;
-use super::{rules, PackagePlan, PlannedFile};
+use super::{rules, PackagePlan, PlanError, PlannedFile};
 use crate::catalog::{ArtifactName, Selection};
 use crate::config::PackageGroup;
 use crate::python::{self, PackageRole};
-use crate::relpath::RelPath;
+use crate::relpath::{RelPath, RelPathError};
 use crate::targets::Target;
 
 pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<PackagePlan, crate::Error> {
@@ -21,11 +23,23 @@ pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<Pack
         builder.dist_info.version
     )];
     let platform_dir = plan.platform_dir.clone().unwrap_or_default();
-    let manifest = devel_links_manifest(&builder.dist_info.version, &platform_dir, plan.files.keys());
-    if let Ok(rel) = RelPath::new(&format!(".devel_links/{target}.json")) {
-        plan.files.insert(rel, PlannedFile::Generated { bytes: manifest });
-    }
+    // The devel tree mirrors everything this wheel adds to the libraries platform dir
+    // (SPEC §2, §4): its payload, its metadata module (which `python` adds to the wheel)
+    // and this manifest itself, so code comparing the two trees finds no file missing.
+    let manifest_rel = RelPath::new(&format!(".devel_links/{target}.json")).map_err(invalid_name)?;
+    let module_rel =
+        RelPath::new(&format!("{}.py", python::device_module_name(target.as_str()))).map_err(invalid_name)?;
+    let mut added: BTreeSet<&RelPath> = plan.files.keys().collect();
+    added.extend([&manifest_rel, &module_rel]);
+    let manifest = devel_links_manifest(&builder.dist_info.version, &platform_dir, added.into_iter());
+    plan.files.insert(manifest_rel, PlannedFile::Generated { bytes: manifest });
     Ok(plan)
+}
+
+/// A target was validated when the catalog read it (SPEC §1), so a name made from it that
+/// is no relpath is a bug worth a clear error rather than a panic.
+fn invalid_name(error: RelPathError) -> crate::Error {
+    PlanError::Invalid { message: format!("device wheel file name: {error}") }.into()
 }
 
 /// `{"version": V, "links": [{"relpath": R, "target": "../"*depth + platform/R}]}`: where

@@ -35,18 +35,15 @@ fn a_run_into_a_locked_dest_fails_fast_and_runs_once_the_lock_is_free() {
     let artifacts = copy_example(temp.path());
     let dist = temp.path().join("dist");
     fs_err::create_dir_all(&dist).expect("mkdir");
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dist.join(".rocm-packager.lock"))
-        .expect("open the lock");
+    // The lock lives in the --dest-dir root, out of the dist/ users upload (issue 25).
+    let lock_path = temp.path().join(".rocm-packager.lock");
+    let lock = File::options().create(true).truncate(false).write(true).open(&lock_path).expect("open the lock");
     flock(&lock, libc::LOCK_EX);
 
     let locked = output(&mut package_command(&artifacts, &dist));
     let stderr = String::from_utf8_lossy(&locked.stderr);
     assert_eq!(locked.status.code(), Some(2), "{}", describe(&locked));
-    let expected = format!("another packaging run is writing to {}", dist.display());
+    let expected = format!("another packaging run is writing to {}", temp.path().display());
     assert!(stderr.contains(&expected), "{stderr}");
     assert!(stderr.contains("hint: wait for that run to finish, or pass another --dest-dir"), "{stderr}");
     assert_eq!(contents(&dist), Vec::new(), "a run without the lock writes nothing");
@@ -55,6 +52,9 @@ fn a_run_into_a_locked_dest_fails_fast_and_runs_once_the_lock_is_free() {
     let free = output(&mut package_command(&artifacts, &dist));
     assert!(free.status.success(), "{}", describe(&free));
     assert_eq!(check_archives(&dist).len(), 7);
+    // Nothing but the packages is left to upload, and the run removed its lock file (issue 25).
+    assert!(!dist.join(".rocm-packager.lock").exists(), "a lock file in {}", dist.display());
+    assert!(!lock_path.exists(), "the run left its lock file behind");
 }
 
 #[test]

@@ -33,6 +33,14 @@ fn dist_from_before(dir: &Path) -> (std::path::PathBuf, BTreeMap<String, Vec<u8>
     (artifacts, before)
 }
 
+/// Whether a lock file is in `dist` or in the --dest-dir above it (issue 25: a run removes
+/// its own, which lives in the --dest-dir, when it ends).
+fn lock_files(dist: &Path) -> bool {
+    let dest = dist.parent().expect("dist has a parent");
+    assert!(!dist.join(".rocm-packager.lock").exists(), "a lock file in {}, which users upload", dist.display());
+    dest.join(".rocm-packager.lock").exists()
+}
+
 fn pid(child: &Child) -> libc::pid_t {
     libc::pid_t::try_from(child.id()).expect("pid fits")
 }
@@ -82,11 +90,13 @@ fn sigkill_mid_run_leaves_only_complete_archives_and_a_rerun_succeeds() {
     // Only the temp file of the killed run is new, and it is no archive (hidden, and
     // never under a package's name); every archive is the complete one from before.
     assert!(!temp_files(&dist).is_empty(), "the kill landed mid-write");
+    assert!(lock_files(&dist), "nothing could remove the killed run's lock file");
     assert_eq!(archives(&dist), before);
 
     let result = output(&mut package_command(&artifacts, &dist));
     assert!(result.status.success(), "the rerun: {}", describe(&result));
     assert_eq!(temp_files(&dist), Vec::<String>::new(), "the rerun removes what the killed run left");
+    assert!(!lock_files(&dist), "the rerun removes the lock file the killed run left");
     let after = archives(&dist);
     assert_eq!(after.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
     let core = after.keys().find(|name| name.starts_with("rocm_sdk_core-")).expect("core wheel");
@@ -113,6 +123,7 @@ fn sigint_and_sigterm_mid_run_remove_the_temp_files() {
         let count = removed.strip_suffix(&format!(" temporary file(s) from {}", dist.display()));
         assert!(count.and_then(|count| count.parse::<usize>().ok()).is_some_and(|count| count >= 1), "{stderr}");
         assert_eq!(temp_files(&dist), Vec::<String>::new(), "{name} leaves no temp file");
+        assert!(!lock_files(&dist), "{name} leaves the lock file");
         assert_eq!(archives(&dist), before, "{name}: the archives from before are intact");
     }
 }

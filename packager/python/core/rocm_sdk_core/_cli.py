@@ -81,6 +81,10 @@ def _devel_root(script):
         devel = _devel.find_devel_package()
     except ModuleNotFoundError:
         return None
+    except ValueError as error:
+        # No target family can be chosen (SPEC §4): whose devel tree to run from is the
+        # user's to say, not ours to guess.
+        _fail(script, str(error))
     try:
         _devel.ensure_expanded(devel)
         _device_links.reconcile(devel)

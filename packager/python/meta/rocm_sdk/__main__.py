@@ -38,7 +38,7 @@ def _do_path(args):
         root = _devel_root()
     except ModuleNotFoundError as error:
         return _fail(str(error))
-    except (RuntimeError, OSError, UnsafeTarballError) as error:
+    except (ValueError, RuntimeError, OSError, UnsafeTarballError) as error:
         return _fail(str(error))
     if args.cmake:
         print(root / "lib" / "cmake")
@@ -54,7 +54,7 @@ def _do_init(args):
         root = _devel_root()
     except ModuleNotFoundError as error:
         return _fail(str(error))
-    except (RuntimeError, OSError, UnsafeTarballError) as error:
+    except (ValueError, RuntimeError, OSError, UnsafeTarballError) as error:
         return _fail(str(error))
     if not args.quiet:
         print("ROCm development tree ready at %s" % root)
@@ -84,15 +84,17 @@ def _do_targets(args):
 
 
 def test_module_names():
-    """The `rocm_sdk.tests` modules that apply to what is installed."""
+    """The `rocm_sdk.tests` modules that apply to what is installed, and notes on those
+    left out.
+
+    Raises the TargetFamilyError (a ValueError) of `determine_target_family` when a
+    target-specific package is looked up and no family can be chosen: the tests would
+    only fail on it one by one.
+    """
     names = ["rocm_sdk.tests.base_test", "rocm_sdk.tests.core_test"]
     notes = []
-    try:
-        family = di.determine_target_family()
-    except ValueError as error:
-        family = None
-        notes.append("NOTE: %s" % error)
     libraries = di.ALL_PACKAGES["libraries"]
+    family = di.determine_target_family() if libraries.is_target_specific else None
     if (family is not None or not libraries.is_target_specific) and libraries.has_py_package(family):
         names.append("rocm_sdk.tests.libraries_test")
     else:
@@ -114,7 +116,10 @@ def test_module_names():
 def _do_test(args):
     import unittest
 
-    names, notes = test_module_names()
+    try:
+        names, notes = test_module_names()
+    except ValueError as error:
+        return _fail(str(error))
     for note in notes:
         print(note)
     loader = unittest.TestLoader()

@@ -47,40 +47,31 @@ class DevelPackage:
         return self.tarball() is None and (self.root / "__init__.py").is_file()
 
 
-def _not_installed_error():
+def _not_installed_error(dist_name):
     return ModuleNotFoundError(
-        "the ROCm development package (rocm-sdk-devel) is not installed; "
-        'install it with `pip install "rocm[devel]"`'
+        "the ROCm development package (%s) is not installed; "
+        'install it with `pip install "rocm[devel]"`' % dist_name
     )
 
 
-def _candidate_families(entry):
-    if not entry.is_target_specific:
-        return [None]
-    try:
-        preferred = [di.determine_target_family()]
-    except ValueError:
-        preferred = []
-    return preferred + [family for family in di.AVAILABLE_TARGET_FAMILIES if family not in preferred]
-
-
 def find_devel_package():
-    """The installed devel package (for the chosen family when it is target specific).
+    """The installed devel package (of this process's target family when it is target
+    specific, SPEC §4: the family rule of `determine_target_family`, never another one).
 
-    Raises ModuleNotFoundError with the `pip install` that fixes it.
+    Raises ModuleNotFoundError with the `pip install` that fixes it, and the
+    TargetFamilyError (a ValueError) of `determine_target_family`.
     """
     entry = di.ALL_PACKAGES["devel"]
-    for family in _candidate_families(entry):
-        pure_name = entry.get_pure_py_package_name(family)
-        spec = importlib.util.find_spec(pure_name)
-        if spec is None or spec.origin is None or Path(spec.origin).name != "__init__.py":
-            continue
-        return DevelPackage(
-            entry.get_dist_package_name(family),
-            Path(spec.origin).parent,
-            entry.get_py_package_name(family),
-        )
-    raise _not_installed_error()
+    family = di.determine_target_family() if entry.is_target_specific else None
+    pure_name = entry.get_pure_py_package_name(family)
+    spec = importlib.util.find_spec(pure_name)
+    if spec is None or spec.origin is None or Path(spec.origin).name != "__init__.py":
+        raise _not_installed_error(entry.get_dist_package_name(family))
+    return DevelPackage(
+        entry.get_dist_package_name(family),
+        Path(spec.origin).parent,
+        entry.get_py_package_name(family),
+    )
 
 
 def ensure_expanded(devel):
