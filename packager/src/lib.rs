@@ -16,6 +16,7 @@
 pub mod assemble;
 pub mod catalog;
 pub mod config;
+pub mod escape;
 pub mod example;
 pub mod index;
 pub mod launcher;
@@ -26,6 +27,7 @@ pub mod progress;
 pub mod python;
 pub mod relpath;
 pub mod report;
+pub mod small_file;
 pub mod targets;
 pub mod verify;
 

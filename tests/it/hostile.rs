@@ -16,8 +16,12 @@ mod elf;
 mod files;
 #[path = "hostile_links.rs"]
 mod links;
+#[path = "hostile_metadata.rs"]
+mod metadata;
 #[path = "hostile_names.rs"]
 mod names;
+#[path = "hostile_soname.rs"]
+mod soname;
 
 use std::collections::BTreeMap;
 use std::io::Read;

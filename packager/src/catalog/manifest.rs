@@ -4,6 +4,8 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use crate::small_file::read_metadata_file;
+
 use super::{Artifact, ArtifactName, BuildManifest, Catalog, CatalogError, BUILD_MANIFEST};
 
 /// Every artifact lists its install prefixes here, one per line.
@@ -69,7 +71,7 @@ pub(super) fn read_catalog(artifacts_dir: &Path) -> Result<Catalog, CatalogError
 }
 
 pub(super) fn read_build_manifest(path: &Path) -> Result<BuildManifest, CatalogError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_metadata_file(path) {
         Ok(text) => text,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             return Err(CatalogError::MissingBuildManifest { path: path.to_owned() })
@@ -90,7 +92,7 @@ pub(super) fn read_build_manifest(path: &Path) -> Result<BuildManifest, CatalogE
 /// The existing prefixes of `artifact_dir/artifact_manifest.txt`, in manifest order.
 pub(super) fn read_artifact_manifest(artifact_dir: &Path) -> Result<Vec<PathBuf>, CatalogError> {
     let path = artifact_dir.join(ARTIFACT_MANIFEST);
-    let text = std::fs::read_to_string(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
+    let text = read_metadata_file(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
     let mut basedirs = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let prefix = line.trim();
@@ -156,7 +158,7 @@ fn read_dist_amdgpu_targets(artifacts: &[Artifact]) -> Result<Option<String>, Ca
     for artifact in artifacts.iter().filter(|artifact| artifact.name.name == "base") {
         for basedir in &artifact.basedirs {
             let path = basedir.join(DIST_INFO);
-            let text = match std::fs::read_to_string(&path) {
+            let text = match read_metadata_file(&path) {
                 Ok(text) => text,
                 Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(CatalogError::Read { path, source }),

@@ -227,6 +227,10 @@ impl CatalogError {
             Self::MissingCheckoutArtifacts { .. } => {
                 Some("pass --artifact-dir, or build TheRock first (its build writes build/artifacts)")
             }
+            Self::Read { .. } => Some(
+                "this path of the build must be readable, and a metadata file a regular file under 16 MiB \
+                 (not a FIFO, device or link to one): replace it with what the build wrote",
+            ),
             _ => None,
         }
     }

@@ -193,6 +193,11 @@ impl std::fmt::Display for Finding {
             FindingKind::UnrequestedTarget { target } => {
                 write!(f, "{package}: {path}: device code for {target}, which no family flag requested")
             }
+            FindingKind::BadSoname { soname } => write!(
+                f,
+                "{package}: {path}: SONAME {} is not a plain file name; packaged as a library without one",
+                crate::escape::escape(soname)
+            ),
         }
     }
 }
@@ -215,6 +220,11 @@ pub enum FindingKind {
     /// A device artifact for a target nobody requested (still packaged).
     UnrequestedTarget {
         target: String,
+    },
+    /// A library whose SONAME is a path (`/etc/passwd`, `..`) or empty: packaged as if it
+    /// had none, so it never becomes a link out of the tree (issue 24).
+    BadSoname {
+        soname: String,
     },
 }
 
@@ -273,6 +283,7 @@ impl Plan {
                 FindingKind::Launcher { .. } => "launchers",
                 FindingKind::RpathRemoved { .. } => "rpath entries removed",
                 FindingKind::UnrequestedTarget { .. } => "unrequested targets",
+                FindingKind::BadSoname { .. } => "bad sonames",
             };
             *counts.entry(key).or_insert(0) += 1;
         }
