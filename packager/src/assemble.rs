@@ -98,15 +98,18 @@ pub fn write_outputs(
         }
     }
     if !config.build_packages {
-        // Trees are no packages pip reads, so each replaces its own older tree when whole.
+        // All trees or none, like the archives (issue 24): each is written whole under a
+        // temp name, and only then are all swapped in; a failure drops the staged ones.
+        let mut trees = Vec::new();
         for package in packages {
             let spec = wheel_spec(plan, package, config, launcher.as_ref())?;
-            let tree = write::write_tree(&config.dest_dir, &spec)?;
-            progress.output_finished(&tree.display().to_string());
+            trees.push(write::stage_tree(&config.dest_dir, &spec)?);
         }
         if wanted(PackageGroup::Meta) {
-            let tree = write::write_sdist_tree(&config.dest_dir, &sdist_spec(plan))?;
-            progress.output_finished(&tree.display().to_string());
+            trees.push(write::stage_sdist_tree(&config.dest_dir, &sdist_spec(plan))?);
+        }
+        for root in lock.commit_trees(trees)? {
+            progress.output_finished(&root.display().to_string());
         }
         return Ok(Vec::new());
     }

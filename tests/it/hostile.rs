@@ -8,6 +8,8 @@
 
 #[path = "hostile_commit.rs"]
 mod commit;
+#[path = "hostile_dest.rs"]
+mod dest;
 #[path = "hostile_disk.rs"]
 mod disk;
 #[path = "hostile_elf.rs"]
