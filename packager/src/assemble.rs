@@ -129,7 +129,22 @@ pub fn write_outputs(
         check_complete(plan, &config.dest_dir, &outputs)?;
     }
     lock.commit(files)?;
+    if config.only.is_empty() {
+        remove_stale(plan, lock.dest(), &outputs, progress)?;
+    }
     Ok(outputs)
+}
+
+/// After a full run's commit: our wheels of this version it no longer produces go
+/// (`stale`), so the destination holds one coherent set (issue 24).
+fn remove_stale(plan: &Plan, dest: &Path, outputs: &[OutputReport], progress: &dyn Progress) -> Result<(), WriteError> {
+    let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
+    let removed = crate::stale::remove_stale_archives(dest, &plan.version, &produced)
+        .map_err(|source| WriteError::Write { path: dest.to_path_buf(), source })?;
+    for path in removed {
+        progress.warn(&format!("removed {}: an earlier run's package this run no longer produces", path.display()));
+    }
+    Ok(())
 }
 
 /// Wheels written at once. Each wheel already compresses on every core; a second writer

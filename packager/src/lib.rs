@@ -28,6 +28,7 @@ pub mod python;
 pub mod relpath;
 pub mod report;
 pub mod small_file;
+pub mod stale;
 pub mod targets;
 pub mod verify;
 

@@ -24,6 +24,8 @@ mod metadata;
 mod names;
 #[path = "hostile_soname.rs"]
 mod soname;
+#[path = "hostile_stale.rs"]
+mod stale;
 #[path = "hostile_stray.rs"]
 mod stray;
 
