@@ -46,6 +46,37 @@ pub(crate) fn check_set(archives: &[Archive], findings: &mut Findings) {
     check_duplicate_paths(archives, findings);
     check_kpack_completeness(archives, findings);
     check_offered(archives, findings);
+    check_case_clashes(archives, findings);
+}
+
+/// Two paths of one site-packages that differ only in case (`lib/Foo.h`, `lib/foo.h`) are
+/// one file on Windows and default macOS file systems: reported like the names Windows
+/// cannot extract (issue 24), across every wheel and devel tarball of the set, since all
+/// of them land in one site-packages.
+fn check_case_clashes(archives: &[Archive], findings: &mut Findings) {
+    let mut seen: BTreeMap<String, (&str, &str)> = BTreeMap::new();
+    for archive in archives.iter().filter(|archive| archive.kind == ArchiveKind::Wheel) {
+        let devel = archive.devel.iter().flat_map(|tree| tree.entries.iter().map(|entry| entry.path.as_str()));
+        for path in archive.installed.iter().map(String::as_str).chain(devel) {
+            let folded = path.to_lowercase();
+            match seen.get(&folded) {
+                None => {
+                    seen.insert(folded, (path, archive.file.as_str()));
+                }
+                Some((first, first_file)) if *first != path => {
+                    let message = if *first_file == archive.file {
+                        format!("differs only in case from `{first}`; Windows and macOS cannot hold both")
+                    } else {
+                        format!(
+                            "differs only in case from `{first}` of {first_file}; Windows and macOS cannot hold both"
+                        )
+                    };
+                    findings.warning(&archive.file, Some(path), Check::WindowsName, message);
+                }
+                Some(_) => {}
+            }
+        }
+    }
 }
 
 /// Family and target wheels of the set must be on offer in its `rocm` sdist (issue 24): a
