@@ -10,6 +10,8 @@
 mod commit;
 #[path = "hostile_dest.rs"]
 mod dest;
+#[path = "hostile_devel.rs"]
+mod devel;
 #[path = "hostile_disk.rs"]
 mod disk;
 #[path = "hostile_elf.rs"]
