@@ -22,32 +22,20 @@ fn artifact_named(example: &Example, prefix: &str) -> String {
 
 #[test]
 fn artifact_names_therock_does_not_write_are_errors_never_families() {
-    let cases: [(&str, fn(&Example) -> String); 2] = [
-        ("other case", |example| {
-            let original = artifact_named(example, "core-hip_lib_generic");
-            original.to_uppercase()
-        }),
-        ("a .bak copy", |example| format!("{}.bak", artifact_named(example, "blas_lib_gfx"))),
-    ];
-    for (what, stray_name) in cases {
+    // Other case, and a backup copy: both copies of a real artifact, so each would add
+    // files (and a family) if it were taken.
+    for backup in [false, true] {
         let example = Example::new();
-        let stray = stray_name(&example);
+        let source = artifact_named(&example, if backup { "blas_lib_gfx" } else { "core-hip_lib_generic" });
+        let stray = if backup { format!("{source}.bak") } else { source.to_uppercase() };
         let error = fails_leaving_dist_intact(&example, |example| {
-            let source = if stray.ends_with(".bak") {
-                stray.trim_end_matches(".bak").to_owned()
-            } else {
-                artifact_named(example, "core-hip_lib_generic")
-            };
-            crate::support::run(
-                std::process::Command::new("cp")
-                    .arg("-a")
-                    .arg(example.artifacts.join(source))
-                    .arg(example.artifacts.join(&stray)),
-            );
+            let mut copy = std::process::Command::new("cp");
+            copy.arg("-a").arg(example.artifacts.join(&source)).arg(example.artifacts.join(&stray));
+            crate::support::run(&mut copy);
         });
         let text = full_text(&error);
-        assert!(text.contains(&format!("{stray:?}")) && text.contains("not a name TheRock writes"), "{what}: {text}");
-        assert!(text.contains("hint: ") && text.contains("rename or remove"), "{what}: {text}");
+        assert!(text.contains(&format!("{stray:?}")) && text.contains("not a name TheRock writes"), "{stray}: {text}");
+        assert!(text.contains("hint: ") && text.contains("rename or remove"), "{stray}: {text}");
     }
 }
 
