@@ -5,21 +5,23 @@
 #
 #   include("/path/to/rocm-packager/cmake/python_packages.cmake")
 #
-# then `cmake --build build --target python-packages` writes the packages to
-# build/python-packages/. Every setting is a cache variable, so it can also be given on the
+# then `cmake --build build --target python-packages` writes the wheels and the sdist to
+# build/python-packages/dist/ (the layout of build_python_packages.py's --dest-dir, so
+# `pip install --find-links=build/python-packages/dist` finds them). Every setting is a cache variable, so it can also be given on the
 # configure line (-DROCM_PACKAGER_DEST_DIR=...):
 #
 #   ROCM_PACKAGER_DIR            this repository (default: the directory above this file)
 #   ROCM_PACKAGER_ARTIFACTS_DIR  the artifacts to package (default: ${CMAKE_BINARY_DIR}/artifacts,
 #                                where TheRock writes them)
-#   ROCM_PACKAGER_DEST_DIR       where the packages go (default: ${CMAKE_BINARY_DIR}/python-packages)
+#   ROCM_PACKAGER_DEST_DIR       --dest-dir: archives go to its dist/ (default:
+#                                ${CMAKE_BINARY_DIR}/python-packages)
 #   ROCM_PACKAGER_VERSION        package version (default: THEROCK_PACKAGE_VERSION when it starts
 #                                with a digit, else `cargo xtask package` reads version.json of
 #                                the checkout and appends .dev0)
 #   ROCM_PACKAGER_THEROCK_DIR    the TheRock checkout (default: ${CMAKE_SOURCE_DIR} when it holds
 #                                version.json); gives the version and the GPU family table
 #   ROCM_PACKAGER_EXTRA_ARGS     more `cargo xtask package` flags, as a list
-#                                (e.g. "--devel-tarball-compression;true")
+#                                (e.g. "--devel-tarball-compression;--platform-tag;auto")
 #   ROCM_PACKAGER_DEPENDS        targets to build first (e.g. the one that writes the artifacts)
 #   ROCM_PACKAGER_CARGO          the cargo program (default: found on PATH or in ~/.cargo/bin)
 #   ROCM_PACKAGER_CARGO_TARGET_DIR  cargo's target directory for building the packager
@@ -35,7 +37,7 @@ set(ROCM_PACKAGER_DIR "${_rocm_packager_default_dir}" CACHE PATH
 set(ROCM_PACKAGER_ARTIFACTS_DIR "${CMAKE_BINARY_DIR}/artifacts" CACHE PATH
   "TheRock artifacts directory to package")
 set(ROCM_PACKAGER_DEST_DIR "${CMAKE_BINARY_DIR}/python-packages" CACHE PATH
-  "Where the wheels and the rocm sdist are written")
+  "--dest-dir of the packager: the wheels and the rocm sdist go to its dist/")
 
 set(_rocm_packager_default_version "")
 # TheRock's default THEROCK_PACKAGE_VERSION is a word ("git", "ADHOCBUILD"), not a version.
@@ -88,7 +90,7 @@ add_custom_target(python-packages
     "${ROCM_PACKAGER_CARGO}" run --manifest-path "${ROCM_PACKAGER_DIR}/Cargo.toml" --package xtask --
     package ${_rocm_packager_args}
   WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
-  COMMENT "Packaging ${ROCM_PACKAGER_ARTIFACTS_DIR} into ${ROCM_PACKAGER_DEST_DIR}"
+  COMMENT "Packaging ${ROCM_PACKAGER_ARTIFACTS_DIR} into ${ROCM_PACKAGER_DEST_DIR}/dist"
   # The terminal, so the packager can draw its progress bars under Ninja.
   USES_TERMINAL
   VERBATIM)

@@ -120,7 +120,7 @@ pub(crate) fn plan_grown(
     new_header[32..40].copy_from_slice(&place.offset.to_le_bytes());
     new_header[56..58].copy_from_slice(&block.phnum.to_le_bytes());
     patches.extend(diff_patch(0, &old_header, &new_header));
-    for section in &moved {
+    for section in moved.iter().filter(|section| section.moves) {
         let header = &sections[section.index];
         let old = source.read(header.header_offset, 64, "section header")?;
         let mut new = old.clone();
@@ -184,7 +184,9 @@ fn alone_in_its_load(elf: &ElfFile, dynamic: &Dynamic, sections: &[SectionHeader
     !sections.is_empty() && only_dynamic
 }
 
-/// The `.dynamic` and `.dynstr` section headers that describe the tables being copied.
+/// The `.dynamic` and `.dynstr` section headers that describe the tables being copied, and
+/// `.dynamic` where it stays (so a `_DYNAMIC` symbol an earlier tool left stale is put
+/// right while we are editing the file anyway).
 fn moved_sections(
     sections: &[SectionHeader],
     dynamic: &Dynamic,
@@ -195,12 +197,21 @@ fn moved_sections(
     let old_strtab = dynamic.value(DT_STRTAB);
     let mut moved = Vec::new();
     for (index, section) in sections.iter().enumerate() {
-        let is_dynamic = block.moves_dynamic && section.sh_type == SHT_DYNAMIC && section.offset == dynamic.offset;
+        let is_dynamic = section.sh_type == SHT_DYNAMIC && section.offset == dynamic.offset;
         let is_dynstr = section.sh_type == SHT_STRTAB
             && section.flags & SHF_ALLOC != 0
             && Some(section.addr) == old_strtab
             && section.offset == dynstr_offset;
-        if is_dynamic || is_dynstr {
+        if is_dynamic && !block.moves_dynamic {
+            moved.push(MovedSection {
+                index,
+                old_addr: section.addr,
+                old_size: section.size,
+                new_addr: section.addr,
+                is_dynamic,
+                moves: false,
+            });
+        } else if is_dynamic || is_dynstr {
             let at = if is_dynamic { block.dynamic_at } else { block.dynstr_at };
             moved.push(MovedSection {
                 index,
@@ -208,6 +219,7 @@ fn moved_sections(
                 old_size: section.size,
                 new_addr: block_vaddr + at,
                 is_dynamic,
+                moves: true,
             });
         }
     }
@@ -274,11 +286,11 @@ fn new_program_headers(
 /// Without section headers nothing is known, and nothing changes.
 fn left_without_writable_section(load: &ProgramHeader, sections: &[SectionHeader], moved: &[MovedSection]) -> bool {
     let inside = |addr: u64| addr >= load.vaddr && addr < load.vaddr.saturating_add(load.memsz);
-    let held_moved = moved.iter().any(|section| inside(section.old_addr));
+    let held_moved = moved.iter().any(|section| section.moves && inside(section.old_addr));
     let writable = sections.iter().enumerate().any(|(index, section)| {
         section.flags & (SHF_ALLOC | SHF_WRITE) == SHF_ALLOC | SHF_WRITE
             && (section.size > 0 || section.sh_type == SHT_NOBITS)
-            && !moved.iter().any(|moved| moved.index == index)
+            && !moved.iter().any(|moved| moved.moves && moved.index == index)
             && inside(section.addr)
     });
     load.flags & PF_W != 0 && held_moved && !writable && !sections.is_empty()

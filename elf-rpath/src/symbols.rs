@@ -14,7 +14,8 @@ use super::ElfError;
 const SYMBOLS_PER_READ: u64 = 4096;
 const SYMBOL_SIZE: u64 = 24;
 
-/// One section the grown layout moves, by its index in the section header table.
+/// One section whose symbols must point into it after the edit, by its index in the
+/// section header table.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct MovedSection {
     pub(crate) index: usize,
@@ -23,6 +24,9 @@ pub(crate) struct MovedSection {
     pub(crate) new_addr: u64,
     /// `.dynamic`: a `_DYNAMIC` symbol that an earlier tool left stale is repointed too.
     pub(crate) is_dynamic: bool,
+    /// Whether the section moves (`new_addr` is its copy); `.dynamic` left in place is
+    /// listed too, with `new_addr` its own address, for the stale `_DYNAMIC` rule.
+    pub(crate) moves: bool,
 }
 
 /// `st_value` patches for every symbol of every symbol table defined in a moved section.

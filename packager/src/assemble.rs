@@ -14,10 +14,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::catalog::CatalogError;
-use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup};
+use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup, PlatformTag};
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
 use crate::launcher::LauncherTemplate;
+use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
 use crate::python::{self, PackageRole};
@@ -70,8 +71,8 @@ fn description(dist_name: &str) -> String {
 /// An output written to its temp file, with its line of the summary.
 type Staged = (OutputReport, StagedFile);
 
-/// Writes every package of `plan` selected by `config.only` into `config.dest_dir`, whose
-/// lock the caller holds. Archives appear there all at once, and only when every one was
+/// Writes every package of `plan` selected by `config.only` into `config.output_dir()`
+/// (`--dest-dir`'s `dist/`, or `--dest-dir` itself for trees), whose lock the caller holds. Archives appear there all at once, and only when every one was
 /// written and (for a full run) the set is complete; a failure leaves the directory as it
 /// was, earlier runs' packages included (SPEC §5, §2 validations).
 pub fn write_outputs(
@@ -80,8 +81,9 @@ pub fn write_outputs(
     progress: &dyn Progress,
     lock: &DestLock,
 ) -> Result<Vec<OutputReport>, crate::Error> {
-    if lock.dest() != config.dest_dir {
-        let reason = format!("the lock held is for {}, not {}", lock.dest().display(), config.dest_dir.display());
+    let output_dir = config.output_dir();
+    if lock.dest() != output_dir {
+        let reason = format!("the lock held is for {}, not {}", lock.dest().display(), output_dir.display());
         return Err(WriteError::Invalid { reason }.into());
     }
     let wanted = |group: PackageGroup| config.only.is_empty() || config.only.contains(&group);
@@ -97,16 +99,17 @@ pub fn write_outputs(
             progress.warn(&format!("--only {group}: this build has no {group} package, nothing was written for it"));
         }
     }
+    let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
     if !config.build_packages {
         // All trees or none, like the archives (issue 24): each is written whole under a
         // temp name, and only then are all swapped in; a failure drops the staged ones.
         let mut trees = Vec::new();
         for package in packages {
-            let spec = wheel_spec(plan, package, config, launcher.as_ref())?;
-            trees.push(write::stage_tree(&config.dest_dir, &spec)?);
+            let spec = wheel_spec(plan, package, config, launcher.as_ref(), &tags)?;
+            trees.push(write::stage_tree(&output_dir, &spec)?);
         }
         if wanted(PackageGroup::Meta) {
-            trees.push(write::stage_sdist_tree(&config.dest_dir, &sdist_spec(plan))?);
+            trees.push(write::stage_sdist_tree(&output_dir, &sdist_spec(plan))?);
         }
         for root in lock.commit_trees(trees)? {
             progress.output_finished(&root.display().to_string());
@@ -116,17 +119,17 @@ pub fn write_outputs(
     // Until the commit below, each output lives under a temp name and is removed if
     // anything fails (dropping it): renaming as each one finished would replace an earlier
     // run's package before the run is known to succeed.
-    let mut staged = stage_wheels(plan, &packages, config, launcher.as_ref(), &options, progress)?;
+    let mut staged = stage_wheels(plan, &packages, config, launcher.as_ref(), &tags, &options, progress)?;
     if wanted(PackageGroup::Meta) {
         let started = Instant::now();
         let spec = sdist_spec(plan);
-        let file = write::stage_sdist(&config.dest_dir, &spec, &options)?;
+        let file = write::stage_sdist(&output_dir, &spec, &options)?;
         progress.output_finished(&file.written.file_name);
         staged.push((OutputReport::new(&spec.metadata.name, &file.written, started), file));
     }
     let (outputs, files): (Vec<OutputReport>, Vec<StagedFile>) = staged.into_iter().unzip();
     if config.only.is_empty() {
-        check_complete(plan, &config.dest_dir, &outputs)?;
+        check_complete(plan, &output_dir, &outputs)?;
     }
     lock.commit(files)?;
     if config.only.is_empty() {
@@ -159,6 +162,7 @@ fn stage_wheels(
     packages: &[&PackagePlan],
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
+    tags: &BTreeMap<String, String>,
     options: &ArchiveOptions,
     progress: &dyn Progress,
 ) -> Result<Vec<Staged>, crate::Error> {
@@ -166,8 +170,8 @@ fn stage_wheels(
     let failed = AtomicBool::new(false);
     let stage_one = |package: &PackagePlan| -> Result<Staged, crate::Error> {
         let started = Instant::now();
-        let spec = wheel_spec(plan, package, config, launcher)?;
-        let file = write::stage_wheel(&config.dest_dir, &spec, options, progress)?;
+        let spec = wheel_spec(plan, package, config, launcher, tags)?;
+        let file = write::stage_wheel(&config.output_dir(), &spec, options, progress)?;
         Ok((OutputReport::new(&package.dist_name, &file.written, started), file))
     };
     let worker = || {
@@ -216,12 +220,32 @@ fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Opt
     Ok(Some(LauncherTemplate::compile(scratch.path())?))
 }
 
+/// Each package's platform tag: the one given, or under `auto` the one its files allow,
+/// decided for every package before any is written, so a refused wheel writes nothing.
+fn platform_tags(
+    plan: &Plan,
+    packages: &[&PackagePlan],
+    config: &PackageConfig,
+    launcher: Option<&LauncherTemplate>,
+) -> Result<BTreeMap<String, String>, crate::Error> {
+    match &config.platform_tag {
+        PlatformTag::Fixed(tag) => {
+            Ok(packages.iter().map(|package| (package.dist_name.clone(), tag.clone())).collect())
+        }
+        PlatformTag::Manylinux => manylinux::choose_tags(plan, packages, launcher),
+    }
+}
+
 fn wheel_spec(
     plan: &Plan,
     package: &PackagePlan,
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
+    tags: &BTreeMap<String, String>,
 ) -> Result<WheelSpec, crate::Error> {
+    let platform_tag = tags
+        .get(&package.dist_name)
+        .ok_or_else(|| PlanError::Invalid { message: format!("no platform tag chosen for {}", package.dist_name) })?;
     let python_part = python::python_part(package.role(), &plan.dist_info);
     let devel_tree_files = python_part.devel_tree_files;
     let mut members: Vec<Member> = python_part
@@ -268,7 +292,7 @@ fn wheel_spec(
             provides_extra: Vec::new(),
             description: Some(description(&package.dist_name)),
         },
-        platform_tag: config.platform_tag.clone(),
+        platform_tag: platform_tag.clone(),
         entry_points: python_part.entry_points,
         members,
     })

@@ -55,19 +55,54 @@ pub struct FamilyRequest {
     pub expansion: std::collections::BTreeMap<String, Vec<crate::targets::TargetId>>,
 }
 
+/// The wheels' platform tag (`--platform-tag`, `ROCM_SDK_WHEEL_PLATFORM_TAG`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlatformTag {
+    /// One tag for every wheel, as given: `linux_x86_64`, `manylinux_2_28_x86_64`.
+    Fixed(String),
+    /// `auto`: each wheel gets the most widely installable `manylinux_2_X_{arch}` its
+    /// files allow, or the run fails naming what stands in the way (`manylinux`).
+    Manylinux,
+}
+
+impl PlatformTag {
+    /// What `--platform-tag` takes for [`PlatformTag::Manylinux`].
+    pub const AUTO: &'static str = "auto";
+
+    /// `auto`, or a tag given by hand.
+    pub fn parse(text: &str) -> PlatformTag {
+        if text == Self::AUTO {
+            PlatformTag::Manylinux
+        } else {
+            PlatformTag::Fixed(text.to_owned())
+        }
+    }
+
+    /// The machine whose ELF files get the RPATH treatment: the tag's, or under `auto`
+    /// the host's (whose files a build made here are).
+    pub fn machine(&self) -> crate::platform::TargetMachine {
+        match self {
+            PlatformTag::Fixed(tag) => crate::platform::TargetMachine::from_platform_tag(tag),
+            PlatformTag::Manylinux => crate::platform::TargetMachine::host(),
+        }
+    }
+}
+
 /// Everything `packager::package` needs. No `Default`: the caller decides each field.
 #[derive(Clone, Debug)]
 pub struct PackageConfig {
     pub artifacts_dir: PathBuf,
+    /// `--dest-dir`, as the reference means it: archives go to its `dist/`, trees
+    /// (`--no-build-packages`) into it ([`PackageConfig::output_dir`]).
     pub dest_dir: PathBuf,
     pub version: String,
     /// `--version-suffix`: the nonce appended to platform package directory names.
     pub version_suffix: String,
-    pub platform_tag: String,
+    pub platform_tag: PlatformTag,
     pub build_time: BuildTime,
     pub wheel_compression: WheelCompression,
     pub devel_tarball_compression: DevelTarballCompression,
-    /// `--no-build-packages`: lay the package trees out under `dest_dir` instead of archiving.
+    /// `--no-build-packages`: lay the package trees out in `dest_dir` instead of archiving.
     pub build_packages: bool,
     pub keep_absolute_rpath: bool,
     /// Empty means every group.
@@ -76,4 +111,21 @@ pub struct PackageConfig {
     /// Where a C compiler can be found is `cc`'s business; this is the scratch dir for
     /// the one launcher compilation of a run (a temp dir when `None`).
     pub scratch_dir: Option<PathBuf>,
+}
+
+/// The directory under `--dest-dir` that receives the archives.
+pub const DIST_DIR: &str = "dist";
+
+impl PackageConfig {
+    /// Where this run writes, and so what it locks: `dest_dir/dist/` for archives, where
+    /// the seeds' `pip install --find-links=${PACKAGES_DIR}/dist` and TheRock's upload
+    /// scripts look; `dest_dir` itself for `--no-build-packages` trees (SPEC §2, as the
+    /// reference lays them out).
+    pub fn output_dir(&self) -> PathBuf {
+        if self.build_packages {
+            self.dest_dir.join(DIST_DIR)
+        } else {
+            self.dest_dir.clone()
+        }
+    }
 }

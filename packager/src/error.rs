@@ -5,6 +5,7 @@ use std::path::Path;
 use crate::catalog::CatalogError;
 use crate::elf::ElfError;
 use crate::launcher::LauncherError;
+use crate::manylinux::TagError;
 use crate::plan::PlanError;
 use crate::write::WriteError;
 
@@ -20,6 +21,8 @@ pub enum Error {
     Launcher(#[from] LauncherError),
     #[error(transparent)]
     Write(#[from] WriteError),
+    #[error(transparent)]
+    Tag(#[from] TagError),
 }
 
 impl Error {
@@ -31,6 +34,7 @@ impl Error {
             Error::Elf(error) => error.hint(),
             Error::Launcher(error) => error.hint(),
             Error::Write(error) => error.hint(),
+            Error::Tag(error) => error.hint(),
         }
     }
 }
@@ -44,6 +48,7 @@ impl Error {
             Error::Elf(error) => Some(error.path()),
             Error::Launcher(error) => error.path(),
             Error::Write(error) => error.path(),
+            Error::Tag(error) => error.path(),
         }
     }
 }

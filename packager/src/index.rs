@@ -82,7 +82,9 @@ impl IndexError {
     /// What the user can do next.
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            IndexError::NotADirectory { .. } => Some("pass the --dest-dir of `cargo xtask package`"),
+            IndexError::NotADirectory { .. } => {
+                Some("pass the dist/ directory under the --dest-dir of `cargo xtask package`")
+            }
             IndexError::BadMetadata { .. } => Some("check the file with `cargo xtask verify --dist`, or remove it"),
             IndexError::DuplicateName { .. } => {
                 Some("one index cannot offer two files of the same name; index each directory on its own")

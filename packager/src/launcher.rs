@@ -78,6 +78,12 @@ impl LauncherTemplate {
         Ok(LauncherTemplate { bytes, slot_offset })
     }
 
+    /// The compiled program with an empty target slot (its headers and needs are every
+    /// launcher's).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// A launcher that runs `target` (relative to the launcher's directory).
     pub fn instantiate(&self, target: &str) -> Result<Vec<u8>, LauncherError> {
         let max = TARGET_CAPACITY - 1;

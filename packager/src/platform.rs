@@ -55,6 +55,15 @@ impl TargetMachine {
             .expect("the default architecture is in the table")
     }
 
+    /// The architecture's name in platform tags (`x86_64`, `aarch64`, `i686`).
+    pub fn arch_name(&self) -> &'static str {
+        ARCHITECTURES
+            .iter()
+            .find(|(_, machine)| machine == self)
+            .map(|(name, _)| *name)
+            .expect("every TargetMachine comes from the table")
+    }
+
     /// Whether `info` was built for this machine: same `e_machine`, class and byte order.
     pub fn can_run(&self, info: &ElfInfo) -> bool {
         info.machine == self.machine && info.is_64 == self.is_64 && info.little_endian == self.little_endian

@@ -33,12 +33,14 @@ fn path_without_cargo() -> std::ffi::OsString {
     std::env::join_paths(kept).expect("PATH entries stay joinable")
 }
 
+/// The seeds' sequence through the CMake target: the packages land in
+/// `{ROCM_PACKAGER_DEST_DIR}/dist/`, and pip installs them from there as the seeds say.
 #[test]
-fn the_python_packages_target_packages_the_artifacts() {
+fn the_python_packages_target_writes_dist_and_pip_installs_from_it() {
     let temp = tempfile::tempdir().expect("test step");
     let artifacts = support::write_example(temp.path(), false);
     let build = temp.path().join("build");
-    let dist = temp.path().join("packages");
+    let packages = temp.path().join("packages");
     // The child cargo shares this workspace's target dir, so it reuses the xtask build
     // instead of compiling the workspace from scratch.
     let target_dir = support::target_tmp().parent().expect("target/tmp has a parent").to_path_buf();
@@ -50,7 +52,7 @@ fn the_python_packages_target_packages_the_artifacts() {
             .arg("-B")
             .arg(&build)
             .arg(format!("-DROCM_PACKAGER_ARTIFACTS_DIR={}", artifacts.display()))
-            .arg(format!("-DROCM_PACKAGER_DEST_DIR={}", dist.display()))
+            .arg(format!("-DROCM_PACKAGER_DEST_DIR={}", packages.display()))
             // As TheRock's CI passes it; the module takes the version from there.
             .arg("-DTHEROCK_PACKAGE_VERSION=7.12.0.dev0")
             .arg("-DROCM_PACKAGER_EXTRA_ARGS=--only;meta,core,libraries,devel,profiler")
@@ -62,6 +64,8 @@ fn the_python_packages_target_packages_the_artifacts() {
     assert!(cache.contains("ROCM_PACKAGER_VERSION:STRING=7.12.0.dev0\n"), "version from THEROCK_PACKAGE_VERSION");
 
     let output = support::run(cmake().arg("--build").arg(&build).args(["--target", "python-packages"]));
+    // The reference's layout: archives in `{ROCM_PACKAGER_DEST_DIR}/dist/`.
+    let dist = packages.join("dist");
     let mut files: Vec<String> = fs_err::read_dir(&dist)
         .expect("test step")
         .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())
@@ -82,6 +86,20 @@ fn the_python_packages_target_packages_the_artifacts() {
     assert_eq!(files, expected, "cmake output:\n{output}");
     // The summary table reached the build log.
     assert!(output.contains("rocm_sdk_core-7.12.0.dev0"), "{output}");
+
+    // Then the seeds' next lines, unchanged: a fresh venv, pip with `--find-links` on the
+    // destination's `dist/`, and the installed self-tests.
+    let venv = support::fresh_venv(&temp.path().join(".venv"));
+    support::run(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "rocm[libraries,devel]", "--pre", "--no-cache-dir"])
+            .arg(format!("--find-links={}/dist", packages.display()))
+            // Hermetic: `--find-links` alone also asks PyPI, where another `rocm` lives.
+            .env("PIP_NO_INDEX", "1")
+            .env_remove("ROCM_SDK_TARGET_FAMILY"),
+    );
+    let tested = support::run(Command::new(venv.join("bin/rocm-sdk")).arg("test"));
+    assert!(tested.contains("libraries_test") && tested.contains("\nOK"), "{tested}");
 }
 
 #[test]

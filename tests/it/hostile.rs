@@ -65,7 +65,7 @@ impl Example {
     }
 
     pub fn config(&self) -> PackageConfig {
-        crate::support::package_config(&self.artifacts, &self.dist())
+        crate::support::package_config(&self.artifacts, self.temp.path())
     }
 
     pub fn package(&self) -> Result<packager::Report, packager::Error> {

@@ -118,8 +118,10 @@ fn trees_on_a_full_disk_leave_the_earlier_trees_as_they_were() {
     let mut config = example.config();
     config.dest_dir = tmpfs.0.join("trees");
     config.build_packages = false;
+    // Where the code lays trees out (`--dest-dir` itself today), not a path of our own.
+    let out = config.output_dir();
     packager::package(&config, &packager::Silent).expect("the first run has room");
-    let before = trees(&config.dest_dir);
+    let before = trees(&out);
     // Room for what is there, a new core tree and a little more: core is staged first (plan
     // order), then a devel tree, 8 MiB larger now, fails. Sizes are of the files; tmpfs
     // rounds each up to a page, so a quarter more is left for that.
@@ -137,10 +139,10 @@ fn trees_on_a_full_disk_leave_the_earlier_trees_as_they_were() {
     let error = packager::package(&config, &packager::Silent).expect_err("the disk is full");
     let text = full_text(&error);
     assert!(text.contains("No space left on device"), "{text}");
-    assert!(before == trees(&config.dest_dir), "a tree changed or a temp tree was left: {text}");
+    assert!(before == trees(&out), "a tree changed or a temp tree was left: {text}");
     tmpfs.resize("128m");
     packager::package(&config, &packager::Silent).expect("a rerun with room succeeds");
-    let after = names(&config.dest_dir);
+    let after = names(&out);
     assert_eq!(after, before.keys().cloned().collect::<Vec<_>>());
 }
 
@@ -185,7 +187,10 @@ fn sigkill_while_trees_are_swapped_leaves_every_tree_whole() {
     let example = Example::new();
     // Many files make the swap's removal of the older trees last long enough to catch.
     add_devel_headers(&example, 3000, 64);
-    let trees_dir = example.temp.path().join("trees");
+    // The child's configuration, so the directory watched is the one the code writes to.
+    let mut config = crate::support::package_config(&example.artifacts, &example.temp.path().join("trees"));
+    config.build_packages = false;
+    let trees_dir = config.output_dir();
     let exe = std::env::current_exe().expect("test binary");
     let child = || {
         Command::new(&exe)

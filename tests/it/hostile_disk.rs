@@ -66,15 +66,15 @@ fn a_full_destination_fails_cleanly_and_a_rerun_succeeds() {
         add_noise(&example, 4 << 20);
         let tmpfs = Tmpfs::mount(&example.temp.path().join("small"), "2m");
         let mut config = example.config();
-        config.dest_dir = tmpfs.0.join("dist");
+        config.dest_dir = tmpfs.0.clone();
         let error = packager::package(&config, &packager::Silent).expect_err("a full disk fails the run");
         let text = full_text(&error);
         assert!(text.contains("destination is full"), "{text}");
-        assert!(text.contains(&config.dest_dir.display().to_string()), "{text}");
-        assert_eq!(leftovers(&config.dest_dir), Vec::<String>::new(), "{text}");
+        assert!(text.contains(&config.output_dir().display().to_string()), "{text}");
+        assert_eq!(leftovers(&config.output_dir()), Vec::<String>::new(), "{text}");
         tmpfs.resize("64m");
         let report = packager::package(&config, &packager::Silent).expect("a rerun with room succeeds");
-        assert_eq!(leftovers(&config.dest_dir).len(), report.outputs.len());
+        assert_eq!(leftovers(&config.output_dir()).len(), report.outputs.len());
     }
 
     let temp = tempfile::tempdir().expect("tempdir");
@@ -106,8 +106,8 @@ fn fault_child_packages_past_its_file_size_limit() {
     }
     let error = packager::package(&config, &packager::Silent).expect_err("the size limit fails the run");
     let text = full_text(&error);
-    assert!(text.contains(&config.dest_dir.display().to_string()), "{text}");
+    assert!(text.contains(&config.output_dir().display().to_string()), "{text}");
     assert!(text.contains("File too large"), "{text}");
-    assert_eq!(leftovers(&config.dest_dir), Vec::<String>::new(), "{text}");
+    assert_eq!(leftovers(&config.output_dir()), Vec::<String>::new(), "{text}");
     println!("CHILD-OK");
 }

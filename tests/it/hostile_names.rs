@@ -101,7 +101,7 @@ fn hostile_version_suffix_and_platform_tag_are_refused() {
     });
     let configs = configs.chain(tags.iter().map(|tag| {
         let mut config = example.config();
-        config.platform_tag = (*tag).to_owned();
+        config.platform_tag = packager::config::PlatformTag::Fixed((*tag).to_owned());
         (format!("tag {tag:?}"), format!("{tag:?}"), config)
     }));
     for (what, quoted, config) in configs {

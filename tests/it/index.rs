@@ -137,7 +137,7 @@ fn two_different_files_with_one_name_are_refused() {
     };
     packager::package(&config, &packager::Silent).expect("test step");
     fs_err::create_dir(dist.join("other")).expect("test step");
-    fs_err::copy(other.join(sdist), dist.join("other").join(sdist)).expect("test step");
+    fs_err::copy(other.join("dist").join(sdist), dist.join("other").join(sdist)).expect("test step");
     let error = packager::index::write_index(&dist).expect_err("must fail");
     assert!(matches!(error, packager::index::IndexError::DuplicateName { .. }), "{error}");
     assert!(error.to_string().contains("other/rocm-7.12.0.dev0.tar.gz"), "{error}");

@@ -66,10 +66,11 @@ fn only_jobs_merged_equal_the_full_run() {
     for kpack_split in [false, true] {
         let build = build(kpack_split);
         let temp = tempfile::tempdir().expect("temp dir");
-        let merged = temp.path().join("dist_merged");
+        let merged_dest = temp.path().join("merged");
+        let merged = merged_dest.join("dist");
         let warnings = Warnings::default();
         for group in PackageGroup::ALL {
-            let mut config = support::package_config(&build.artifacts, &merged);
+            let mut config = support::package_config(&build.artifacts, &merged_dest);
             config.only = vec![group];
             let before = if merged.exists() { contents(&merged) } else { BTreeMap::new() };
             let report = packager::package(&config, &warnings)
@@ -133,7 +134,7 @@ fn no_profiler_artifacts_is_an_error() {
     let dist = temp.path().join("dist");
     fs_err::create_dir(&dist).expect("create dist");
     for only in [Vec::new(), vec![PackageGroup::Profiler]] {
-        let mut config = support::package_config(&artifacts, &dist);
+        let mut config = support::package_config(&artifacts, temp.path());
         config.only = only;
         let error = packager::package(&config, &packager::Silent).expect_err("no profiler artifacts must fail");
         assert_eq!(
@@ -147,7 +148,7 @@ fn no_profiler_artifacts_is_an_error() {
         assert_eq!(fs_err::read_dir(&dist).expect("read dist").count(), 0, "the failed run wrote into dist/");
     }
 
-    let mut config = support::package_config(&artifacts, &dist);
+    let mut config = support::package_config(&artifacts, temp.path());
     config.only = vec![PackageGroup::Meta, PackageGroup::Core];
     let report = packager::package(&config, &packager::Silent).expect("--only without the profiler packages");
     let mut written: Vec<&str> = report.outputs.iter().map(|output| output.package.as_str()).collect();

@@ -11,7 +11,7 @@ use crate::support;
 use crate::targets::cli::xtask;
 use crate::targets::{build, file_name, wheel_members, wheel_of, wheels, VERSION};
 
-/// `xtask package` of `artifacts` into `dest` with `extra` flags, quiet, run from `cwd`
+/// `xtask package` of `artifacts` with `--dest-dir dest` and `extra` flags, quiet, run from `cwd`
 /// (no TheRock checkout), with the host's platform tag.
 fn package(cwd: &Path, artifacts: &Path, dest: &Path, extra: &[&str]) -> Output {
     let output = support::output(
@@ -168,7 +168,7 @@ fn family_flags_reach_dist_info() {
         let temp = tempfile::tempdir().expect("temp dir");
         let dest = temp.path().join("dist");
         let flags = ["--only", "meta,core", "--linux-amdgpu-families", linux, "--windows-amdgpu-families", windows];
-        package(temp.path(), &build.artifacts, &dest, &flags);
+        package(temp.path(), &build.artifacts, temp.path(), &flags);
         let core = wheel_members(&wheel_of(&dest, "rocm_sdk_core"));
         let core_dist_info = String::from_utf8(core["rocm_sdk_core/_dist_info.py"].clone()).expect("UTF-8 source");
         let sdist_source = sdist_dist_info(&dest);

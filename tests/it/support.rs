@@ -168,7 +168,8 @@ pub fn write_example(dir: &Path, kpack_split: bool) -> PathBuf {
     artifacts
 }
 
-/// A `PackageConfig` as the CLI would make it for `artifacts` → `dest`, with defaults.
+/// A `PackageConfig` as the CLI would make it for `artifacts` → `--dest-dir dest`, with
+/// defaults: archives land in `dest/dist/` (SPEC §2).
 pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig {
     use packager::config::{DevelTarballCompression, FamilyRequest, WheelCompression};
     packager::PackageConfig {
@@ -176,7 +177,7 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         dest_dir: dest.to_path_buf(),
         version: "7.12.0.dev0".to_owned(),
         version_suffix: String::new(),
-        platform_tag: format!("linux_{}", std::env::consts::ARCH),
+        platform_tag: packager::config::PlatformTag::Fixed(format!("linux_{}", std::env::consts::ARCH)),
         build_time: packager::BuildTime::DEFAULT,
         wheel_compression: WheelCompression::Deflate { level: 6 },
         devel_tarball_compression: DevelTarballCompression::None,
@@ -188,12 +189,13 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
     }
 }
 
-/// Generates the example in `dir` and packages it into `dir/dist`; returns the dist dir.
+/// Generates the example in `dir` and packages it with `--dest-dir dir`; returns the dist
+/// dir, `dir/dist`.
 pub fn package_example(dir: &Path, kpack_split: bool) -> PathBuf {
     let artifacts = write_example(dir, kpack_split);
-    let dist = dir.join("dist");
-    packager::package(&package_config(&artifacts, &dist), &packager::Silent).expect("package the example");
-    dist
+    let config = package_config(&artifacts, dir);
+    packager::package(&config, &packager::Silent).expect("package the example");
+    config.output_dir()
 }
 
 /// `pip install --no-index --find-links dist <requirements>` into `venv` (no cache, so the

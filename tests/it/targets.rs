@@ -55,7 +55,7 @@ pub fn build(kpack_split: bool) -> &'static Build {
         fs_err::create_dir_all(&root).expect("create the build dir");
         let artifacts = support::write_example(&root, kpack_split);
         let dist = root.join("dist");
-        let report = packager::package(&support::package_config(&artifacts, &dist), &packager::Silent)
+        let report = packager::package(&support::package_config(&artifacts, &root), &packager::Silent)
             .expect("package the example");
         Build { artifacts, dist, report }
     })
@@ -340,7 +340,8 @@ fn later_artifact_wins_a_clash_and_is_reported() {
     copy_tree(&build(true).artifacts, &artifacts, CreationOrder::Descending);
     add_clashes(&artifacts);
     let dist = temp.path().join("dist");
-    let report = packager::package(&support::package_config(&artifacts, &dist), &packager::Silent).expect("package");
+    let report =
+        packager::package(&support::package_config(&artifacts, temp.path()), &packager::Silent).expect("package");
     let overrides: Vec<(String, String, String)> =
         report.overrides.iter().map(|o| (o.rel.as_str().to_owned(), o.winner.clone(), o.loser.clone())).collect();
     for (rel, winner, loser, _) in CLASHES {
@@ -416,7 +417,8 @@ fn foreign_elf_files_are_copied_whatever_their_name() {
     let original = sha256_hex(&fs_err::read(&runner).expect("read code object"));
 
     let dist = temp.path().join("dist");
-    let report = packager::package(&support::package_config(&artifacts, &dist), &packager::Silent).expect("package");
+    let report =
+        packager::package(&support::package_config(&artifacts, temp.path()), &packager::Silent).expect("package");
     let core = wheel_of(&dist, "rocm_sdk_core");
     let members = wheel_members(&core);
     for member in ["lib/libamdgpu_blob.so.1", "lib/libamdgpu_blob.so", "bin/amdgpu_kernel_runner"] {
@@ -483,7 +485,7 @@ fn a_path_two_wheels_would_install_is_an_error() {
             }
         }
         let dist = temp.path().join("dist");
-        let error = packager::package(&support::package_config(&artifacts, &dist), &packager::Silent)
+        let error = packager::package(&support::package_config(&artifacts, temp.path()), &packager::Silent)
             .expect_err("two wheels must not ship one path");
         assert_eq!(error.to_string(), format!("_rocm_sdk_libraries/{rel} would be shipped by both {wheels}"));
         assert!(error.hint().is_some_and(|hint| hint.contains("one wheel")), "{:?}", error.hint());

@@ -28,7 +28,7 @@ pub(crate) fn xtask() -> &'static Path {
     })
 }
 
-/// `xtask package` of `artifacts` into `dest` with `extra` flags, from a directory that is
+/// `xtask package` of `artifacts` with `--dest-dir dest` (archives in `dest/dist/`) and `extra` flags, from a directory that is
 /// no TheRock checkout; `SOURCE_DATE_EPOCH` unset so the default time applies. The report
 /// goes to `json` (`-`: stdout, instead of the summary table).
 fn package(cwd: &Path, artifacts: &Path, dest: &Path, json: &str, extra: &[&str], hash_seed: &str) -> Output {
@@ -96,11 +96,12 @@ fn same_dist_whatever_the_directory_order() {
         assert_eq!(sorted_first, sorted_second);
     }
 
-    let (dist_first, dist_second) = (temp.path().join("dist-first"), temp.path().join("dist-second"));
-    let report_first = report_of(&package(temp.path(), &first, &dist_first, "-", &[], "0"));
+    let (dest_first, dest_second) = (temp.path().join("dest-first"), temp.path().join("dest-second"));
+    let (dist_first, dist_second) = (dest_first.join("dist"), dest_second.join("dist"));
+    let report_first = report_of(&package(temp.path(), &first, &dest_first, "-", &[], "0"));
     // The second run writes its report to a file, so the summary table shows as well.
     let report_file = temp.path().join("second.json");
-    let output = package(temp.path(), &second, &dist_second, &report_file.display().to_string(), &[], "4242");
+    let output = package(temp.path(), &second, &dest_second, &report_file.display().to_string(), &[], "4242");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let summary = String::from_utf8_lossy(&output.stdout);
     assert!(summary.contains(&format!("{} paths provided by two artifacts", CLASHES.len())), "{summary}");
@@ -164,7 +165,7 @@ fn completeness_works_on_targets() {
     let report =
         report_of(&package(temp.path(), artifacts, &both, "-", &["--linux-amdgpu-families", "gfx90a;gfx1030"], "0"));
     assert_eq!(unrequested_targets(&report), Vec::<String>::new());
-    assert_eq!(advertised_targets(&both), "['gfx1030', 'gfx90a']");
+    assert_eq!(advertised_targets(&both.join("dist")), "['gfx1030', 'gfx90a']");
 
     // A target without artifacts is an error naming it, and nothing is written.
     let missing = temp.path().join("missing");
@@ -177,12 +178,13 @@ fn completeness_works_on_targets() {
         ),
         "{stderr}"
     );
-    assert!(!missing.join(format!("rocm-{VERSION}.tar.gz")).exists());
+    assert!(!missing.join("dist").join(format!("rocm-{VERSION}.tar.gz")).exists());
 
     // Artifacts nobody asked for are reported and still packaged: the sdist advertises
     // exactly the device wheels built.
     let one = temp.path().join("one");
     let report = report_of(&package(temp.path(), artifacts, &one, "-", &["--linux-amdgpu-families", "gfx90a"], "0"));
+    let one = one.join("dist");
     assert_eq!(unrequested_targets(&report), ["gfx1030"]);
     assert_eq!(report["counts"]["unrequested targets"], 1);
     assert_eq!(advertised_targets(&one), "['gfx1030', 'gfx90a']");

@@ -29,7 +29,8 @@ fn devel_only_library_loses_its_absolute_rpath_and_says_so() {
     assert_eq!((before.rpath.as_deref(), before.runpath.as_deref()), (None, Some("/build/abs:$ORIGIN")));
 
     let dist = temp.path().join("dist");
-    let report = packager::package(&support::package_config(&artifacts, &dist), &packager::Silent).expect("package");
+    let report =
+        packager::package(&support::package_config(&artifacts, temp.path()), &packager::Silent).expect("package");
     let devel = wheel_members(&wheel_of(&dist, "rocm_sdk_devel"));
     let mut tarball = tar::Archive::new(devel["rocm_sdk_devel/_devel.tar"].as_slice());
     let wanted = format!("_rocm_sdk_devel/{LIBRARY}");

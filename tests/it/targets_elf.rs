@@ -68,8 +68,8 @@ fn non_pie_executable_grown_through_the_pipeline_still_runs() {
     assert!(before.contains("Elf file type is EXEC"), "not a non-PIE executable:\n{before}");
     assert_eq!(first_load_flags(&before), "R", "{before}");
 
-    let dist = temp.path().join("dist");
-    let config = support::package_config(&artifacts, &dist);
+    let config = support::package_config(&artifacts, temp.path());
+    let dist = config.output_dir();
     let plan = packager::plan(&config, &packager::Silent).expect("plan");
     let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core package");
     let planned = core.files.iter().find(|(rel, _)| rel.as_str() == PROGRAM).map(|(_, file)| file);

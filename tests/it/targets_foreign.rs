@@ -63,8 +63,8 @@ fn libraries_for_other_machines_are_copied_untouched() {
     let rpath = format!("-Wl,-rpath,{ABSOLUTE_RPATH}");
     support::shared_lib(&lib_dir, "libhost_neighbour.so", "int neighbour(void) { return 1; }\n", &[&rpath]);
 
-    let dist = temp.path().join("dist");
-    let config = support::package_config(&artifacts, &dist);
+    let config = support::package_config(&artifacts, temp.path());
+    let dist = config.output_dir();
     let report = packager::package(&config, &packager::Silent).expect("foreign libraries must not fail the run");
     let wheel = wheel_of(&dist, "rocm_sdk_libraries");
     let mut archive = zip::ZipArchive::new(fs_err::File::open(&wheel).expect("open wheel")).expect("zip");

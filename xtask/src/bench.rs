@@ -40,7 +40,7 @@ pub struct BenchArgs {
     /// xz preset of the devel tarball (passed on to `package`, and used by the output floor).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub devel_tarball_xz_preset: u32,
-    /// Keep the dist/ directories written by the runs.
+    /// Keep the packages (each run's --dest-dir) written by the runs.
     #[arg(long)]
     pub keep: bool,
     /// Print the results as JSON on stdout instead of a table.
@@ -179,9 +179,11 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
     if !output.quiet && !args.json {
         eprintln!("bench: packaging {} ...", human_bytes(input.payload_bytes));
     }
-    let dist = run_dir.join("dist");
+    // Archives land in `{dest-dir}/dist/`, ours and the reference's alike (SPEC §2).
+    let dest = run_dir.join("packages");
+    let dist = dest.join(packager::config::DIST_DIR);
     let mut command = package_command(args, &artifacts, &run_dir);
-    command.arg("--dest-dir").arg(&dist).arg("--json").arg(run_dir.join("report.json"));
+    command.arg("--dest-dir").arg(&dest).arg("--json").arg(run_dir.join("report.json"));
     let load_average = measure::load_average();
     let package = measure::measure(command, &run_dir, &run_dir.join("package.log"))?;
     if let Some(error) = &package.error {
@@ -194,9 +196,9 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
         None => None,
     };
     if !args.keep {
-        fs_err::remove_dir_all(&dist)?;
-        if run_dir.join("reference-dist").exists() {
-            fs_err::remove_dir_all(run_dir.join("reference-dist"))?;
+        fs_err::remove_dir_all(&dest)?;
+        if run_dir.join(REFERENCE_DEST).exists() {
+            fs_err::remove_dir_all(run_dir.join(REFERENCE_DEST))?;
         }
     }
     let gib = input.payload_bytes as f64 / GIB;
@@ -286,17 +288,22 @@ fn reference_script(checkout: &Path) -> anyhow::Result<PathBuf> {
     Ok(script)
 }
 
+/// The reference packager's `--dest-dir` inside a run directory.
+const REFERENCE_DEST: &str = "reference-packages";
+
 /// Runs TheRock's `build_python_packages.py` on the same artifacts.
 fn run_reference(checkout: &Path, artifacts: &Path, run_dir: &Path, our_seconds: f64) -> anyhow::Result<ReferenceRun> {
     let script = reference_script(checkout)?;
-    let dist = run_dir.join("reference-dist");
+    let dest = run_dir.join(REFERENCE_DEST);
     let mut command = Command::new("python3");
-    command.arg(&script).arg("--artifact-dir").arg(artifacts).arg("--dest-dir").arg(&dist).current_dir(checkout);
+    command.arg(&script).arg("--artifact-dir").arg(artifacts).arg("--dest-dir").arg(&dest).current_dir(checkout);
     let cost = measure::measure(command, run_dir, &run_dir.join("reference.log"))?;
     if let Some(error) = &cost.error {
         eprintln!("bench: the reference packager failed:\n{error}");
     }
-    let dist_bytes = measure::tree_bytes(&dist);
+    // Only `dist/` is output: the reference leaves its staging trees beside it in `dest`,
+    // which count in its peak disk instead.
+    let dist_bytes = measure::tree_bytes(&dest.join(packager::config::DIST_DIR));
     let ratio_to_ours = cost.wall_seconds / our_seconds.max(1e-9);
     Ok(ReferenceRun { cost, dist_bytes, ratio_to_ours })
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use packager::catalog::{therock, CatalogError};
-use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, WheelCompression};
+use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, PlatformTag, WheelCompression};
 use packager::report::StageTime;
 use packager::{BuildTime, PackageConfig};
 
@@ -26,16 +26,20 @@ pub struct PackageArgs {
     /// The TheRock checkout (found by walking up from the current directory if not given).
     #[arg(long, value_name = "DIR")]
     pub therock_dir: Option<PathBuf>,
-    /// Where the wheels and the sdist are written.
-    #[arg(long, value_name = "DIR", default_value = "dist")]
-    pub dest_dir: PathBuf,
-    /// Package version [default: `{rocm-version}.dev0` from the checkout's version.json].
+    /// Archives go to DIR/dist/, --no-build-packages trees to DIR, as with TheRock's
+    /// build_python_packages.py [default: build/python-packages of the checkout; outside a
+    /// checkout, the current directory (so archives land in ./dist/)]
+    #[arg(long, value_name = "DIR")]
+    pub dest_dir: Option<PathBuf>,
+    /// Package version [default: `{rocm-version}.dev0` from the checkout's version.json; an
+    /// empty value means the default, as TheRock's CI passes it]
     #[arg(long)]
     pub version: Option<String>,
     /// Appended to the platform package directory names (`_rocm_sdk_core{suffix}`).
     #[arg(long, default_value = "")]
     pub version_suffix: String,
-    /// Wheel platform tag, e.g. manylinux_2_28_x86_64.
+    /// Wheel platform tag, e.g. manylinux_2_28_x86_64; `auto` gives each wheel the most widely
+    /// installable manylinux_2_X tag its files allow [default: linux_{arch}]
     #[arg(long, env = "ROCM_SDK_WHEEL_PLATFORM_TAG", value_name = "TAG")]
     pub platform_tag: Option<String>,
     /// Build the wheels and the sdist (the default; undoes an earlier --no-build-packages).
@@ -53,9 +57,22 @@ pub struct PackageArgs {
     /// Deflate level of wheel members (0-9).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub wheel_compression_level: u32,
-    /// Compress the devel tarball with xz (`_devel.tar.xz`).
-    #[arg(long, default_value = "false", action = clap::ArgAction::Set, value_name = "BOOL")]
+    /// Compress the devel tarball with xz (`_devel.tar.xz`); alone, as the reference spells
+    /// it, the flag means `true`.
+    #[arg(
+        long,
+        default_value = "false",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        value_name = "BOOL",
+        overrides_with = "no_devel_tarball_compression"
+    )]
     pub devel_tarball_compression: bool,
+    /// Leave the devel tarball uncompressed (the default; undoes an earlier
+    /// --devel-tarball-compression).
+    #[arg(long, overrides_with = "devel_tarball_compression")]
+    pub no_devel_tarball_compression: bool,
     /// xz preset of the devel tarball (0-9).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub devel_tarball_xz_preset: u32,
@@ -129,12 +146,12 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     let plan_seconds = started.elapsed().as_secs_f64();
     // From here on an interrupt may clean the destination's temp files: only while this
     // run holds its lock, since those of another run are not ours.
-    let lock = Arc::new(packager::DestLock::acquire(&config.dest_dir).map_err(packager::Error::from)?);
+    let lock = Arc::new(packager::DestLock::acquire(&config.output_dir()).map_err(packager::Error::from)?);
     if lock.removed_stale > 0 && !output.quiet {
         eprintln!(
             "note: removed {} temporary file(s) an interrupted run left in {}",
             lock.removed_stale,
-            config.dest_dir.display()
+            lock.dest().display()
         );
     }
     let armed = interrupts.clean_on_interrupt(&lock);
@@ -169,13 +186,18 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         Some(dir) => return Err(CatalogError::TherockDirNotACheckout { path: dir.clone() }.into()),
         None => therock::find_checkout(&cwd),
     };
-    check_dest_dir(&args.dest_dir)?;
+    if let Some(dir) = &args.dest_dir {
+        check_dest_dir(dir)?;
+    }
     let (artifacts_dir, example_version) = match (&args.artifact_dir, &checkout) {
         (Some(dir), _) => (check_artifacts_dir(dir)?, None),
         (None, Some(root)) => (checkout_artifacts(root)?, None),
         (None, None) => (generate_example(output)?, Some("7.12.0.dev0".to_owned())),
     };
-    let version = match (&args.version, &checkout, example_version) {
+    // The reference treats an empty --version as none given; TheRock's CI passes
+    // `--version="${{ inputs.package_version }}"`, empty unless a version was asked for.
+    let given_version = args.version.as_ref().filter(|version| !version.is_empty());
+    let version = match (given_version, &checkout, example_version) {
         (Some(version), _, _) => version.clone(),
         (None, Some(root), _) => therock::read_version(root)?,
         (None, None, Some(version)) => version,
@@ -184,6 +206,13 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
             return Err(CatalogError::NotACheckout { path: cwd })
                 .context("no --version given, and no TheRock checkout to read version.json from")
         }
+    };
+    let dest_dir = match (&args.dest_dir, &checkout) {
+        (Some(dir), _) => dir.clone(),
+        // Where TheRock's CMake and CI put Python packages, so `pip install
+        // --find-links=build/python-packages/dist` works from the checkout's root.
+        (None, Some(root)) => root.join(CHECKOUT_DEST_DIR),
+        (None, None) => PathBuf::from("."),
     };
     let targets = match &checkout {
         Some(root) => therock::read_amdgpu_targets(root)?,
@@ -199,17 +228,20 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
     } else {
         WheelCompression::Deflate { level: args.wheel_compression_level }
     };
-    let devel_tarball_compression = if args.devel_tarball_compression {
+    let devel_tarball_compression = if args.devel_tarball_compression && !args.no_devel_tarball_compression {
         DevelTarballCompression::Xz { preset: args.devel_tarball_xz_preset }
     } else {
         DevelTarballCompression::None
     };
     Ok(PackageConfig {
         artifacts_dir,
-        dest_dir: args.dest_dir.clone(),
+        dest_dir,
         version,
         version_suffix: args.version_suffix.clone(),
-        platform_tag: args.platform_tag.clone().unwrap_or_else(host_platform_tag),
+        platform_tag: match &args.platform_tag {
+            Some(tag) => PlatformTag::parse(tag),
+            None => PlatformTag::Fixed(host_platform_tag()),
+        },
         build_time: build_time()?,
         wheel_compression,
         devel_tarball_compression,
@@ -221,6 +253,9 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         scratch_dir: None,
     })
 }
+
+/// The default `--dest-dir` inside a TheRock checkout, relative to its root.
+const CHECKOUT_DEST_DIR: &str = "build/python-packages";
 
 /// `dir`, if it is an artifacts directory: a missing, wrong or non-directory one is the
 /// first thing to report, before the version or the checkout are looked for (the catalog

@@ -232,9 +232,11 @@ fn round_trip(sh: &Shell, root: &Path, _tally: &mut Tally) -> anyhow::Result<()>
     if work.exists() {
         fs_err::remove_dir_all(&work)?;
     }
-    let dist = work.join("dist");
+    // The seeds' layout: `--dest-dir P` puts the archives in `P/dist/`.
+    let packages = work.join("packages");
+    let dist = packages.join(packager::config::DIST_DIR);
     let venv = work.join("venv");
-    cmd!(sh, "cargo run --quiet --package xtask -- package --quiet --dest-dir {dist}").run()?;
+    cmd!(sh, "cargo run --quiet --package xtask -- package --quiet --dest-dir {packages}").run()?;
     cmd!(sh, "python3 -m venv {venv}").run()?;
     let python = venv.join("bin/python");
     cmd!(sh, "{python} -m pip install --quiet --no-cache-dir --no-index --find-links {dist} rocm[libraries,devel]")

@@ -42,13 +42,13 @@ fn bench_reports_sane_fields() {
 
     // Generated trees are cached by size; dist/ is removed without --keep.
     assert!(work.path().join("synthetic-16MiB-v1/summary.json").is_file());
-    assert!(!work.path().join("run-16MiB/dist").exists());
+    assert!(!work.path().join("run-16MiB/packages").exists());
 }
 
 /// `--reference` runs the checkout's `build_tools/build_python_packages.py` on the same
 /// tree and reports its cost beside ours. TheRock is not here, so a stand-in script takes
-/// its place: it writes one file into the `--dest-dir` it is given, as the real one writes
-/// its packages there.
+/// its place: it writes one archive into `dist/` of the `--dest-dir` it is given, and a
+/// staging tree beside it, as the real one does; only `dist/` counts as its output.
 #[test]
 fn bench_runs_the_reference_packager_of_a_checkout() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -63,8 +63,9 @@ fn bench_runs_the_reference_packager_of_a_checkout() {
          p.add_argument('--dest-dir', required=True)\n\
          a = p.parse_args()\n\
          assert os.path.isdir(a.artifact_dir), a.artifact_dir\n\
-         pathlib.Path(a.dest_dir).mkdir(parents=True)\n\
-         pathlib.Path(a.dest_dir, 'reference.whl').write_bytes(b'x' * 4096)\n",
+         pathlib.Path(a.dest_dir, 'dist').mkdir(parents=True)\n\
+         pathlib.Path(a.dest_dir, 'dist', 'reference.whl').write_bytes(b'x' * 4096)\n\
+         pathlib.Path(a.dest_dir, 'staging.txt').write_bytes(b'x' * 100)\n",
     )
     .expect("write the stand-in");
     let output = Command::new(env!("CARGO_BIN_EXE_xtask"))

@@ -53,9 +53,10 @@ fn a_checkout_gives_the_version_and_the_artifacts() {
     let inside = root.join("projects/clr");
     fs_err::create_dir_all(&inside).expect("test step");
 
-    // From a subdirectory, with no flags but where to write.
-    let from_inside = temp.path().join("dist-inside");
-    let output = run(xtask(&inside).arg("package").arg("--dest-dir").arg(&from_inside));
+    // From a subdirectory, with no flags: the packages go where TheRock's CMake and CI put
+    // them, archives in `build/python-packages/dist/` as the reference lays them out.
+    let output = run(xtask(&inside).arg("package"));
+    let from_inside = root.join("build/python-packages/dist");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("bundled example"), "{stderr}");
     let files = visible_files(&from_inside);
@@ -65,8 +66,9 @@ fn a_checkout_gives_the_version_and_the_artifacts() {
     assert_eq!(zip_member(&core, "_rocm_sdk_core/share/hip/version"), "HIP_VERSION=7.1.0\nBUILT_IN=the checkout\n");
 
     // From outside, naming the checkout: the same files, byte for byte.
-    let from_outside = temp.path().join("dist-outside");
-    run(xtask(temp.path()).args(["-q", "package", "--therock-dir"]).arg(&root).arg("--dest-dir").arg(&from_outside));
+    let outside = temp.path().join("outside");
+    run(xtask(temp.path()).args(["-q", "package", "--therock-dir"]).arg(&root).arg("--dest-dir").arg(&outside));
+    let from_outside = outside.join("dist");
     assert_eq!(visible_files(&from_outside), files);
     for file in &files {
         let (inside, outside) = (from_inside.join(file), from_outside.join(file));
@@ -74,10 +76,17 @@ fn a_checkout_gives_the_version_and_the_artifacts() {
     }
 
     // --version wins over version.json.
-    let overridden = temp.path().join("dist-overridden");
+    let overridden = temp.path().join("overridden");
     run(xtask(&inside).args(["-q", "package", "--version", "9.9.9", "--dest-dir"]).arg(&overridden));
-    let files = visible_files(&overridden);
+    let files = visible_files(&overridden.join("dist"));
     assert_eq!(versions(&files), ["9.9.9"; 7], "{files:?}");
+
+    // An empty --version is none, as with the reference: TheRock's CI passes
+    // `--version="${{ inputs.package_version }}"`, empty unless a version was asked for.
+    let empty = temp.path().join("empty");
+    run(xtask(&inside).args(["-q", "package", "--version=", "--dest-dir"]).arg(&empty));
+    let files = visible_files(&empty.join("dist"));
+    assert_eq!(versions(&files), ["7.9.0.dev0"; 7], "{files:?}");
 }
 
 #[test]

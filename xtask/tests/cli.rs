@@ -22,7 +22,7 @@ fn shared_example() -> &'static Path {
 fn package(dir: &Path, artifacts: &Path, extra: &[&str]) -> Command {
     let mut command = xtask(dir);
     command.args(extra).arg("package").arg("--artifact-dir").arg(artifacts);
-    command.arg("--dest-dir").arg(dir.join("dist")).args(["--version", "7.12.0.dev0"]);
+    command.arg("--dest-dir").arg(dir).args(["--version", "7.12.0.dev0"]);
     command
 }
 
@@ -215,16 +215,58 @@ fn positive_flags_undo_their_negative_forms() {
     };
     const STORED: u64 = 0;
     const DEFLATED: u64 = 8;
-    let dist = package_into("deflated", &["--no-wheel-compression", "--wheel-compression"]);
-    assert_eq!(compress_types(&dist), [DEFLATED]);
-    let dist = package_into("stored", &["--wheel-compression", "--no-wheel-compression"]);
-    assert_eq!(compress_types(&dist), [STORED]);
+    let dest = package_into("deflated", &["--no-wheel-compression", "--wheel-compression"]);
+    assert_eq!(compress_types(&dest.join("dist")), [DEFLATED]);
+    let dest = package_into("stored", &["--wheel-compression", "--no-wheel-compression"]);
+    assert_eq!(compress_types(&dest.join("dist")), [STORED]);
 
+    // As the reference lays them out: archives in DIR/dist/, trees in DIR.
     let archives = package_into("archives", &["--no-build-packages", "--build-packages"]);
-    assert_eq!(visible_files(&archives), ["rocm_sdk_core-7.12.0.dev0-py3-none-linux_x86_64.whl"]);
+    assert_eq!(visible_files(&archives), ["dist"]);
+    assert_eq!(visible_files(&archives.join("dist")), ["rocm_sdk_core-7.12.0.dev0-py3-none-linux_x86_64.whl"]);
     let trees = package_into("trees", &["--build-packages", "--no-build-packages"]);
     let entries = visible_files(&trees);
     assert!(!entries.is_empty() && entries.iter().all(|entry| trees.join(entry).is_dir()), "{entries:?}");
+}
+
+/// The devel tarball members (`…/_devel.tar` or `…/_devel.tar.xz`) of the wheels in `dist`.
+fn devel_tarballs(dist: &Path) -> Vec<String> {
+    let script = "import glob, json, sys, zipfile\n\
+                  print(json.dumps(sorted({n.rsplit('/', 1)[1] for w in glob.glob(sys.argv[1] + '/*.whl') \
+                  for n in zipfile.ZipFile(w).namelist() if '_devel.tar' in n})))";
+    let output = run(Command::new("python3").args(["-c", script]).arg(dist));
+    serde_json::from_slice(&output.stdout).expect("test step")
+}
+
+/// Issue 19: the reference's command line works unchanged. `--devel-tarball-compression`
+/// alone (argparse's BooleanOptionalAction) turns xz on and `--no-…` turns it off, the
+/// last one winning; `true`/`false` values still work; empty family lists, as TheRock's
+/// CI passes them for a single-platform build, are no lists.
+#[test]
+fn the_reference_spellings_of_the_flags_are_accepted() {
+    let temp = tempfile::tempdir().expect("test step");
+    let package_into = |dest: &str, flags: &[&str]| {
+        let mut command = xtask(temp.path());
+        command.args(["-q", "package", "--only", "devel", "--version", "7.12.0.dev0", "--artifact-dir"]);
+        run(command.arg(shared_example()).arg(format!("--dest-dir={dest}")).args(flags));
+        devel_tarballs(&temp.path().join(dest).join("dist"))
+    };
+    let empty_lists = ["--linux-amdgpu-families=", "--windows-amdgpu-families="];
+    assert_eq!(package_into("bare", &["--devel-tarball-compression"]), ["_devel.tar.xz"]);
+    assert_eq!(
+        package_into("lists", &[&["--devel-tarball-compression"][..], &empty_lists].concat()),
+        ["_devel.tar.xz"]
+    );
+    assert_eq!(
+        package_into("undone", &["--devel-tarball-compression", "--no-devel-tarball-compression"]),
+        ["_devel.tar"]
+    );
+    assert_eq!(
+        package_into("redone", &["--no-devel-tarball-compression", "--devel-tarball-compression"]),
+        ["_devel.tar.xz"]
+    );
+    assert_eq!(package_into("valued", &["--devel-tarball-compression", "true"]), ["_devel.tar.xz"]);
+    assert_eq!(package_into("default", &[]), ["_devel.tar"]);
 }
 
 /// `(date_time of every wheel member, mtime of every sdist member)`, each de-duplicated.
@@ -250,7 +292,7 @@ fn source_date_epoch_sets_the_archive_times() {
         let mut command = xtask(temp.path());
         command.args(["-q", "package", "--only", "meta,core", "--version", "7.12.0.dev0", "--artifact-dir"]);
         run(command.arg(shared_example()).arg("--dest-dir").arg(&dist).env("SOURCE_DATE_EPOCH", epoch));
-        let (zip_times, tar_times) = archive_times(&dist);
+        let (zip_times, tar_times) = archive_times(&dist.join("dist"));
         assert_eq!(zip_times, [zip_time], "SOURCE_DATE_EPOCH={epoch}");
         assert_eq!(tar_times, [epoch.parse::<u64>().expect("test step")], "SOURCE_DATE_EPOCH={epoch}");
     }

@@ -71,12 +71,20 @@ class RuntimeTest(support.TempDirTest):
         self.assertEqual(matching, {"ok": "None", "warnings": []})
         regex = self.probe("rocm_sdk.initialize_process(check_version=__import__('re').compile(r'7\\.12'), fail_on_version_mismatch=True)")
         self.assertEqual(regex, {"ok": "None", "warnings": []})
+        # Both messages begin with the reference's sentence, word for word (SPEC §4).
+        reference = (
+            "The program was compiled against a ROCm version matching '%s' but the installed "
+            "ROCm version in this Python environment is " + support.VERSION + "."
+        )
         warned = self.probe("rocm_sdk.initialize_process(check_version='6.*')")
         self.assertEqual(len(warned["warnings"]), 1)
-        self.assertIn("'6.*'", warned["warnings"][0])
+        self.assertTrue(warned["warnings"][0].startswith(reference % "6.*"), warned["warnings"][0])
         raised = self.probe("rocm_sdk.initialize_process(check_version='6.*', fail_on_version_mismatch=True)")
         self.assertEqual(raised["error"], "RuntimeError")
-        self.assertIn(support.VERSION, raised["message"])
+        self.assertTrue(raised["message"].startswith(reference % "6.*"), raised["message"])
+        regex = self.probe("rocm_sdk.initialize_process(check_version=__import__('re').compile(r'6\\.0'), fail_on_version_mismatch=True)")
+        self.assertEqual(regex["error"], "RuntimeError")
+        self.assertTrue(regex["message"].startswith(reference % "6\\.0"), regex["message"])
 
     def test_unknown_keywords_are_accepted(self):
         self.assertEqual(self.probe("rocm_sdk.initialize_process(future_option=1)")["ok"], "None")

@@ -70,7 +70,7 @@ pub fn devel_package(
         aliases,
         soname_links: BTreeMap::new(),
         keep_absolute_rpath: builder.config.keep_absolute_rpath,
-        target: TargetMachine::from_platform_tag(&builder.config.platform_tag),
+        target: builder.config.platform_tag.machine(),
         planned: DevelSummary::default(),
     };
     tree.planned = plan_walk(builder, &mut tree, &dist_name)?;

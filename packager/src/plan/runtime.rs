@@ -93,7 +93,7 @@ impl<'a> Builder<'a> {
             config,
             dist_info,
             progress,
-            facts: FactCache::new(crate::platform::TargetMachine::from_platform_tag(&config.platform_tag)),
+            facts: FactCache::new(config.platform_tag.machine()),
             findings: Vec::new(),
             overrides: Vec::new(),
             aliases: BTreeMap::new(),

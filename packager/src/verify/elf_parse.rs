@@ -1,8 +1,8 @@
 //! Reads what verification needs from an ELF file that streams past once: headers,
 //! program and section header tables, the dynamic section, `.gnu.version_r`.
 //!
-//! Owns: [`ElfWindow`] (the first and last few MiB of a member, so memory stays bounded
-//! whatever the file size) and parsing it into [`ElfFile`], for 32/64-bit, either endian.
+//! Owns: parsing an [`ElfWindow`] (the first and last few MiB of a member, so memory stays
+//! bounded whatever the file size) into [`ElfFile`], for 32/64-bit, either endian.
 //! Does not own: judging what it read (`elf_checks`, `glibc`, `closure`).
 //!
 //! Headers, `.dynamic`, `.dynstr` and `.gnu.version_r` sit at the start of a file as
@@ -10,8 +10,8 @@
 //! so the head and the tail hold them; anything in the middle of a huge file is reported as
 //! not checked rather than read.
 
-/// How much of each end of an ELF member is kept in memory.
-pub(crate) const WINDOW_BYTES: usize = 8 << 20;
+pub(crate) use super::elf_window::ElfWindow;
+
 /// The marker the lead's launcher embeds before its relative target path (and a NUL).
 pub(crate) const LAUNCHER_MARKER: &[u8] = b"ROCM_SDK_LAUNCHER_TARGET=";
 /// Files larger than this are not searched for [`LAUNCHER_MARKER`].
@@ -28,56 +28,6 @@ pub(crate) use crate::elf::consts::{
 
 /// Upper bound on loops driven by file contents, so a corrupt file cannot spin forever.
 const MAX_ENTRIES: usize = 1 << 16;
-
-/// The first and last [`WINDOW_BYTES`] of a streamed file, and its length.
-#[derive(Debug, Default)]
-pub(crate) struct ElfWindow {
-    head: Vec<u8>,
-    /// Bytes after `head`, trimmed from the front to the last `WINDOW_BYTES`.
-    tail: Vec<u8>,
-    len: u64,
-}
-
-impl ElfWindow {
-    pub fn push(&mut self, mut bytes: &[u8]) {
-        self.len += bytes.len() as u64;
-        if self.head.len() < WINDOW_BYTES {
-            let take = bytes.len().min(WINDOW_BYTES - self.head.len());
-            self.head.extend_from_slice(&bytes[..take]);
-            bytes = &bytes[take..];
-        }
-        if bytes.is_empty() {
-            return;
-        }
-        self.tail.extend_from_slice(bytes);
-        // Trim only when twice the window has piled up, so trimming stays amortised O(1).
-        if self.tail.len() > 2 * WINDOW_BYTES {
-            let excess = self.tail.len() - WINDOW_BYTES;
-            self.tail.drain(..excess);
-        }
-    }
-
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn head(&self) -> &[u8] {
-        &self.head
-    }
-
-    /// `len` bytes at `offset`, when they are all in memory.
-    pub fn read_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
-        let end = offset.checked_add(len)?;
-        if end <= self.head.len() as u64 {
-            return self.head.get(offset as usize..end as usize);
-        }
-        let tail_start = self.len - self.tail.len() as u64;
-        if offset >= tail_start && end <= self.len {
-            return self.tail.get((offset - tail_start) as usize..(end - tail_start) as usize);
-        }
-        None
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Segment {
@@ -519,23 +469,5 @@ mod tests {
             window.push(&bytes);
             let _ = parse_elf(&window);
         }
-    }
-
-    #[test]
-    fn window_keeps_both_ends_of_a_large_stream() {
-        let mut window = ElfWindow::default();
-        let total = 3 * WINDOW_BYTES + 12345;
-        let byte_at = |offset: usize| (offset % 251) as u8;
-        let data: Vec<u8> = (0..total).map(byte_at).collect();
-        for chunk in data.chunks(100_003) {
-            window.push(chunk);
-        }
-        assert_eq!(window.len(), total as u64);
-        assert_eq!(window.read_at(10, 4), Some(&data[10..14]));
-        let near_end = (total - 100) as u64;
-        assert_eq!(window.read_at(near_end, 100), Some(&data[total - 100..]));
-        assert_eq!(window.read_at((total / 2) as u64, 16), None);
-        assert_eq!(window.read_at(near_end, 101), None);
-        assert!(window.head.len() + window.tail.len() <= 3 * WINDOW_BYTES);
     }
 }

@@ -2,10 +2,11 @@
 //! needs, the manylinux tag that allows (PEP 600, with auditwheel's policies), and the
 //! system libraries a manylinux wheel may leave to the host (PEP 599/600).
 //!
-//! Owns: symbol-version arithmetic and the policy tables. Does not own: reading
-//! `.gnu.version_r` (`elf_parse`).
+//! Owns: symbol-version arithmetic. Does not own: reading `.gnu.version_r` (`elf_parse`),
+//! the policies themselves (`manylinux_policy`, auditwheel's data).
 
 use super::report::Portability;
+use crate::manylinux_policy::{policies, Policy};
 
 /// Libraries every manylinux system provides (auditwheel's `lib_whitelist` of all policies,
 /// plus the dynamic loaders and `libcrypt.so.1`, which every glibc distribution ships).
@@ -48,35 +49,6 @@ pub(crate) fn is_system_library(name: &str) -> bool {
     SYSTEM_LIBRARIES.contains(&name)
 }
 
-/// One manylinux policy: the newest versions its reference distribution provides.
-struct Policy {
-    glibc_minor: u32,
-    glibcxx: &'static str,
-    cxxabi: &'static str,
-    gcc: &'static str,
-    /// manylinux1 and manylinux2010 exist for Intel only.
-    intel_only: bool,
-}
-
-/// From auditwheel 6.8's `manylinux-policy.json`, oldest first.
-const POLICIES: &[Policy] = &[
-    Policy { glibc_minor: 5, glibcxx: "3.4.8", cxxabi: "1.3.1", gcc: "4.2.0", intel_only: true },
-    Policy { glibc_minor: 12, glibcxx: "3.4.13", cxxabi: "1.3.3", gcc: "4.3.0", intel_only: true },
-    Policy { glibc_minor: 17, glibcxx: "3.4.19", cxxabi: "1.3.7", gcc: "4.8.0", intel_only: false },
-    Policy { glibc_minor: 24, glibcxx: "3.4.22", cxxabi: "1.3.10", gcc: "4.8.0", intel_only: false },
-    Policy { glibc_minor: 26, glibcxx: "3.4.22", cxxabi: "1.3.10", gcc: "4.8.0", intel_only: false },
-    Policy { glibc_minor: 27, glibcxx: "3.4.24", cxxabi: "1.3.11", gcc: "7.0.0", intel_only: false },
-    Policy { glibc_minor: 28, glibcxx: "3.4.24", cxxabi: "1.3.11", gcc: "7.0.0", intel_only: false },
-    Policy { glibc_minor: 31, glibcxx: "3.4.28", cxxabi: "1.3.12", gcc: "7.0.0", intel_only: false },
-    Policy { glibc_minor: 34, glibcxx: "3.4.29", cxxabi: "1.3.13", gcc: "7.0.0", intel_only: false },
-    Policy { glibc_minor: 35, glibcxx: "3.4.30", cxxabi: "1.3.13", gcc: "12.0.0", intel_only: false },
-    Policy { glibc_minor: 36, glibcxx: "3.4.30", cxxabi: "1.3.13", gcc: "12.0.0", intel_only: false },
-    Policy { glibc_minor: 38, glibcxx: "3.4.30", cxxabi: "1.3.13", gcc: "12.0.0", intel_only: false },
-    Policy { glibc_minor: 39, glibcxx: "3.4.33", cxxabi: "1.3.15", gcc: "14.0.0", intel_only: false },
-    Policy { glibc_minor: 40, glibcxx: "3.4.33", cxxabi: "1.3.15", gcc: "14.0.0", intel_only: false },
-    Policy { glibc_minor: 41, glibcxx: "3.4.33", cxxabi: "1.3.15", gcc: "14.0.0", intel_only: false },
-];
-
 /// Newest versions needed so far, per prefix.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct VersionNeeds {
@@ -109,6 +81,11 @@ impl VersionNeeds {
         }
     }
 
+    /// The architecture of the first ELF file added that has a manylinux name.
+    pub fn arch(&self) -> Option<&'static str> {
+        self.arch
+    }
+
     pub fn glibc_minor(&self) -> Option<u32> {
         self.glibc.as_ref().and_then(|version| version.get(1).copied())
     }
@@ -125,22 +102,43 @@ impl VersionNeeds {
 
     /// The oldest policy satisfying every need; beyond the table, the glibc minor itself.
     fn manylinux_minor(&self, arch: &str) -> u32 {
-        let intel = matches!(arch, "x86_64" | "i686");
-        let fits = |have: &str, need: &Option<Vec<u32>>| {
-            need.as_ref().is_none_or(|need| parse_version(have).is_some_and(|have| have >= *need))
-        };
-        let glibc_minor = self.glibc_minor().unwrap_or(0);
-        POLICIES
-            .iter()
-            .filter(|policy| intel || !policy.intel_only)
-            .find(|policy| {
-                policy.glibc_minor >= glibc_minor
-                    && fits(policy.glibcxx, &self.glibcxx)
-                    && fits(policy.cxxabi, &self.cxxabi)
-                    && fits(policy.gcc, &self.gcc)
+        match self.oldest_policy(arch) {
+            Some(policy) => policy.glibc_minor(),
+            None => self.glibc_minor().unwrap_or(0),
+        }
+    }
+
+    /// The most widely installable (highest-priority) policy for `arch` that provides every
+    /// symbol version needed so far; `None` when even the newest policy is too old.
+    pub fn oldest_policy(&self, arch: &str) -> Option<&'static Policy> {
+        policies().iter().filter(|policy| policy.supports(arch)).find(|policy| self.fits(policy, arch))
+    }
+
+    /// Whether `policy` provides every symbol version needed so far on `arch`.
+    pub fn fits(&self, policy: &Policy, arch: &str) -> bool {
+        let fits = |prefix: &str, need: &Option<Vec<u32>>| {
+            need.as_ref().is_none_or(|need| {
+                policy.newest(arch, prefix).and_then(parse_version).is_some_and(|have| have >= *need)
             })
-            .map(|policy| policy.glibc_minor)
-            .unwrap_or(glibc_minor)
+        };
+        fits("GLIBC", &self.glibc)
+            && fits("GLIBCXX", &self.glibcxx)
+            && fits("CXXABI", &self.cxxabi)
+            && fits("GCC", &self.gcc)
+    }
+
+    /// The newest needed version of each prefix that `policy` does not provide on `arch`, as
+    /// symbol-version names (`GLIBCXX_3.4.30`), for saying why no policy fits.
+    pub fn beyond(&self, policy: &Policy, arch: &str) -> Vec<String> {
+        let needs = [("GLIBC", &self.glibc), ("GLIBCXX", &self.glibcxx), ("CXXABI", &self.cxxabi), ("GCC", &self.gcc)];
+        needs
+            .into_iter()
+            .filter_map(|(prefix, need)| {
+                let need = need.as_ref()?;
+                let have = policy.newest(arch, prefix).and_then(parse_version);
+                (have.as_ref() < Some(need)).then(|| format!("{prefix}_{}", format_version(need)))
+            })
+            .collect()
     }
 }
 

@@ -14,8 +14,9 @@ mod archive;
 mod closure;
 mod devel;
 mod elf_checks;
-mod elf_parse;
-mod glibc;
+pub(crate) mod elf_parse;
+mod elf_window;
+pub(crate) mod glibc;
 mod member;
 mod metadata;
 mod record;
@@ -48,7 +49,9 @@ pub enum VerifyError {
 impl VerifyError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            Self::NotADirectory { .. } => Some("point --dist at the directory `cargo xtask package` wrote"),
+            Self::NotADirectory { .. } => {
+                Some("point --dist at the dist/ directory under the --dest-dir of `cargo xtask package`")
+            }
             Self::Read { .. } => None,
         }
     }

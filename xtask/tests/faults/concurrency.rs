@@ -72,7 +72,7 @@ fn two_runs_of_the_bundled_example_at_once_both_succeed_alike() {
         let result = child.wait_with_output().expect("wait");
         assert!(result.status.success(), "{}", describe(&result));
     }
-    let (first, second) = (temp.path().join("first"), temp.path().join("second"));
+    let (first, second) = (temp.path().join("first/dist"), temp.path().join("second/dist"));
     assert_eq!(check_archives(&first).len(), 7);
     assert!(contents(&first) == contents(&second), "the two runs wrote different packages");
 }

@@ -20,8 +20,11 @@ pub fn xtask() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xtask"))
 }
 
-/// `xtask package` of `artifacts` into `dest`, quiet, with a fixed version.
-pub fn package_command(artifacts: &Path, dest: &Path) -> Command {
+/// `xtask package` of `artifacts` with its archives in `dist`, quiet, with a fixed version.
+/// `dist` is `{dest-dir}/dist`, where the packager puts archives (SPEC §2).
+pub fn package_command(artifacts: &Path, dist: &Path) -> Command {
+    assert_eq!(dist.file_name().and_then(|name| name.to_str()), Some("dist"), "{}", dist.display());
+    let dest = dist.parent().expect("a dist dir has a parent");
     let mut command = xtask();
     command.args(["package", "--quiet", "--version", "7.12.0.dev0", "--artifact-dir"]).arg(artifacts);
     command.arg("--dest-dir").arg(dest);

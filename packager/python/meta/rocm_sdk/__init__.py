@@ -184,12 +184,20 @@ def initialize_process(
             shown = str(check_version)
             pattern = re.compile("^" + re.escape(shown).replace(r"\*", ".*") + "$")
         if not pattern.match(__version__):
+            # The first sentence is the reference's, word for word (SPEC §4): code outside
+            # this project, the reference's own tests among it, matches on it.
             message = (
-                "this program was built against ROCm %r but the ROCm installed in this Python "
-                "environment is %s" % (shown, __version__)
+                "The program was compiled against a ROCm version matching '%s' but the "
+                "installed ROCm version in this Python environment is %s." % (shown, __version__)
             )
             if fail_on_version_mismatch:
-                raise RuntimeError(message)
+                raise RuntimeError(
+                    message + " Install the ROCm packages the program was built for "
+                    "(pip install --force-reinstall 'rocm==VERSION'), or rebuild it against %s."
+                    % __version__
+                )
             import warnings
 
-            warnings.warn(message + "; this may cause unexpected behavior", stacklevel=2)
+            warnings.warn(
+                message + " This incompatibility may result in unexpected behavior.", stacklevel=2
+            )

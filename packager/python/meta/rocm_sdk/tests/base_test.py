@@ -66,6 +66,19 @@ class BaseTest(unittest.TestCase):
         returncode, _, stderr = utils.python_in_subprocess(code, env)
         self.assertEqual(returncode, 0, stderr)
 
+    # The reference's own test modules match on these words (SPEC §4).
+    MISMATCH = "The program was compiled against a ROCm version matching"
+
+    def test_initialize_process_check_version_mismatch(self):
+        with self.assertRaisesRegex(RuntimeError, "^" + self.MISMATCH + " 'badversion' but the installed"):
+            rocm_sdk.initialize_process(
+                preload_shortnames=[], env_override=False, check_version="badversion", fail_on_version_mismatch=True
+            )
+
+    def test_initialize_process_check_version_mismatch_warning(self):
+        with self.assertWarnsRegex(UserWarning, "^" + self.MISMATCH + " 'badversion' but the installed"):
+            rocm_sdk.initialize_process(preload_shortnames=[], env_override=False, check_version="badversion")
+
     def test_target_family_is_available(self):
         family = di.determine_target_family()
         if di.AVAILABLE_TARGET_FAMILIES:
