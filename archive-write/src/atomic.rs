@@ -21,6 +21,57 @@ use tempfile::TempPath;
 use super::record::hex;
 use super::WriteError;
 
+/// Every temp name this crate makes in a destination carries this after the output's
+/// name (`.{name}.tmp-archive-write-XXXXXX`), so whoever cleans up after a killed run
+/// removes only what a writer of this crate made, never another tool's `.x.tmp-y`.
+pub const TEMP_MARKER: &str = ".tmp-archive-write-";
+
+/// Inside a temp directory (a `--no-build-packages` tree being written, or an older tree
+/// moved aside), this file says the directory is ours: [`remove_temp_entries`] removes a
+/// directory only when it carries both this file and the marked name.
+pub const TEMP_TREE_MARKER_FILE: &str = ".archive-write-temp-tree";
+
+/// A name made by [`temp_prefix`].
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(TEMP_MARKER)
+}
+
+/// `.{name}{TEMP_MARKER}`: what a temp file or tree for `name` is called before its random part.
+pub fn temp_prefix(name: &str) -> String {
+    format!(".{name}{TEMP_MARKER}")
+}
+
+/// Removes the temp files (and marked temp trees) our writers left in `dir`; returns how
+/// many. Anything else is left alone: a name without our marker, a symlink, a directory
+/// without the marker file, whoever made them (issue 24).
+pub fn remove_temp_entries(dir: &Path) -> Result<usize, WriteError> {
+    let read_error = |source| WriteError::Write { path: dir.to_path_buf(), source };
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).map_err(read_error)? {
+        let entry = entry.map_err(read_error)?;
+        if !is_temp_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let path = entry.path();
+        // `file_type` does not follow symlinks: a link named like ours is not ours.
+        let Ok(file_type) = entry.file_type() else { continue };
+        let result = if file_type.is_file() {
+            std::fs::remove_file(&path)
+        } else if file_type.is_dir() && path.join(TEMP_TREE_MARKER_FILE).is_file() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            continue;
+        };
+        match result {
+            Ok(()) => removed += 1,
+            // Renamed into place or removed by its writer meanwhile.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => return Err(WriteError::Write { path, source }),
+        }
+    }
+    Ok(removed)
+}
+
 /// A temp file in the destination directory that becomes `file_name` once staged and
 /// committed.
 pub struct AtomicFile {
@@ -41,7 +92,7 @@ impl AtomicFile {
     pub fn create(dest_dir: &Path, file_name: &str) -> Result<AtomicFile, WriteError> {
         std::fs::create_dir_all(dest_dir).map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
         let temp = tempfile::Builder::new()
-            .prefix(&format!(".{file_name}.tmp-"))
+            .prefix(&temp_prefix(file_name))
             .tempfile_in(dest_dir)
             .map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
         Ok(AtomicFile { temp, dest: dest_dir.join(file_name) })
@@ -150,7 +201,7 @@ fn save_previous(dest: &Path) -> Result<Previous, WriteError> {
     // Named like a writer temp file, so a run killed mid-commit leaves nothing the next
     // lock holder does not remove (`dest_lock`).
     let link = tempfile::Builder::new()
-        .prefix(&format!(".{}.old.tmp-", name.to_string_lossy()))
+        .prefix(&temp_prefix(&format!("{}.old", name.to_string_lossy())))
         .make_in(dir, |path| std::fs::hard_link(dest, path));
     Ok(link.map_or(Previous::Unsaved, |link| Previous::Saved(link.into_temp_path())))
 }

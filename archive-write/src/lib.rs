@@ -22,6 +22,7 @@ mod record;
 mod sdist;
 mod tar;
 mod tree;
+mod tree_commit;
 mod wheel;
 mod zip;
 
@@ -30,6 +31,7 @@ pub use metadata::normalize_dist_name;
 pub use options::{BuildTime, DevelTarballCompression, WheelCompression};
 pub use progress::{Progress, Silent};
 pub use tar::xz_stream;
+pub use tree_commit::{commit_trees, StagedTree};
 
 /// Where a member's bytes come from.
 #[derive(Clone, Debug)]
@@ -293,15 +295,28 @@ pub fn write_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) 
 }
 
 /// `--no-build-packages`: lays a wheel's members out as a directory tree (and the devel
-/// tarball's entries as real symlinks and files) under `dest_dir/{dist name}-{version}`.
-pub fn write_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<PathBuf, WriteError> {
-    tree::write_tree(dest_dir, spec)
+/// tarball's entries as real symlinks and files) under `dest_dir/{dist name}-{version}`,
+/// under a temp name until [`commit_trees`].
+pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, WriteError> {
+    tree::stage_tree(dest_dir, spec)
 }
 
 /// `--no-build-packages` for the `rocm` sdist: its files laid out as the directory its
-/// archive holds, `dest_dir/{name}-{version}`.
+/// archive holds, `dest_dir/{name}-{version}`, under a temp name until [`commit_trees`].
+pub fn stage_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<StagedTree, WriteError> {
+    tree::stage_sdist_tree(dest_dir, spec)
+}
+
+/// [`stage_tree`] and [`commit_trees`] of one tree, outside a packaging run.
+pub fn write_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<PathBuf, WriteError> {
+    let staged = stage_tree(dest_dir, spec)?;
+    Ok(commit_trees(vec![staged])?.pop().expect("one tree staged, one committed"))
+}
+
+/// [`stage_sdist_tree`] and [`commit_trees`] of one tree, outside a packaging run.
 pub fn write_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<PathBuf, WriteError> {
-    tree::write_sdist_tree(dest_dir, spec)
+    let staged = stage_sdist_tree(dest_dir, spec)?;
+    Ok(commit_trees(vec![staged])?.pop().expect("one tree staged, one committed"))
 }
 
 /// Writes the devel tarball alone (what the devel wheel carries as `_devel.tar[.xz]`),

@@ -2,10 +2,10 @@
 //! unpacked, with the devel tarball's entries expanded as real directories, files and
 //! symlinks instead of the tarball; the `rocm` sdist as the directory its archive holds.
 //!
-//! Owns: the tree layout and its atomic replacement. Does not own: member content.
+//! Owns: the tree layout. Does not own: member content, or placing the trees
+//! (`tree_commit`, all of a run's trees or none).
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -15,10 +15,12 @@ use super::member::write_file;
 use super::record::Record;
 use super::sdist::sdist_layout;
 use super::tar::expand_devel_entries;
+use super::tree_commit::{temp_tree, StagedTree};
 use super::wheel::{ordered_members, WheelNames};
 use super::{MemberData, SdistSpec, WheelSpec, WriteError};
 
-pub fn write_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<PathBuf, WriteError> {
+/// Writes a wheel's tree under a temp name in `dest_dir`; [`commit_trees`] puts it in place.
+pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, WriteError> {
     let names = WheelNames::new(spec)?;
     let members = ordered_members(spec, &names)?;
     let temp = temp_tree(dest_dir, &names.stem)?;
@@ -43,43 +45,17 @@ pub fn write_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<PathBuf, WriteErr
     }
     let record_bytes = record.finish(&names.record());
     write_file(&MemberData::Bytes(Arc::new(record_bytes)), false, &temp.path().join(names.record()))?;
-    put_in_place(temp, &dest_dir.join(&names.stem))
+    Ok(StagedTree::new(temp, dest_dir.join(&names.stem)))
 }
 
 /// The `rocm` sdist as `{name}-{version}/` in `dest_dir`: exactly the files its archive
 /// holds under that directory (PKG-INFO, `pyproject.toml`, the in-tree backend and the
-/// sources), with the archive's modes. Replaces an older tree when whole.
-pub fn write_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<PathBuf, WriteError> {
+/// sources), with the archive's modes, staged like [`stage_tree`].
+pub fn stage_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<StagedTree, WriteError> {
     let (stem, files) = sdist_layout(spec)?;
     let temp = temp_tree(dest_dir, &stem)?;
     for file in files {
         write_file(&MemberData::Bytes(Arc::new(file.bytes)), file.executable, &temp.path().join(&file.name))?;
     }
-    put_in_place(temp, &dest_dir.join(&stem))
-}
-
-/// An empty directory beside the tree's final place, named like the writers' temp files
-/// (`.{stem}.tmp-*`) so a later run's lock holder removes it if this run is killed.
-fn temp_tree(dest_dir: &Path, stem: &str) -> Result<tempfile::TempDir, WriteError> {
-    std::fs::create_dir_all(dest_dir).map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
-    tempfile::Builder::new()
-        .prefix(&format!(".{stem}.tmp-"))
-        .tempdir_in(dest_dir)
-        .map_err(|source| WriteError::Write { path: dest_dir.into(), source })
-}
-
-/// Renames a complete tree to `root`, replacing an older one, so a failed run leaves no
-/// half tree; returns `root`.
-fn put_in_place(temp: tempfile::TempDir, root: &Path) -> Result<PathBuf, WriteError> {
-    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755))
-        .map_err(|source| WriteError::Write { path: temp.path().into(), source })?;
-    if root.exists() {
-        std::fs::remove_dir_all(root).map_err(|source| WriteError::Write { path: root.to_path_buf(), source })?;
-    }
-    let temp_path = temp.keep();
-    std::fs::rename(&temp_path, root).map_err(|source| {
-        let _ = std::fs::remove_dir_all(&temp_path);
-        WriteError::Write { path: root.to_path_buf(), source }
-    })?;
-    Ok(root.to_path_buf())
+    Ok(StagedTree::new(temp, dest_dir.join(&stem)))
 }

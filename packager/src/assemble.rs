@@ -101,15 +101,18 @@ pub fn write_outputs(
     }
     let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
     if !config.build_packages {
-        // Trees are no packages pip reads, so each replaces its own older tree when whole.
+        // All trees or none, like the archives (issue 24): each is written whole under a
+        // temp name, and only then are all swapped in; a failure drops the staged ones.
+        let mut trees = Vec::new();
         for package in packages {
             let spec = wheel_spec(plan, package, config, launcher.as_ref(), &tags)?;
-            let tree = write::write_tree(&output_dir, &spec)?;
-            progress.output_finished(&tree.display().to_string());
+            trees.push(write::stage_tree(&output_dir, &spec)?);
         }
         if wanted(PackageGroup::Meta) {
-            let tree = write::write_sdist_tree(&output_dir, &sdist_spec(plan))?;
-            progress.output_finished(&tree.display().to_string());
+            trees.push(write::stage_sdist_tree(&output_dir, &sdist_spec(plan))?);
+        }
+        for root in lock.commit_trees(trees)? {
+            progress.output_finished(&root.display().to_string());
         }
         return Ok(Vec::new());
     }
@@ -129,7 +132,22 @@ pub fn write_outputs(
         check_complete(plan, &output_dir, &outputs)?;
     }
     lock.commit(files)?;
+    if config.only.is_empty() {
+        remove_stale(plan, lock.dest(), &outputs, progress)?;
+    }
     Ok(outputs)
+}
+
+/// After a full run's commit: our wheels of this version it no longer produces go
+/// (`stale`), so the destination holds one coherent set (issue 24).
+fn remove_stale(plan: &Plan, dest: &Path, outputs: &[OutputReport], progress: &dyn Progress) -> Result<(), WriteError> {
+    let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
+    let removed = crate::stale::remove_stale_archives(dest, &plan.version, &produced)
+        .map_err(|source| WriteError::Write { path: dest.to_path_buf(), source })?;
+    for path in removed {
+        progress.warn(&format!("removed {}: an earlier run's package this run no longer produces", path.display()));
+    }
+    Ok(())
 }
 
 /// Wheels written at once. Each wheel already compresses on every core; a second writer

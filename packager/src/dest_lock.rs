@@ -9,10 +9,12 @@
 //! that and locks it after finds it no longer at its path and starts again
 //! ([`is_current`]), so two runs never hold two different files as "the" lock.
 //!
-//! Whoever holds the lock also owns the writers' temp files in the destination
-//! (`.{name}.tmp-*`, see `write::atomic`): a run that was killed (SIGKILL, power loss)
-//! could not remove its own, so the next holder removes them, and a CLI interrupted by
-//! SIGINT removes them through [`DestLock::remove_temp_files`] before it exits.
+//! Whoever holds the lock also owns the writers' temp files in the destination (named
+//! with `write::atomic::TEMP_MARKER`, and trees also marked inside): a run that was
+//! killed (SIGKILL, power loss) could not remove its own, so the next holder removes
+//! them, and a CLI interrupted by SIGINT removes them through
+//! [`DestLock::remove_temp_files`] before it exits. Nothing else in the destination is
+//! touched, whoever made it: another tool's `.x.tmp-y`, a symlink, a directory (issue 24).
 //!
 //! The run's outputs are renamed into place through the lock too ([`DestLock::commit`]),
 //! so an interrupt's cleanup waits for a commit under way to finish (the set is then
@@ -23,10 +25,11 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use crate::write::{self, StagedFile, WriteError, WrittenFile};
+use crate::write::{self, StagedFile, StagedTree, WriteError, WrittenFile};
 
 const LOCK_NAME: &str = ".rocm-packager.lock";
 
@@ -105,6 +108,22 @@ impl DestLock {
         }
         write::commit(files)
     }
+
+    /// Puts `--no-build-packages` trees in place, all or none ([`write::commit_trees`]),
+    /// under the same guard as [`DestLock::commit`].
+    pub fn commit_trees(&self, trees: Vec<StagedTree>) -> Result<Vec<PathBuf>, WriteError> {
+        let cleaned = self.cleaned.lock().unwrap_or_else(PoisonError::into_inner);
+        if *cleaned {
+            let reason =
+                format!("the run was interrupted and its temporary files removed from {}", self.dest.display());
+            return Err(WriteError::Invalid { reason });
+        }
+        if let Some(tree) = trees.iter().find(|tree| tree.root().parent() != Some(self.dest.as_path())) {
+            let reason = format!("{} is not in {}, the locked destination", tree.root().display(), self.dest.display());
+            return Err(WriteError::Invalid { reason });
+        }
+        write::commit_trees(trees)
+    }
 }
 
 impl Drop for DestLock {
@@ -127,6 +146,8 @@ fn lock_file(dest_root: &Path, path: &Path) -> Result<File, WriteError> {
             .create(true)
             .truncate(false)
             .write(true)
+            // A symlink in its place (to a file elsewhere) is refused, not followed.
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(|source| WriteError::Write { path: path.to_path_buf(), source })?;
         // SAFETY: flock on a file descriptor we own; no memory is involved.
@@ -161,39 +182,19 @@ fn remove_lock_file(path: &Path) {
 }
 
 fn remove_temp_files_in(dest: &Path) -> Result<usize, WriteError> {
-    let read_error = |source| WriteError::Write { path: dest.to_path_buf(), source };
-    let mut removed = 0;
-    for entry in std::fs::read_dir(dest).map_err(read_error)? {
-        let entry = entry.map_err(read_error)?;
-        if !is_temp_name(&entry.file_name().to_string_lossy()) {
-            continue;
-        }
-        let path = entry.path();
-        let is_dir = entry.file_type().is_ok_and(|file_type| file_type.is_dir());
-        let result = if is_dir { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
-        match result {
-            Ok(()) => removed += 1,
-            // Renamed into place or removed by its writer meanwhile.
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(source) => return Err(WriteError::Write { path, source }),
-        }
-    }
-    Ok(removed)
-}
-
-/// `.{output name}.tmp-{random}`, as `write::atomic` and `write::tree` name them.
-fn is_temp_name(name: &str) -> bool {
-    name.starts_with('.') && name.contains(".tmp-")
+    write::atomic::remove_temp_entries(dest)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use crate::write::atomic::{is_temp_name, temp_prefix, TEMP_TREE_MARKER_FILE};
+
     #[test]
     fn temp_names() {
-        assert!(is_temp_name(".rocm-7.0.tar.gz.tmp-Ab3xYz"));
-        assert!(is_temp_name(".rocm_sdk_core-7.0-py3-none-linux_x86_64.tmp-q1w2e3"));
+        assert!(is_temp_name(&format!("{}Ab3xYz", temp_prefix("rocm-7.0.tar.gz"))));
+        assert!(!is_temp_name(".rocm-7.0.tar.gz.tmp-Ab3xYz"), "another tool's temp name");
         assert!(!is_temp_name(LOCK_NAME));
         assert!(!is_temp_name("rocm_sdk_core-7.0.tmp-1.whl"));
         assert!(!is_temp_name("rocm-7.0.tar.gz"));
@@ -202,8 +203,10 @@ mod tests {
     #[test]
     fn the_holder_removes_stale_temp_files_and_a_second_run_fails_fast() {
         let dest = tempfile::tempdir().expect("tempdir");
-        fs_err::write(dest.path().join(".rocm-7.0.tar.gz.tmp-abc123"), "half").expect("write");
-        fs_err::create_dir_all(dest.path().join(".rocm_sdk_core-7.0-py3-none-any.tmp-xyz/lib")).expect("mkdir");
+        fs_err::write(dest.path().join(format!("{}abc123", temp_prefix("rocm-7.0.tar.gz"))), "half").expect("write");
+        let tree = dest.path().join(format!("{}xyz", temp_prefix("rocm_sdk_core-7.0-py3-none-any")));
+        fs_err::create_dir_all(tree.join("lib")).expect("mkdir");
+        fs_err::write(tree.join(TEMP_TREE_MARKER_FILE), "").expect("mark");
         fs_err::write(dest.path().join("rocm-7.0.tar.gz"), "complete").expect("write");
         let lock = DestLock::acquire(dest.path()).expect("lock");
         assert_eq!(lock.removed_stale, 2);
@@ -257,7 +260,7 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let output_dir = root.path().join("dist");
         fs_err::create_dir_all(&output_dir).expect("mkdir");
-        fs_err::write(output_dir.join(".rocm-7.0.tar.gz.tmp-abc123"), "half").expect("write");
+        fs_err::write(output_dir.join(format!("{}abc123", temp_prefix("rocm-7.0.tar.gz"))), "half").expect("write");
         let lock = DestLock::acquire_in(root.path(), &output_dir).expect("lock");
         assert_eq!((lock.removed_stale, lock.dest()), (1, output_dir.as_path()));
         assert_eq!(names(root.path()), [LOCK_NAME, "dist"]);

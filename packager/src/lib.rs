@@ -16,6 +16,7 @@
 pub mod assemble;
 pub mod catalog;
 pub mod config;
+pub mod escape;
 pub mod example;
 pub mod index;
 pub mod launcher;
@@ -28,6 +29,8 @@ pub mod progress;
 pub mod python;
 pub mod relpath;
 pub mod report;
+pub mod small_file;
+pub mod stale;
 pub mod targets;
 pub mod verify;
 

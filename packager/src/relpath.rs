@@ -34,7 +34,7 @@ pub enum RelPathError {
     ParentComponent,
     #[error("path has an empty or `.` component")]
     EmptyComponent,
-    #[error("path has a NUL, backslash or newline in a component")]
+    #[error("path has a backslash or a control character (NUL, newline, escape, ...) in a component")]
     BadCharacter,
 }
 
@@ -176,7 +176,9 @@ fn check_component(component: &str) -> Result<(), RelPathError> {
     match component {
         "" | "." => Err(RelPathError::EmptyComponent),
         ".." => Err(RelPathError::ParentComponent),
-        name if name.contains(['\0', '\\', '\n', '\r']) => Err(RelPathError::BadCharacter),
+        // Any control character, not only those that split lines: an escape sequence in a
+        // name rewrites the terminal of whoever lists the package (issue 24).
+        name if name.contains('\\') || name.chars().any(char::is_control) => Err(RelPathError::BadCharacter),
         _ => Ok(()),
     }
 }

@@ -8,6 +8,10 @@
 
 #[path = "hostile_commit.rs"]
 mod commit;
+#[path = "hostile_dest.rs"]
+mod dest;
+#[path = "hostile_devel.rs"]
+mod devel;
 #[path = "hostile_disk.rs"]
 mod disk;
 #[path = "hostile_elf.rs"]
@@ -16,8 +20,16 @@ mod elf;
 mod files;
 #[path = "hostile_links.rs"]
 mod links;
+#[path = "hostile_metadata.rs"]
+mod metadata;
 #[path = "hostile_names.rs"]
 mod names;
+#[path = "hostile_soname.rs"]
+mod soname;
+#[path = "hostile_stale.rs"]
+mod stale;
+#[path = "hostile_stray.rs"]
+mod stray;
 
 use std::collections::BTreeMap;
 use std::io::Read;

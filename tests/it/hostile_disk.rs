@@ -37,16 +37,16 @@ fn leftovers(dir: &Path) -> Vec<String> {
 }
 
 /// A tmpfs mounted for the test; unmounted when dropped, also when an assert fails.
-struct Tmpfs(PathBuf);
+pub(super) struct Tmpfs(pub(super) PathBuf);
 
 impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Tmpfs {
+    pub(super) fn mount(dir: &Path, size: &str) -> Tmpfs {
         fs_err::create_dir_all(dir).expect("mkdir");
         run(Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(dir));
         Tmpfs(dir.to_path_buf())
     }
 
-    fn resize(&self, size: &str) {
+    pub(super) fn resize(&self, size: &str) {
         run(Command::new("mount").args(["-o", &format!("remount,size={size}")]).arg(&self.0));
     }
 }

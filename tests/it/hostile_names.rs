@@ -112,3 +112,51 @@ fn hostile_version_suffix_and_platform_tag_are_refused() {
         assert!(!example.temp.path().join("escape").exists(), "{what}");
     }
 }
+
+/// Control characters in a name (not only a newline) are refused, and the message shows
+/// them escaped: raw, an escape sequence would rewrite the terminal of whoever reads the
+/// error (issue 24).
+#[test]
+fn names_with_control_characters_are_refused_and_printed_escaped() {
+    for (name, shown) in
+        [("lib/lib\u{1b}[31mred.so", "lib\\u{1b}[31mred.so"), ("share/a\tb.txt", "a\\tb.txt"), ("share/x\ny", "x\\ny")]
+    {
+        let example = Example::new();
+        let path = example.core_stage().join(name);
+        let error = super::fails_leaving_dist_intact(&example, |_| {
+            fs_err::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            fs_err::write(&path, "x").expect("write");
+        });
+        let text = full_text(&error);
+        assert!(text.contains(shown), "{name:?}: {text:?}");
+        assert!(!text.contains(['\u{1b}', '\t']) && !text.contains(name), "{name:?}: printed raw: {text:?}");
+        assert!(text.contains("control character") && text.contains("hint: "), "{text}");
+    }
+}
+
+/// Names that differ only in case are one file on Windows and macOS: `verify --dist` warns
+/// about them as it does about names Windows cannot extract (issue 24).
+#[test]
+fn names_differing_only_in_case_are_reported_by_verify() {
+    let example = Example::new();
+    let dir = example.core_stage().join("share/case");
+    fs_err::create_dir_all(&dir).expect("mkdir");
+    fs_err::write(dir.join("Readme.txt"), "one").expect("write");
+    fs_err::write(dir.join("README.txt"), "two").expect("write");
+    example.package().expect("packages; the names are legal on Linux");
+    let report = packager::verify::verify_dist(&example.dist()).expect("verify");
+    let warnings: Vec<_> = report
+        .packages
+        .iter()
+        .flat_map(|package| &package.warnings)
+        .filter(|warning| {
+            warning.check == packager::verify::Check::WindowsName && warning.message.contains("only in case")
+        })
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|warning| warning.path.as_deref().is_some_and(|path| path.ends_with("share/case/Readme.txt"))),
+        "{warnings:?}"
+    );
+}

@@ -157,7 +157,9 @@ fn tar_bytes(members: &[(&str, TarMember)]) -> Vec<u8> {
             }
             TarMember::Symlink(target) => {
                 header.set_entry_type(tar::EntryType::Symlink);
-                header.set_link_name(target).expect("link name");
+                // Written raw, as a hostile tarball would: `set_link_name` refuses `` and `.`.
+                let link_field = &mut header.as_gnu_mut().expect("gnu header").linkname;
+                link_field[..target.len()].copy_from_slice(target.as_bytes());
                 header.set_mode(0o777);
                 &[]
             }

@@ -69,3 +69,27 @@ fn devel_symlink_leaving_site_packages() {
         &[(DEVEL_WHEEL, Some(link), Check::Devel, "symlink to `../../../lib/libc.so.6` leaves site-packages")],
     );
 }
+
+/// A SONAME of `..` or `.` once became such a link (issue 24): it resolves, to a directory
+/// holding the link, so anything walking the installed tree loops. An empty target too.
+#[test]
+fn devel_symlink_looping_to_its_own_directory_or_empty() {
+    for target in ["..", ".", "", "../lib"] {
+        let fixture = fixture();
+        let mut wheels = default_wheels(&fixture);
+        let link = "_rocm_sdk_devel/lib/libloop.so";
+        let devel_tar = tar_bytes(&[
+            ("_rocm_sdk_devel/", TarMember::Dir),
+            ("_rocm_sdk_devel/lib/", TarMember::Dir),
+            (link, TarMember::Symlink(target)),
+        ]);
+        let devel = position(&wheels, DEVEL_WHEEL);
+        wheels[devel] = devel_wheel("_devel.tar", devel_tar);
+        let report = verify(&fixture, &wheels);
+        assert_eq!(
+            violations(&report),
+            [(DEVEL_WHEEL.to_owned(), Some(link.to_owned()), Check::Devel)],
+            "{target:?}: {report:?}"
+        );
+    }
+}

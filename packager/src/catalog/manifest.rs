@@ -4,6 +4,8 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use crate::small_file::read_metadata_file;
+
 use super::{Artifact, ArtifactName, BuildManifest, Catalog, CatalogError, BUILD_MANIFEST};
 
 /// Every artifact lists its install prefixes here, one per line.
@@ -69,7 +71,7 @@ pub(super) fn read_catalog(artifacts_dir: &Path) -> Result<Catalog, CatalogError
 }
 
 pub(super) fn read_build_manifest(path: &Path) -> Result<BuildManifest, CatalogError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_metadata_file(path) {
         Ok(text) => text,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             return Err(CatalogError::MissingBuildManifest { path: path.to_owned() })
@@ -82,15 +84,25 @@ pub(super) fn read_build_manifest(path: &Path) -> Result<BuildManifest, CatalogE
         let message = "expected a JSON object".to_owned();
         return Err(CatalogError::BadBuildManifest { path: path.to_owned(), message });
     }
-    // Only a literal `true` selects kpack-split mode, as in the reference.
-    let kpack_split = json.pointer("/flags/KPACK_SPLIT_ARTIFACTS") == Some(&serde_json::Value::Bool(true));
+    // Only a literal `true` selects kpack-split mode, as in the reference; a value that is
+    // neither a boolean nor absent (`"true"`, `1`) is a mistake that would silently mean
+    // legacy mode, so it is refused (issue 24).
+    let kpack_split = match json.pointer("/flags/KPACK_SPLIT_ARTIFACTS") {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Bool(flag)) => *flag,
+        Some(other) => {
+            let message = format!("`flags.KPACK_SPLIT_ARTIFACTS` must be true or false, not {other}");
+            return Err(CatalogError::BadBuildManifest { path: path.to_owned(), message });
+        }
+    };
     Ok(BuildManifest { path: path.to_owned(), kpack_split })
 }
 
 /// The existing prefixes of `artifact_dir/artifact_manifest.txt`, in manifest order.
 pub(super) fn read_artifact_manifest(artifact_dir: &Path) -> Result<Vec<PathBuf>, CatalogError> {
     let path = artifact_dir.join(ARTIFACT_MANIFEST);
-    let text = std::fs::read_to_string(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
+    check_manifest_location(artifact_dir, &path)?;
+    let text = read_metadata_file(&path).map_err(|source| CatalogError::Read { path: path.clone(), source })?;
     let mut basedirs = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let prefix = line.trim();
@@ -105,6 +117,14 @@ pub(super) fn read_artifact_manifest(artifact_dir: &Path) -> Result<Vec<PathBuf>
         let basedir = artifact_dir.join(prefix_path);
         match basedir_location(artifact_dir, &basedir) {
             Location::Missing => continue,
+            Location::ArtifactItself => {
+                let reason = format!(
+                    "line {} of {} names the artifact directory itself, which would package the manifest",
+                    index + 1,
+                    path.display()
+                );
+                return Err(CatalogError::BadPath { path: basedir, reason });
+            }
             Location::Outside => return Err(escapes()),
             Location::NotADirectory => {
                 let reason = format!("line {} of {} is not a directory", index + 1, path.display());
@@ -117,8 +137,28 @@ pub(super) fn read_artifact_manifest(artifact_dir: &Path) -> Result<Vec<PathBuf>
     Ok(basedirs)
 }
 
+/// A manifest that is a symlink must stay inside the artifacts directory: one pointing
+/// elsewhere would let a file outside the build decide what is packaged (issue 24).
+fn check_manifest_location(artifact_dir: &Path, path: &Path) -> Result<(), CatalogError> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink());
+    if !is_link {
+        return Ok(());
+    }
+    let artifacts_dir = artifact_dir.parent().unwrap_or(artifact_dir);
+    let real = std::fs::canonicalize(path).map_err(|source| CatalogError::Read { path: path.to_owned(), source })?;
+    let real_artifacts_dir = std::fs::canonicalize(artifacts_dir)
+        .map_err(|source| CatalogError::Read { path: artifacts_dir.to_owned(), source })?;
+    if real.starts_with(&real_artifacts_dir) {
+        return Ok(());
+    }
+    let reason = format!("is a symlink to {}, outside the artifacts directory", real.display());
+    Err(CatalogError::BadPath { path: path.to_owned(), reason })
+}
+
 enum Location {
     Inside,
+    /// `.` or a link back to the artifact: its basedir would hold `artifact_manifest.txt`.
+    ArtifactItself,
     Missing,
     Outside,
     NotADirectory,
@@ -142,6 +182,9 @@ fn basedir_location(artifact_dir: &Path, basedir: &Path) -> Location {
     if !real_basedir.starts_with(&real_artifact_dir) {
         return Location::Outside;
     }
+    if real_basedir == real_artifact_dir {
+        return Location::ArtifactItself;
+    }
     match std::fs::metadata(&real_basedir) {
         Ok(metadata) if metadata.is_dir() => Location::Inside,
         Ok(_) => Location::NotADirectory,
@@ -156,7 +199,7 @@ fn read_dist_amdgpu_targets(artifacts: &[Artifact]) -> Result<Option<String>, Ca
     for artifact in artifacts.iter().filter(|artifact| artifact.name.name == "base") {
         for basedir in &artifact.basedirs {
             let path = basedir.join(DIST_INFO);
-            let text = match std::fs::read_to_string(&path) {
+            let text = match read_metadata_file(&path) {
                 Ok(text) => text,
                 Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(CatalogError::Read { path, source }),
@@ -272,7 +315,10 @@ mod tests {
     fn build_manifest_flag() {
         check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": true}}"#, Ok(true));
         check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": false}}"#, Ok(false));
-        check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": "true"}}"#, Ok(false));
+        // A string or a number silently meant legacy mode once (issue 24): refused.
+        check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": "true"}}"#, Err(()));
+        check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": 1}}"#, Err(()));
+        check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": null}}"#, Ok(false));
         check_build_manifest(r#"{"flags": {}}"#, Ok(false));
         check_build_manifest(r#"{}"#, Ok(false));
         check_build_manifest(r#"[1]"#, Err(()));

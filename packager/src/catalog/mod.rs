@@ -159,40 +159,49 @@ impl Namespace {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error("artifacts directory not found: {}", path.display())]
+    #[error("artifacts directory not found: {}", crate::escape::escape_path(path))]
     MissingArtifactsDir { path: PathBuf },
-    #[error("the artifacts directory is a file, not a directory: {}", path.display())]
+    #[error("the artifacts directory is a file, not a directory: {}", crate::escape::escape_path(path))]
     ArtifactsDirIsAFile { path: PathBuf },
     /// An existing directory without a single `{name}_{component}_{family}/` in it: said
     /// before anything else (a missing `--version`, a missing build manifest) is.
-    #[error("not an artifacts directory (no `{{name}}_{{component}}_{{family}}` directories in it): {}", path.display())]
+    #[error(
+        "not an artifacts directory (no `{{name}}_{{component}}_{{family}}` directories in it): {}",
+        crate::escape::escape_path(path)
+    )]
     NotAnArtifactsDir { path: PathBuf },
-    #[error("build manifest not found: {}", path.display())]
+    #[error("build manifest not found: {}", crate::escape::escape_path(path))]
     MissingBuildManifest { path: PathBuf },
-    #[error("build manifest is not valid JSON: {}: {message}", path.display())]
+    #[error("build manifest is not valid JSON: {}: {message}", crate::escape::escape_path(path))]
     BadBuildManifest { path: PathBuf, message: String },
-    #[error("{} is not valid JSON: {message}", path.display())]
+    #[error("{} is not valid JSON: {message}", crate::escape::escape_path(path))]
     BadDistInfo { path: PathBuf, message: String },
-    #[error("manifest line {line} points outside the artifact: {prefix:?} in {}", path.display())]
+    #[error("manifest line {line} points outside the artifact: {prefix:?} in {}", crate::escape::escape_path(path))]
     PrefixEscapes { path: PathBuf, line: usize, prefix: String },
     #[error("file name is not valid UTF-8: {}", escape_non_utf8(path))]
     NonUtf8Name { path: PathBuf },
-    #[error("unusable path {}: {reason}", path.display())]
+    #[error("unusable path {}: {reason}", crate::escape::escape_path(path))]
     BadPath { path: PathBuf, reason: String },
     #[error("invalid glob {pattern:?}: {reason}")]
     BadGlob { pattern: String, reason: String },
     /// A checkout was found (or named), no --artifact-dir given, and the checkout has not
     /// been built: packaging something else under its version would mislead.
-    #[error("the TheRock checkout has no build artifacts: {} is not a directory", path.display())]
+    #[error("the TheRock checkout has no build artifacts: {} is not a directory", crate::escape::escape_path(path))]
     MissingCheckoutArtifacts { path: PathBuf },
-    #[error("not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}", path.display())]
+    #[error(
+        "not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}",
+        crate::escape::escape_path(path)
+    )]
     NotACheckout { path: PathBuf },
     /// `--therock-dir` names something that is not a checkout's root.
-    #[error("--therock-dir is not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}", path.display())]
+    #[error(
+        "--therock-dir is not a TheRock checkout (no version.json and cmake/therock_amdgpu_targets.cmake): {}",
+        crate::escape::escape_path(path)
+    )]
     TherockDirNotACheckout { path: PathBuf },
-    #[error("cannot parse {}: {message}", path.display())]
+    #[error("cannot parse {}: {message}", crate::escape::escape_path(path))]
     BadCheckoutFile { path: PathBuf, message: String },
-    #[error("cannot read {}", path.display())]
+    #[error("cannot read {}", crate::escape::escape_path(path))]
     Read {
         path: PathBuf,
         #[source]
@@ -227,6 +236,10 @@ impl CatalogError {
             Self::MissingCheckoutArtifacts { .. } => {
                 Some("pass --artifact-dir, or build TheRock first (its build writes build/artifacts)")
             }
+            Self::Read { .. } => Some(
+                "this path of the build must be readable, and a metadata file a regular file under 16 MiB \
+                 (not a FIFO, device or link to one): replace it with what the build wrote",
+            ),
             _ => None,
         }
     }
@@ -278,13 +291,5 @@ impl Catalog {
 /// A path for an error message: valid UTF-8 as is, each invalid byte as `\xNN`, so the
 /// user can find the file (lossy display would show only U+FFFD).
 fn escape_non_utf8(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let mut text = String::new();
-    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
-        text.push_str(chunk.valid());
-        for byte in chunk.invalid() {
-            text.push_str(&format!("\\x{byte:02x}"));
-        }
-    }
-    text
+    crate::escape::escape_path(path)
 }

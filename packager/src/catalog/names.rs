@@ -35,7 +35,34 @@ impl ArtifactName {
     pub fn is_generic(&self) -> bool {
         self.target_family.is_generic()
     }
+
+    /// Why this name is not one TheRock writes, if it is not (issue 24): TheRock writes
+    /// names in lower case, one of a few components, and `generic` or a `gfx…` family or
+    /// target. A stray copy (`blas_lib_gfx1100.bak`) or a name in other case
+    /// (`CORE-HIP_LIB_GENERIC`) would otherwise become a family of its own, even the
+    /// default one. Matched case-sensitively, as the build spells them.
+    pub fn unexpected(&self) -> Option<String> {
+        let name_ok = self.name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
+        if !name_ok {
+            return Some(format!("its name {:?} is not lower-case letters, digits and `-`", self.name));
+        }
+        if !COMPONENTS.contains(&self.component.as_str()) {
+            return Some(format!("its component {:?} is none of {}", self.component, COMPONENTS.join(", ")));
+        }
+        let family = self.target_family.as_str();
+        let family_ok = family == "generic"
+            || family.strip_prefix("gfx").is_some_and(|rest| {
+                !rest.is_empty() && rest.bytes().all(|byte| byte.is_ascii_alphanumeric() || b":+-".contains(&byte))
+            });
+        if !family_ok {
+            return Some(format!("its target family {family:?} is neither `generic` nor a `gfx…` family or target"));
+        }
+        None
+    }
 }
+
+/// The components TheRock splits an artifact into.
+pub const COMPONENTS: [&str; 6] = ["lib", "run", "dev", "doc", "dbg", "test"];
 
 #[cfg(test)]
 mod tests {
@@ -69,6 +96,25 @@ mod tests {
         let hostile = parse("blas_lib_gfx1100\"");
         assert!(!hostile.target_family.is_valid_in_names());
         assert_eq!(hostile.dir_name(), "blas_lib_gfx1100\"");
+    }
+
+    #[test]
+    fn names_therock_does_not_write_are_unexpected() {
+        let unexpected = |dir_name: &str| ArtifactName::parse(dir_name).expect("artifact shape").unexpected();
+        for good in ["core-hip_lib_generic", "blas_lib_gfx110X-all", "blas_lib_gfx90a:xnack+", "prim_dev_generic"] {
+            assert_eq!(unexpected(good), None, "{good}");
+        }
+        for bad in [
+            "CORE-HIP_LIB_GENERIC",
+            "core-hip_lib_GENERIC",
+            "core-hip_LIB_generic",
+            "blas_lib_gfx1100.bak",
+            "blas_lib_GFX90A",
+            "blas_lib_Generic",
+            "blas_libs_generic",
+        ] {
+            assert!(unexpected(bad).is_some(), "{bad}");
+        }
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub fn read_amdgpu_targets(root: &Path) -> Result<BTreeMap<String, Vec<TargetId>
 }
 
 fn read_checkout_file(root: &Path, path: &Path) -> Result<String, CatalogError> {
-    match std::fs::read_to_string(path) {
+    match crate::small_file::read_metadata_file(path) {
         Ok(text) => Ok(text),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             Err(CatalogError::NotACheckout { path: root.to_owned() })

@@ -23,8 +23,20 @@ pub struct FileFacts {
 }
 
 impl FileFacts {
-    /// A shared library for this machine with a SONAME: the SONAME rules apply.
+    /// A shared library for this machine with a SONAME: the SONAME rules apply. A SONAME
+    /// is input, not a path (issue 24): one that is not a plain file name would become a
+    /// devel link out of site-packages, so it counts as no SONAME ([`Self::bad_soname`]).
     pub fn soname(&self) -> Option<&str> {
+        self.raw_soname().filter(|soname| is_plain_file_name(soname))
+    }
+
+    /// The SONAME of a library that has one but cannot be used as a file name (`/etc/passwd`,
+    /// `../x`, `.`, `..`, empty): the run reports it and treats the library as having none.
+    pub fn bad_soname(&self) -> Option<&str> {
+        self.raw_soname().filter(|soname| !is_plain_file_name(soname))
+    }
+
+    fn raw_soname(&self) -> Option<&str> {
         let elf = self.elf.as_ref()?;
         if elf.kind == ElfKind::SharedLibrary && elf.is_patchable() {
             elf.soname.as_deref()
@@ -45,6 +57,11 @@ impl FileFacts {
     pub fn is_patchable_elf(&self) -> bool {
         self.elf.as_ref().is_some_and(ElfInfo::is_patchable)
     }
+}
+
+/// A name that stays in its directory: no `/`, not `.` or `..`, not empty, no NUL.
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
 }
 
 /// Facts by source path, filled in bulk and shared across packages.

@@ -39,6 +39,9 @@ pub enum PlanError {
     BadFamilyName { artifact: String, dir: PathBuf },
     /// Kpack-split per-ISA artifacts carry one GPU target (SPEC §1); a family there would
     /// become a device wheel that no GPU selects.
+    /// Reported, never promoted to a family (issue 24); `artifact` quoted and escaped.
+    #[error("artifact directory {artifact:?} in {} is not a name TheRock writes: {reason}", dir.display())]
+    UnexpectedArtifact { artifact: String, dir: PathBuf, reason: String },
     #[error("artifact {artifact:?} in {} is in a kpack-split build, but its target family is not a GPU target id", dir.display())]
     NotATargetId { artifact: String, dir: PathBuf },
     #[error("version suffix {suffix:?} cannot be part of a Python package name")]
@@ -69,6 +72,10 @@ impl PlanError {
             Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
             Self::BadFamilyName { .. } => Some(
                 "a target family may hold only ASCII letters, digits and `-:+.`: rename or remove the artifact directory",
+            ),
+            Self::UnexpectedArtifact { .. } => Some(
+                "TheRock names artifacts `{name}_{component}_{family}` in lower case, with the family `generic` or `gfx…`: \
+                 rename or remove this directory (a backup or a copy does not belong in the artifacts directory)",
             ),
             Self::NotATargetId { .. } => Some(
                 "in a kpack-split build, name each per-ISA artifact after one target id such as gfx942 or gfx90a:xnack+: rename or remove the artifact directory",
@@ -193,6 +200,11 @@ impl std::fmt::Display for Finding {
             FindingKind::UnrequestedTarget { target } => {
                 write!(f, "{package}: {path}: device code for {target}, which no family flag requested")
             }
+            FindingKind::BadSoname { soname } => write!(
+                f,
+                "{package}: {path}: SONAME {} is not a plain file name; packaged as a library without one",
+                crate::escape::escape(soname)
+            ),
         }
     }
 }
@@ -215,6 +227,11 @@ pub enum FindingKind {
     /// A device artifact for a target nobody requested (still packaged).
     UnrequestedTarget {
         target: String,
+    },
+    /// A library whose SONAME is a path (`/etc/passwd`, `..`) or empty: packaged as if it
+    /// had none, so it never becomes a link out of the tree (issue 24).
+    BadSoname {
+        soname: String,
     },
 }
 
@@ -273,6 +290,7 @@ impl Plan {
                 FindingKind::Launcher { .. } => "launchers",
                 FindingKind::RpathRemoved { .. } => "rpath entries removed",
                 FindingKind::UnrequestedTarget { .. } => "unrequested targets",
+                FindingKind::BadSoname { .. } => "bad sonames",
             };
             *counts.entry(key).or_insert(0) += 1;
         }
@@ -293,6 +311,10 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         let dir_name = || artifact.dir.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
         if !family.is_valid_in_names() {
             return Err(PlanError::BadFamilyName { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());
+        }
+        if let Some(reason) = artifact.name.unexpected() {
+            let dir = catalog.artifacts_dir.clone();
+            return Err(PlanError::UnexpectedArtifact { artifact: dir_name(), dir, reason }.into());
         }
         if catalog.kpack_split() && matches!(family, TargetFamily::Family(_)) {
             return Err(PlanError::NotATargetId { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());

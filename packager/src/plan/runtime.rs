@@ -220,6 +220,9 @@ impl<'a> Builder<'a> {
                 },
             };
             let facts = self.facts.get(&source.source);
+            if let Some(soname) = facts.bad_soname() {
+                self.report_bad_soname(dist_name, rel, source, soname);
+            }
             let is_link = matches!(entry.kind, EntryKind::Symlink { .. });
             if is_link && facts.soname().is_none() && facts.is_executable(file.mode) {
                 // SPEC §2: an executable symlink becomes a launcher of its target, as long as
@@ -311,6 +314,23 @@ impl<'a> Builder<'a> {
             package: dist_name.to_owned(),
             path: rel.clone(),
             what: FindingKind::Dropped { reason: reason.to_owned() },
+        });
+    }
+
+    /// A SONAME that is a path or empty is a mistake (or an attack) in the build: warned
+    /// about once per file, naming it in the artifacts, and recorded per package.
+    fn report_bad_soname(&mut self, dist_name: &str, rel: &RelPath, source: &Entry, soname: &str) {
+        if self.warned_links.insert(source.source.clone()) {
+            self.progress.warn(&format!(
+                "{}: SONAME {} is not a plain file name; packaged as a library without one",
+                crate::escape::escape_path(&source.source),
+                crate::escape::escape(soname)
+            ));
+        }
+        self.record(Finding {
+            package: dist_name.to_owned(),
+            path: rel.clone(),
+            what: FindingKind::BadSoname { soname: soname.to_owned() },
         });
     }
 

@@ -13,6 +13,7 @@ pub const META_PACKAGE: &[(&str, &str)] = &[
     ("__init__.py", include_str!("../../python/meta/rocm_sdk/__init__.py")),
     ("__main__.py", include_str!("../../python/meta/rocm_sdk/__main__.py")),
     ("_devel.py", include_str!("../../python/meta/rocm_sdk/_devel.py")),
+    ("_devel_integrity.py", include_str!("../../python/meta/rocm_sdk/_devel_integrity.py")),
     ("_devel_tree.py", include_str!("../../python/meta/rocm_sdk/_devel_tree.py")),
     ("_device_links.py", include_str!("../../python/meta/rocm_sdk/_device_links.py")),
     ("_record.py", include_str!("../../python/meta/rocm_sdk/_record.py")),

@@ -68,6 +68,15 @@ impl Archive {
     }
 }
 
+/// An archive name in `dist/` that is not a regular file (a FIFO, a device): reported, never
+/// opened, since reading a FIFO blocks for ever and a device never ends (issue 24).
+pub(crate) fn not_a_file(location: PathBuf, file: &str, what: &str) -> Archive {
+    let kind = if file.ends_with(".whl") { ArchiveKind::Wheel } else { ArchiveKind::Sdist };
+    let mut archive = Archive::new(file, location, String::new(), kind);
+    archive.findings.violation(file, None, Check::Archive, format!("is {what}, not a regular file"));
+    archive
+}
+
 /// Reads and checks one wheel.
 pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: String) -> Archive {
     let mut archive = Archive::new(file, location, sha256, ArchiveKind::Wheel);

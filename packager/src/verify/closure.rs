@@ -247,12 +247,22 @@ fn check_launcher(install: &Install, file: &str, member: &ElfMember, findings: &
 fn check_devel_link(install: &Install, file: &str, path: &str, kind: &DevelKind, findings: &mut Findings) {
     match kind {
         DevelKind::Symlink(target) => {
-            if let Err(why) = install.resolve(path) {
+            // An empty target, or one that resolves to a directory holding the link (`..`,
+            // `.`, a SONAME of `..`, issue 24), makes a tree that anything walking it loops in.
+            let message = match install.resolve(path) {
+                Err(why) => Some(why.describe()),
+                Ok(_) if target.is_empty() => Some("is empty"),
+                Ok((real, _)) if path.starts_with(&format!("{real}/")) || real.is_empty() => {
+                    Some("points at a directory holding the link itself (a loop)")
+                }
+                Ok(_) => None,
+            };
+            if let Some(why) = message {
                 findings.violation(
                     file,
                     Some(path),
                     Check::Devel,
-                    format!("symlink to `{target}` {} in the simulated install", why.describe()),
+                    format!("symlink to `{}` {why} in the simulated install", crate::escape::escape(target)),
                 );
             }
         }

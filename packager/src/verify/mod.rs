@@ -127,9 +127,14 @@ fn collect_archives(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), VerifyEr
 }
 
 fn read_archive(dist: &Path, path: &Path) -> Result<Archive, VerifyError> {
-    let sha256 = hash_file(path)?;
     let location = path.strip_prefix(dist).unwrap_or(path).to_path_buf();
     let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let metadata = std::fs::metadata(path).map_err(|source| VerifyError::Read { path: path.to_path_buf(), source })?;
+    if !metadata.is_file() {
+        let what = crate::small_file::kind_of(&metadata.file_type());
+        return Ok(archive::not_a_file(location, &file, what));
+    }
+    let sha256 = hash_file(path)?;
     Ok(if file.ends_with(".whl") {
         archive::read_wheel(path, location, &file, sha256)
     } else {

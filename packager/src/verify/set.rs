@@ -45,6 +45,72 @@ pub(crate) fn check_set(archives: &[Archive], findings: &mut Findings) {
     check_pins(archives, findings);
     check_duplicate_paths(archives, findings);
     check_kpack_completeness(archives, findings);
+    check_offered(archives, findings);
+    check_case_clashes(archives, findings);
+}
+
+/// Two paths of one site-packages that differ only in case (`lib/Foo.h`, `lib/foo.h`) are
+/// one file on Windows and default macOS file systems: reported like the names Windows
+/// cannot extract (issue 24), across every wheel and devel tarball of the set, since all
+/// of them land in one site-packages.
+fn check_case_clashes(archives: &[Archive], findings: &mut Findings) {
+    let mut seen: BTreeMap<String, (&str, &str)> = BTreeMap::new();
+    for archive in archives.iter().filter(|archive| archive.kind == ArchiveKind::Wheel) {
+        let devel = archive.devel.iter().flat_map(|tree| tree.entries.iter().map(|entry| entry.path.as_str()));
+        for path in archive.installed.iter().map(String::as_str).chain(devel) {
+            let folded = path.to_lowercase();
+            match seen.get(&folded) {
+                None => {
+                    seen.insert(folded, (path, archive.file.as_str()));
+                }
+                Some((first, first_file)) if *first != path => {
+                    let message = if *first_file == archive.file {
+                        format!("differs only in case from `{first}`; Windows and macOS cannot hold both")
+                    } else {
+                        format!(
+                            "differs only in case from `{first}` of {first_file}; Windows and macOS cannot hold both"
+                        )
+                    };
+                    findings.warning(&archive.file, Some(path), Check::WindowsName, message);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// Family and target wheels of the set must be on offer in its `rocm` sdist (issue 24): a
+/// wheel of a family dropped since an earlier run would otherwise pass, although no install
+/// selects it. Only family-suffixed names are judged: `rocm_sdk_libraries_{family}`,
+/// `rocm_sdk_devel_{family}` and `rocm_sdk_device_{target}`.
+fn check_offered(archives: &[Archive], findings: &mut Findings) {
+    for sdist in
+        archives.iter().filter(|archive| archive.kind == ArchiveKind::Sdist && archive.name.as_deref() == Some("rocm"))
+    {
+        let Some(families) = sdist.dist_info_py.as_deref().and_then(available_target_families) else { continue };
+        let mut offered: Vec<String> = families.iter().map(|family| file_name_form(family)).collect();
+        offered.extend(families.iter().map(|family| file_name_form(Target::from_target_id(family).as_str())));
+        for wheel in
+            archives.iter().filter(|archive| archive.kind == ArchiveKind::Wheel && archive.version == sdist.version)
+        {
+            let Some(name) = wheel.name.as_deref() else { continue };
+            let family = ["rocm_sdk_libraries_", "rocm_sdk_devel_", "rocm_sdk_device_"]
+                .iter()
+                .find_map(|prefix| name.strip_prefix(prefix));
+            if let Some(family) = family.filter(|family| !offered.iter().any(|offered| offered == family)) {
+                findings.violation(
+                    &wheel.file,
+                    None,
+                    Check::Completeness,
+                    format!(
+                        "{} does not offer {family} (AVAILABLE_TARGET_FAMILIES), so no install selects this wheel: \
+                         a wheel of an earlier run?",
+                        sdist.file
+                    ),
+                );
+            }
+        }
+    }
 }
 
 fn check_one_version(archives: &[Archive], findings: &mut Findings) {

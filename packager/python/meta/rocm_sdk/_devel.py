@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import _dist_info as di
 from . import _record
+from ._devel_integrity import check_tarball
 from ._devel_tree import UnsafeTarballError, expand_tarball
 
 __all__ = ["DevelPackage", "UnsafeTarballError", "find_devel_package", "get_devel_root"]
@@ -97,7 +98,9 @@ def ensure_expanded(devel):
                 )
             return False
         di._log("expanding %s into %s" % (tarball, devel.site_dir))
-        created = expand_tarball(tarball, str(devel.site_dir), devel.platform_name)
+        check_tarball(tarball, record_path, devel.dist_name)
+        _record_root_first(record, devel)
+        created = expand_tarball(tarball, str(devel.site_dir), devel.platform_name, devel.dist_name)
         if not (devel.root / "__init__.py").is_file():
             raise RuntimeError("expanding %s did not produce %s/__init__.py" % (tarball, devel.platform_name))
         # The tree's root directory is recorded too. Device wheels link their files into
@@ -112,6 +115,16 @@ def ensure_expanded(devel):
         # Last: until the tarball is gone, the next use redoes the expansion.
         tarball.unlink()
     return True
+
+
+def _record_root_first(record, devel):
+    """Lists the tree's root in RECORD before a byte of it is written (issue 24).
+
+    pip and uv remove a recorded directory with everything in it, so `pip uninstall`
+    after an expansion that was killed midway removes the half-written tree too.
+    """
+    if _record.append_paths(record, [devel.platform_name]):
+        os.fsync(record.fileno())
 
 
 def get_devel_root():

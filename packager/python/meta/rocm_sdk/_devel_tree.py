@@ -6,12 +6,17 @@ finding the packages, locking, RECORD, or when to expand (`_devel`).
 Every member is checked before anything is written; one bad member refuses the whole
 tarball. A member must lie under the devel platform directory, must not pass through a
 symlink of the tarball, and a symlink must resolve, through the tarball's other
-symlinks, to a place inside site-packages.
+symlinks, to a place inside site-packages. A member under a file member, or a symlink
+with an empty target, is refused too (either failed mid-way once, issue 24). Reading the
+tarball whole first and removing a failed expansion's partial tree are
+`_devel_integrity`'s and `_write_members`' jobs.
 """
 
 import os
 import shutil
 import tarfile
+
+from ._devel_integrity import READ_ERRORS, ExpansionError, open_checked, reinstall_hint
 
 # Compiler drivers stay symlinks: clang picks its mode from the name it was run as, and
 # finds its resources from its real location (SPEC §4).
@@ -24,14 +29,14 @@ MAX_LINK_HOPS = 64
 class UnsafeTarballError(Exception):
     """The devel tarball has a member that could write outside its tree."""
 
-    def __init__(self, tarball, member, reason):
+    def __init__(self, tarball, member, reason, dist_name="rocm-sdk-devel"):
         self.tarball = tarball
         self.member = member
         self.reason = reason
         super().__init__(
             "refusing to expand %s: member %r %s; nothing was extracted. "
-            "The devel package is damaged or was not built by the ROCm packager: "
-            "reinstall it with `pip install --force-reinstall rocm-sdk-devel`" % (tarball, member, reason)
+            "The devel package is damaged or was not built by the ROCm packager: %s"
+            % (tarball, member, reason, reinstall_hint(dist_name))
         )
 
 
@@ -80,7 +85,7 @@ def resolve(parts, links):
     return resolved
 
 
-def validate_members(members, platform_name, tarball="the devel tarball"):
+def validate_members(members, platform_name, tarball="the devel tarball", dist_name="rocm-sdk-devel"):
     """Checks every member; returns `([(parts, member)] in tarball order, {parts: link})`.
 
     Raises UnsafeTarballError naming the first bad member.
@@ -88,37 +93,44 @@ def validate_members(members, platform_name, tarball="the devel tarball"):
     checked = []
     links = {}
     seen = set()
+
+    def refuse(member, reason):
+        return UnsafeTarballError(tarball, member.name, reason, dist_name)
+
     for member in members:
         try:
             parts = split_member_name(member.name)
         except ValueError as error:
-            raise UnsafeTarballError(tarball, member.name, str(error)) from None
+            raise refuse(member, str(error)) from None
         if parts[0] != platform_name:
-            raise UnsafeTarballError(tarball, member.name, "is not under %s/" % platform_name)
+            raise refuse(member, "is not under %s/" % platform_name)
         if not (member.isdir() or member.isfile() or member.issym()):
-            raise UnsafeTarballError(tarball, member.name, "is neither a file, a directory nor a symlink")
+            raise refuse(member, "is neither a file, a directory nor a symlink")
         key = tuple(parts)
         if key in seen:
-            raise UnsafeTarballError(tarball, member.name, "appears twice")
+            raise refuse(member, "appears twice")
         seen.add(key)
         if member.issym():
+            if not member.linkname:
+                raise refuse(member, "is a symlink with an empty target")
             if member.linkname.startswith("/"):
-                raise UnsafeTarballError(tarball, member.name, "is an absolute symlink (-> %s)" % member.linkname)
+                raise refuse(member, "is an absolute symlink (-> %s)" % member.linkname)
             links[key] = member.linkname
         checked.append((parts, member))
+    files = {tuple(parts) for parts, member in checked if member.isfile()}
     for parts, member in checked:
         for depth in range(1, len(parts)):
+            if tuple(parts[:depth]) in files:
+                raise refuse(member, "lies under the file %s" % "/".join(parts[:depth]))
             if tuple(parts[:depth]) in links:
-                raise UnsafeTarballError(
-                    tarball, member.name, "lies under the symlink %s" % "/".join(parts[:depth])
-                )
+                raise refuse(member, "lies under the symlink %s" % "/".join(parts[:depth]))
         if member.issym():
             try:
-                resolve(parts[:-1] + member.linkname.split("/"), links)
+                target = resolve(parts[:-1] + member.linkname.split("/"), links)
             except ValueError as error:
-                raise UnsafeTarballError(
-                    tarball, member.name, "is a symlink (-> %s) that %s" % (member.linkname, error)
-                ) from None
+                raise refuse(member, "is a symlink (-> %s) that %s" % (member.linkname, error)) from None
+            if parts[: len(target)] == target:
+                raise refuse(member, "is a symlink (-> %s) to a directory holding itself (a loop)" % member.linkname)
     return checked, links
 
 
@@ -154,21 +166,54 @@ def _place_link(site_dir, parts, member, links):
         shutil.copy2(physical, destination)
 
 
-def expand_tarball(tarball_path, site_dir, platform_name):
+def expand_tarball(tarball_path, site_dir, platform_name, dist_name="rocm-sdk-devel"):
     """Validates, then unpacks `tarball_path` into `site_dir`; returns the new relpaths.
 
     A previous, interrupted expansion's partial tree is removed first: the platform
-    directory only ever holds what this tarball puts there.
+    directory only ever holds what this tarball puts there. The tarball is read whole
+    before anything is written (DamagedTarballError), and an expansion that fails while
+    writing removes what it wrote (ExpansionError naming the path).
     """
     tarball = str(tarball_path)
-    with tarfile.open(tarball, "r:*") as tar:
-        members = tar.getmembers()
-        checked, links = validate_members(members, platform_name, tarball)
-        _remove(os.path.join(site_dir, platform_name))
-        created = []
-        deferred_links = []
-        for parts, member in checked:
-            destination = os.path.join(site_dir, *parts)
+    tar, members = open_checked(tarball, dist_name)
+    with tar:
+        checked, links = validate_members(members, platform_name, tarball, dist_name)
+        root = os.path.join(site_dir, platform_name)
+        _remove(root)
+        try:
+            return _write_members(tar, checked, links, site_dir)
+        except _WriteFailed as failed:
+            _remove_quietly(root)
+            raise ExpansionError(failed.path, failed.error, tarball) from None
+        except BaseException:
+            # Interrupted (KeyboardInterrupt) or a bug: still leave no partial tree behind.
+            _remove_quietly(root)
+            raise
+
+
+class _WriteFailed(Exception):
+    """Writing `path` failed with `error` (an OSError, or a read error of the tarball)."""
+
+    def __init__(self, path, error):
+        super().__init__(path, error)
+        self.path = path
+        self.error = error
+
+
+def _remove_quietly(path):
+    try:
+        _remove(path)
+    except OSError:
+        pass
+
+
+def _write_members(tar, checked, links, site_dir):
+    """Writes validated members; raises _WriteFailed naming the first path that failed."""
+    created = []
+    deferred_links = []
+    for parts, member in checked:
+        destination = os.path.join(site_dir, *parts)
+        try:
             if member.isdir():
                 os.makedirs(destination, exist_ok=True)
                 continue
@@ -177,8 +222,13 @@ def expand_tarball(tarball_path, site_dir, platform_name):
                 deferred_links.append((parts, member))
             else:
                 _extract_file(tar, member, destination)
-            created.append("/".join(parts))
-        # Links last: a hard link needs its target file in place.
-        for parts, member in deferred_links:
+        except READ_ERRORS as error:
+            raise _WriteFailed(destination, error) from None
+        created.append("/".join(parts))
+    # Links last: a hard link needs its target file in place.
+    for parts, member in deferred_links:
+        try:
             _place_link(site_dir, parts, member, links)
+        except OSError as error:
+            raise _WriteFailed(os.path.join(site_dir, *parts), error) from None
     return created

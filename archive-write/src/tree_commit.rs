@@ -1,0 +1,144 @@
+//! `--no-build-packages` trees placed all or none (issue 24): each tree is written whole
+//! under a marked temp name first; [`commit_trees`] then moves every older tree aside and
+//! renames every new one in, putting the older ones back if a rename fails, and removes
+//! the older ones only once all new ones are in place. A full disk fails while staging,
+//! before any tree changed; a kill leaves each tree whole (old or new) and the moved-aside
+//! or half-removed older ones under marked temp names, which the next lock holder removes.
+//!
+//! Owns: temp trees, the swap and its rollback. Does not own: what a tree holds (`tree`),
+//! or who may commit (the caller's destination lock).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::atomic::{temp_prefix, TEMP_TREE_MARKER_FILE};
+use super::WriteError;
+
+/// A tree complete under its temp name; removed when dropped uncommitted.
+pub struct StagedTree {
+    temp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl StagedTree {
+    pub(crate) fn new(temp: tempfile::TempDir, root: PathBuf) -> StagedTree {
+        StagedTree { temp, root }
+    }
+
+    /// Where [`commit_trees`] puts it.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// An empty directory beside the tree's final place, marked as ours (name and marker
+/// file), so a later run's lock holder removes it if this run is killed.
+pub(crate) fn temp_tree(dest_dir: &Path, stem: &str) -> Result<tempfile::TempDir, WriteError> {
+    std::fs::create_dir_all(dest_dir).map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
+    let temp = tempfile::Builder::new()
+        .prefix(&temp_prefix(stem))
+        .tempdir_in(dest_dir)
+        .map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
+    let marker = temp.path().join(TEMP_TREE_MARKER_FILE);
+    std::fs::write(&marker, b"").map_err(|source| WriteError::Write { path: marker, source })?;
+    Ok(temp)
+}
+
+/// A tree that was put in place, and the older tree it replaced (moved aside), if any.
+struct Placed {
+    root: PathBuf,
+    aside: Option<PathBuf>,
+}
+
+/// Puts every staged tree in place, all or none; returns their roots in order.
+pub fn commit_trees(trees: Vec<StagedTree>) -> Result<Vec<PathBuf>, WriteError> {
+    let mut placed: Vec<Placed> = Vec::new();
+    let mut trees = trees.into_iter();
+    // The trees not yet placed stay in the iterator and are removed with it on failure.
+    for tree in trees.by_ref() {
+        match place(tree) {
+            Ok(done) => placed.push(done),
+            Err(error) => {
+                roll_back(placed);
+                return Err(error);
+            }
+        }
+    }
+    let roots = placed.iter().map(|done| done.root.clone()).collect();
+    for done in placed {
+        if let Some(aside) = done.aside {
+            // Best effort: a tree left behind carries the marker, so the next run removes it.
+            let _ = std::fs::remove_dir_all(aside);
+        }
+    }
+    Ok(roots)
+}
+
+fn place(tree: StagedTree) -> Result<Placed, WriteError> {
+    let StagedTree { temp, root } = tree;
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| WriteError::Write { path, source }
+    };
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755)).map_err(write_error(temp.path()))?;
+    let aside = match std::fs::symlink_metadata(&root) {
+        Ok(_) => Some(move_aside(&root)?),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => return Err(WriteError::Write { path: root, source }),
+    };
+    // The marker goes just before the rename: a kill between the two leaves a hidden
+    // directory, never a tree of ours the cleanup would remove.
+    let marker = temp.path().join(TEMP_TREE_MARKER_FILE);
+    let renamed = std::fs::remove_file(&marker).and_then(|()| std::fs::rename(temp.path(), &root));
+    match renamed {
+        Ok(()) => {
+            let _ = temp.keep();
+            Ok(Placed { root, aside })
+        }
+        Err(source) => {
+            if let Some(aside) = &aside {
+                let _ = unmark(aside).and_then(|()| std::fs::rename(aside, &root));
+            }
+            Err(WriteError::Write { path: root, source })
+        }
+    }
+}
+
+/// Renames an older tree to a marked temp name beside it and marks it.
+fn move_aside(root: &Path) -> Result<PathBuf, WriteError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let (Some(dir), Some(name)) = (root.parent(), root.file_name()) else {
+        let reason = format!("{} has no parent directory", root.display());
+        return Err(WriteError::Invalid { reason });
+    };
+    let prefix = temp_prefix(&format!("{}.old", name.to_string_lossy()));
+    loop {
+        let unique = format!("{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let aside = dir.join(format!("{prefix}{unique}"));
+        if std::fs::symlink_metadata(&aside).is_ok() {
+            continue;
+        }
+        std::fs::rename(root, &aside).map_err(|source| WriteError::Write { path: root.to_path_buf(), source })?;
+        // Marked after the move: a kill in between leaves it hidden, not removed.
+        let _ = std::fs::write(aside.join(TEMP_TREE_MARKER_FILE), b"");
+        return Ok(aside);
+    }
+}
+
+fn unmark(dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(dir.join(TEMP_TREE_MARKER_FILE)) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// Undoes placed trees, last first: each new tree removed, its older one put back.
+fn roll_back(placed: Vec<Placed>) {
+    for done in placed.into_iter().rev() {
+        let _ = std::fs::remove_dir_all(&done.root);
+        if let Some(aside) = done.aside {
+            let _ = unmark(&aside).and_then(|()| std::fs::rename(&aside, &done.root));
+        }
+    }
+}

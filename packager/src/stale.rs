@@ -1,0 +1,115 @@
+//! Archives of our own earlier runs that this run no longer produces (issue 24): a family
+//! dropped between two runs left its old wheel of the same version beside the new set, and
+//! an index built from the destination offered it. A full run removes them once its own
+//! set is committed.
+//!
+//! Only what we wrote is touched, known by name and version: a wheel of one of our
+//! distributions (`rocm_sdk_*`, `rocm_profiler`), of this run's version, for the same
+//! operating system as this run's wheels (a Linux run never removes Windows wheels
+//! packaged into the same destination), that this run did not write. Anything else in the
+//! destination stays, whoever made it.
+//!
+//! Owns: recognising those archives and removing them. Does not own: where the
+//! destination is (the caller passes the directory the archives were written to).
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The parts of a wheel file name this module judges by.
+struct WheelName<'a> {
+    dist: &'a str,
+    version: &'a str,
+    platform: &'a str,
+}
+
+fn parse_wheel_name(file_name: &str) -> Option<WheelName<'_>> {
+    let stem = file_name.strip_suffix(".whl")?;
+    let parts: Vec<&str> = stem.split('-').collect();
+    match parts.as_slice() {
+        [dist, version, _python, _abi, platform] => Some(WheelName { dist, version, platform }),
+        _ => None,
+    }
+}
+
+fn is_our_distribution(dist: &str) -> bool {
+    dist.starts_with("rocm_sdk_") || dist == "rocm_profiler"
+}
+
+fn is_windows(platform: &str) -> bool {
+    platform.starts_with("win")
+}
+
+/// Our wheels in `dest` of `version` for the operating system of `produced`, that are not
+/// among `produced` (file names this run committed), sorted.
+pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -> io::Result<Vec<PathBuf>> {
+    let windows: BTreeSet<bool> =
+        produced.iter().filter_map(|name| parse_wheel_name(name)).map(|wheel| is_windows(wheel.platform)).collect();
+    let mut stale = Vec::new();
+    for entry in std::fs::read_dir(dest)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(wheel) = parse_wheel_name(name) else { continue };
+        let ours = is_our_distribution(wheel.dist) && wheel.version == version;
+        if !ours || !windows.contains(&is_windows(wheel.platform)) || produced.contains(name) {
+            continue;
+        }
+        // Only regular files: a directory or link under such a name is not an archive we wrote.
+        if entry.file_type()?.is_file() {
+            stale.push(entry.path());
+        }
+    }
+    stale.sort();
+    Ok(stale)
+}
+
+/// Removes [`stale_archives`]; returns what was removed.
+pub fn remove_stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -> io::Result<Vec<PathBuf>> {
+    let stale = stale_archives(dest, version, produced)?;
+    for path in &stale {
+        match std::fs::remove_file(path) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+            _ => {}
+        }
+    }
+    Ok(stale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_wheels_of_this_version_and_system_not_produced_are_stale() {
+        let dest = tempfile::tempdir().expect("tempdir");
+        let names = [
+            "rocm_sdk_core-7.0-py3-none-linux_x86_64.whl",
+            "rocm_sdk_libraries_gfx1100-7.0-py3-none-linux_x86_64.whl",
+            "rocm_sdk_libraries_gfx90a-7.0-py3-none-linux_x86_64.whl",
+            "rocm_sdk_libraries_gfx90a-6.9-py3-none-linux_x86_64.whl",
+            "rocm_sdk_libraries_gfx90a-7.0-py3-none-win_amd64.whl",
+            "rocm_profiler-7.0-py3-none-linux_x86_64.whl",
+            "torch-7.0-py3-none-linux_x86_64.whl",
+            "rocm-7.0.tar.gz",
+        ];
+        for name in names {
+            fs_err::write(dest.path().join(name), "x").expect("write");
+        }
+        let produced: BTreeSet<String> = ["rocm_sdk_core-7.0-py3-none-linux_x86_64.whl", "rocm-7.0.tar.gz"]
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect();
+        let stale = stale_archives(dest.path(), "7.0", &produced).expect("scan");
+        let stale: Vec<String> =
+            stale.iter().map(|path| path.file_name().expect("name").to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            stale,
+            [
+                "rocm_profiler-7.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_libraries_gfx1100-7.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_libraries_gfx90a-7.0-py3-none-linux_x86_64.whl",
+            ]
+        );
+    }
+}
