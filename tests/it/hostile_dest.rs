@@ -56,7 +56,8 @@ fn the_lock_file_is_not_opened_through_a_symlink() {
     let example = Example::new();
     let dest = example.dist();
     fs_err::create_dir_all(&dest).expect("mkdir");
-    let lock = dest.join(".rocm-packager.lock");
+    // The lock lives in the destination's root, above the `dist/` archives go to.
+    let lock = example.config().dest_dir.join(".rocm-packager.lock");
     // Dangling: following it would create the file it names.
     let target = example.temp.path().join("created-through-the-link");
     symlink(&target, &lock).expect("symlink");
