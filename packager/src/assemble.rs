@@ -220,6 +220,9 @@ fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Opt
     Ok(Some(LauncherTemplate::compile(scratch.path())?))
 }
 
+/// The tag of every wheel of a Windows build (SPEC §7), unless one is given.
+const WINDOWS_TAG: &str = "win_amd64";
+
 /// Each package's platform tag: the one given, or under `auto` the one its files allow,
 /// decided for every package before any is written, so a refused wheel writes nothing.
 fn platform_tags(
@@ -229,7 +232,10 @@ fn platform_tags(
     launcher: Option<&LauncherTemplate>,
 ) -> Result<BTreeMap<String, String>, crate::Error> {
     match &config.platform_tag {
-        PlatformTag::Fixed(tag) => {
+        PlatformTag::Default(_) if plan.build_os == crate::build_os::BuildOs::Windows => {
+            Ok(packages.iter().map(|package| (package.dist_name.clone(), WINDOWS_TAG.to_owned())).collect())
+        }
+        PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => {
             Ok(packages.iter().map(|package| (package.dist_name.clone(), tag.clone())).collect())
         }
         PlatformTag::Manylinux => manylinux::choose_tags(plan, packages, launcher),

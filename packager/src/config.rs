@@ -58,6 +58,9 @@ pub struct FamilyRequest {
 /// The wheels' platform tag (`--platform-tag`, `ROCM_SDK_WHEEL_PLATFORM_TAG`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlatformTag {
+    /// None given: this tag (the host's) for a Linux build, `win_amd64` for a Windows one
+    /// (SPEC §7).
+    Default(String),
     /// One tag for every wheel, as given: `linux_x86_64`, `manylinux_2_28_x86_64`.
     Fixed(String),
     /// `auto`: each wheel gets the most widely installable `manylinux_2_X_{arch}` its
@@ -82,7 +85,7 @@ impl PlatformTag {
     /// the host's (whose files a build made here are).
     pub fn machine(&self) -> crate::platform::TargetMachine {
         match self {
-            PlatformTag::Fixed(tag) => crate::platform::TargetMachine::from_platform_tag(tag),
+            PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => crate::platform::TargetMachine::from_platform_tag(tag),
             PlatformTag::Manylinux => crate::platform::TargetMachine::host(),
         }
     }
@@ -99,6 +102,8 @@ pub struct PackageConfig {
     /// `--version-suffix`: the nonce appended to platform package directory names.
     pub version_suffix: String,
     pub platform_tag: PlatformTag,
+    /// `--build-os`: the build's operating system when its binaries cannot tell (SPEC §7).
+    pub build_os: Option<crate::build_os::BuildOs>,
     pub build_time: BuildTime,
     pub wheel_compression: WheelCompression,
     pub devel_tarball_compression: DevelTarballCompression,

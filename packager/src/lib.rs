@@ -14,6 +14,7 @@
 //! no two modules import each other (`xtask/tests/layers.rs`).
 
 pub mod assemble;
+pub mod build_os;
 pub mod catalog;
 pub mod config;
 pub mod escape;

@@ -178,6 +178,7 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         version: "7.12.0.dev0".to_owned(),
         version_suffix: String::new(),
         platform_tag: packager::config::PlatformTag::Fixed(format!("linux_{}", std::env::consts::ARCH)),
+        build_os: None,
         build_time: packager::BuildTime::DEFAULT,
         wheel_compression: WheelCompression::Deflate { level: 6 },
         devel_tarball_compression: DevelTarballCompression::None,

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use packager::catalog::{therock, CatalogError};
+use packager::build_os::BuildOs;
 use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, PlatformTag, WheelCompression};
 use packager::report::StageTime;
 use packager::{BuildTime, PackageConfig};
@@ -39,9 +40,14 @@ pub struct PackageArgs {
     #[arg(long, default_value = "")]
     pub version_suffix: String,
     /// Wheel platform tag, e.g. manylinux_2_28_x86_64; `auto` gives each wheel the most widely
-    /// installable manylinux_2_X tag its files allow [default: linux_{arch}]
+    /// installable manylinux_2_X tag its files allow [default: linux_{arch}, or win_amd64 for
+    /// a Windows build]
     #[arg(long, env = "ROCM_SDK_WHEEL_PLATFORM_TAG", value_name = "TAG")]
     pub platform_tag: Option<String>,
+    /// The build's operating system, for the rare build whose binaries cannot tell (it is
+    /// told from its ELF or PE files otherwise)
+    #[arg(long, value_name = "OS", value_parser = ["linux", "windows"])]
+    pub build_os: Option<String>,
     /// Build the wheels and the sdist (the default; undoes an earlier --no-build-packages).
     #[arg(long, overrides_with = "no_build_packages")]
     pub build_packages: bool,
@@ -240,9 +246,10 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         dest_dir,
         version,
         version_suffix: args.version_suffix.clone(),
+        build_os: args.build_os.as_deref().and_then(BuildOs::parse),
         platform_tag: match &args.platform_tag {
             Some(tag) => PlatformTag::parse(tag),
-            None => PlatformTag::Fixed(host_platform_tag()),
+            None => PlatformTag::Default(host_platform_tag()),
         },
         build_time: build_time()?,
         wheel_compression,

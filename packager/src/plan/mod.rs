@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::build_os::BuildOs;
 use crate::catalog::{Catalog, CatalogError, FileStamp, Override};
 use crate::config::{PackageConfig, PackageGroup};
 use crate::elf::{EditStrategy, ElfError, ElfKind};
@@ -48,6 +49,8 @@ pub enum PlanError {
     BadVersionSuffix { suffix: String },
     #[error("no profiler artifacts (rocprofiler-compute, rocprofiler-systems) found in {}", dir.display())]
     NoProfiler { dir: PathBuf },
+    #[error("the build mixes Linux and Windows binaries: {} is ELF, {} is PE", elf.display(), pe.display())]
+    MixedBuildOs { elf: PathBuf, pe: PathBuf },
     #[error(
         "requested GPU targets have no device artifacts: {} (targets with artifacts: {})",
         missing.join(", "),
@@ -83,6 +86,10 @@ impl PlanError {
             Self::BadVersionSuffix { .. } => {
                 Some("pass a --version-suffix of ASCII letters, digits and `_` only (it ends directory and module names)")
             }
+            Self::MixedBuildOs { .. } => Some(
+                "package one platform's artifacts at a time: point --artifact-dir at a directory that holds only \
+                 that build's artifacts",
+            ),
             Self::NoProfiler { .. } => Some("build the rocprofiler-systems and rocprofiler-compute artifacts, or leave the profiler out with --only"),
             Self::MissingTargets { .. } => Some("fetch the device artifacts of every requested target, or narrow --linux-amdgpu-families"),
             Self::UnknownFamily { .. } => Some("use a family or target from cmake/therock_amdgpu_targets.cmake, e.g. gfx110X-all or gfx1100"),
@@ -270,6 +277,8 @@ impl PackagePlan {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Plan {
     pub version: String,
+    /// Told from the build's binaries, or given (`--build-os`); SPEC §7.
+    pub build_os: BuildOs,
     pub kpack_split: bool,
     pub families: FamilyPlan,
     #[serde(skip)]
@@ -320,9 +329,11 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
             return Err(PlanError::NotATargetId { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());
         }
     }
+    let build_os = crate::build_os::detect(catalog, config.build_os)?;
     let families = families::plan_families(catalog, &config.families)?;
     let dist_info = families::dist_info(&families, config, catalog.kpack_split());
     let mut builder = runtime::Builder::new(catalog, config, &dist_info, progress);
+    builder.build_os = build_os;
     let mut packages = Vec::new();
     let mut findings = Vec::new();
     let mut overrides = Vec::new();
@@ -368,6 +379,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     overrides.dedup();
     Ok(Plan {
         version: config.version.clone(),
+        build_os,
         kpack_split: catalog.kpack_split(),
         families,
         dist_info,

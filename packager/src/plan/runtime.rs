@@ -29,6 +29,8 @@ pub struct Builder<'a> {
     pub facts: FactCache,
     pub findings: Vec<Finding>,
     pub overrides: Vec<Override>,
+    /// The build's operating system (SPEC §7): Windows builds need no profiler wheel.
+    pub build_os: crate::build_os::BuildOs,
     /// Per dist name: relpath → the SONAME it stands for.
     pub aliases: BTreeMap<String, BTreeMap<RelPath, String>>,
     /// Links already warned about: several packages select one link (core and devel), and
@@ -96,6 +98,7 @@ impl<'a> Builder<'a> {
             facts: FactCache::new(config.platform_tag.machine()),
             findings: Vec::new(),
             overrides: Vec::new(),
+            build_os: crate::build_os::BuildOs::Linux,
             aliases: BTreeMap::new(),
             warned_links: BTreeSet::new(),
             walks: Walks::default(),
@@ -149,6 +152,10 @@ impl<'a> Builder<'a> {
             return Ok(None);
         }
         if !self.catalog.artifacts.iter().any(|artifact| rules::is_profiler_artifact(&artifact.name)) {
+            // The profiler is Linux-only: a Windows build has none, and that is no error.
+            if self.build_os == crate::build_os::BuildOs::Windows {
+                return Ok(None);
+            }
             return Err(PlanError::NoProfiler { dir: self.catalog.artifacts_dir.clone() }.into());
         }
         let includes: Vec<Glob> = rules::profiler_includes().map_err(catalog_error)?;
