@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use packager::example::{write_example, ExampleOptions};
+use packager::example::{write_example, write_windows_example, ExampleOptions};
 
 use crate::Output;
 
@@ -15,21 +15,34 @@ pub struct ExampleArgs {
     out: PathBuf,
     /// Imitate a kpack-split build (generic libraries plus per-target device artifacts)
     /// instead of a legacy two-family build.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "windows")]
     kpack_split: bool,
+    /// Imitate a Windows build instead: PE DLLs and executables cross-compiled with
+    /// MinGW-w64 (`x86_64-w64-mingw32-gcc`), one family.
+    #[arg(long)]
+    windows: bool,
 }
 
 pub fn run(args: ExampleArgs, output: Output) -> anyhow::Result<ExitCode> {
     let options = ExampleOptions { kpack_split: args.kpack_split };
-    let summary = write_example(&args.out, &options)
-        .with_context(|| format!("writing the example build to {}", args.out.display()))?;
+    let summary = if args.windows {
+        write_windows_example(&args.out)
+    } else {
+        write_example(&args.out, &options)
+    }
+    .with_context(|| format!("writing the example build to {}", args.out.display()))?;
     for warning in &summary.warnings {
         eprintln!("warning: {warning}");
     }
     if !output.quiet {
-        let mode = if args.kpack_split { "kpack-split" } else { "legacy" };
+        let mode = match (args.windows, args.kpack_split) {
+            (true, _) => "Windows",
+            (false, true) => "kpack-split",
+            (false, false) => "legacy",
+        };
+        let binaries = if args.windows { "PE files" } else { "ELF files" };
         println!(
-            "wrote {} artifacts ({mode}) to {}: {} ELF files, {} AMDGPU code objects, {} other files, {} symlinks",
+            "wrote {} artifacts ({mode}) to {}: {} {binaries}, {} AMDGPU code objects, {} other files, {} symlinks",
             summary.artifacts.len(),
             args.out.display(),
             summary.n_elf,

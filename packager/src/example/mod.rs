@@ -11,12 +11,14 @@ mod spec;
 mod synthetic;
 mod table;
 mod toolchain;
+mod windows;
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 pub use layout::{DEVICE_TARGET_IDS, KPACK_HOLE_END, LEGACY_FAMILIES};
 pub use synthetic::{write_synthetic, SyntheticOptions, SyntheticSummary};
+pub use windows::MINGW_GCC;
 
 /// Which flavour of TheRock build to imitate.
 #[derive(Clone, Debug)]
@@ -90,4 +92,14 @@ pub fn write_example(out: &Path, options: &ExampleOptions) -> Result<ExampleSumm
     let out = std::path::absolute(out).map_err(|source| ExampleError::Io { path: out.to_owned(), source })?;
     let artifacts = layout::artifacts(options);
     spec::materialize(&out, &artifacts)
+}
+
+/// Writes the bundled example as a Windows build (PE files from MinGW-w64) under `out`,
+/// which must be missing or empty (SPEC §7).
+pub fn write_windows_example(out: &Path) -> Result<ExampleSummary, ExampleError> {
+    let out = std::path::absolute(out).map_err(|source| ExampleError::Io { path: out.to_owned(), source })?;
+    if std::fs::read_dir(&out).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(ExampleError::OutputNotEmpty { path: out });
+    }
+    windows::write_windows_example(&out)
 }

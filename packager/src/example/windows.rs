@@ -1,0 +1,139 @@
+//! The bundled example as a Windows build (SPEC §7): real PE files cross-compiled with
+//! MinGW-w64 from the same C sources as the Linux example, laid out as TheRock lays out a
+//! Windows build: DLLs and executables in `bin/`, import libraries in `lib/`, headers and
+//! CMake files for devel, the build manifest. One family (`gfx110X-all`), legacy mode.
+//!
+//! Owns: that layout and its compilation. Does not own: the Linux example (`layout`,
+//! `spec`), reading it back (`catalog`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{ExampleError, ExampleSummary};
+
+/// The MinGW-w64 C compiler for 64-bit Windows (Debian `gcc-mingw-w64-x86-64`).
+pub const MINGW_GCC: &str = "x86_64-w64-mingw32-gcc";
+
+const LIBRARY_C: &str = include_str!("c/library.c");
+const PROGRAM_C: &str = include_str!("c/program.c");
+
+/// One PE file to build.
+struct Pe {
+    /// Artifact directory and install prefix, then the path under it.
+    artifact: &'static str,
+    prefix: &'static str,
+    path: &'static str,
+    text: &'static str,
+    /// For a DLL: the C identifier of its exported functions, and the import library
+    /// written beside the headers (`lib/{name}.lib`), if any.
+    library: Option<(&'static str, Option<&'static str>)>,
+    /// A DLL this one imports: (C identifier, its path in the same build).
+    calls: Option<(&'static str, &'static str)>,
+}
+
+const CORE_HIP: &str = "core/clr/stage";
+const LLVM: &str = "compiler/amd-llvm/stage";
+const HIPBLAS: &str = "math-libs/BLAS/hipBLAS/stage";
+
+/// DLLs named like the real ones (`amdhip64_7.dll`, `hiprtc0702.dll` beside
+/// `hiprtc-builtins0702.dll`, which `hiprtc0*.dll` must not match), a libraries DLL that
+/// imports the HIP runtime, and executables for console scripts and `offload-arch`.
+const FILES: &[Pe] = &[
+    Pe { artifact: "core-hip_lib_generic", prefix: CORE_HIP, path: "bin/amdhip64_7.dll", text: "amdhip64", library: Some(("amdhip64", Some("amdhip64.lib"))), calls: None },
+    Pe { artifact: "core-hip_lib_generic", prefix: CORE_HIP, path: "bin/hiprtc0702.dll", text: "hiprtc", library: Some(("hiprtc", Some("hiprtc.lib"))), calls: None },
+    Pe { artifact: "core-hip_lib_generic", prefix: CORE_HIP, path: "bin/hiprtc-builtins0702.dll", text: "hiprtc-builtins", library: Some(("hiprtc_builtins", None)), calls: None },
+    Pe { artifact: "core-hip_run_generic", prefix: CORE_HIP, path: "bin/hipconfig.exe", text: "hipconfig", library: None, calls: Some(("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")) },
+    Pe { artifact: "amd-llvm_lib_generic", prefix: LLVM, path: "bin/amd_comgr_3.dll", text: "amd_comgr", library: Some(("amd_comgr", Some("amd_comgr.lib"))), calls: None },
+    Pe { artifact: "amd-llvm_lib_generic", prefix: LLVM, path: "lib/llvm/bin/amdclang.exe", text: "amdclang", library: None, calls: None },
+    Pe { artifact: "blas_lib_gfx110X-all", prefix: HIPBLAS, path: "bin/hipblas.dll", text: "hipblas gfx110X-all", library: Some(("hipblas", Some("hipblas.lib"))), calls: Some(("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")) },
+];
+
+/// Text files: (artifact, prefix, path, contents).
+const TEXTS: &[(&str, &str, &str, &str)] = &[
+    ("core-hip_dev_generic", CORE_HIP, "include/hip/hip_runtime.h", "#pragma once\n"),
+    ("core-hip_dev_generic", CORE_HIP, "lib/cmake/hip/hip-config.cmake", "# example hip-config.cmake (Windows)\n"),
+    ("blas_dev_gfx110X-all", HIPBLAS, "include/hipblas/hipblas.h", "#pragma once\n"),
+    ("blas_dev_gfx110X-all", HIPBLAS, "lib/cmake/hipblas/hipblas-config.cmake", "# example hipblas-config.cmake\n"),
+];
+
+const BUILD_MANIFEST: &str = "{\n  \"the_rock_commit\": \"0000000000000000000000000000000000000000\",\n  \"submodules\": [],\n  \"flags\": {\"KPACK_SPLIT_ARTIFACTS\": false}\n}\n";
+
+/// Writes the Windows example under `out` (which must be empty or missing).
+pub(super) fn write_windows_example(out: &Path) -> Result<ExampleSummary, ExampleError> {
+    let scratch = tempfile::tempdir().map_err(|source| ExampleError::Io { path: std::env::temp_dir(), source })?;
+    for (name, source) in [("library.c", LIBRARY_C), ("program.c", PROGRAM_C)] {
+        write(&scratch.path().join(name), source)?;
+    }
+    let mut summary = ExampleSummary::default();
+    let base = out.join("base_lib_generic");
+    write(&base.join("artifact_manifest.txt"), "base/aux-overlay/stage\n")?;
+    let aux = base.join("base/aux-overlay/stage/share/therock");
+    write(&aux.join("therock_manifest.json"), BUILD_MANIFEST)?;
+    write(&aux.join("dist_info.json"), "{\"dist_amdgpu_targets\": \"gfx1100;gfx1101\"}\n")?;
+    summary.n_files += 2;
+    let mut artifacts: Vec<(&str, &str)> = vec![("base_lib_generic", "base/aux-overlay/stage")];
+    artifacts.extend(FILES.iter().map(|file| (file.artifact, file.prefix)));
+    artifacts.extend(TEXTS.iter().map(|(artifact, prefix, _, _)| (*artifact, *prefix)));
+    artifacts.sort();
+    artifacts.dedup();
+    for (artifact, prefix) in &artifacts {
+        write(&out.join(artifact).join("artifact_manifest.txt"), &format!("{prefix}\n"))?;
+    }
+    for (artifact, prefix, path, text) in TEXTS {
+        write(&out.join(artifact).join(prefix).join(path), text)?;
+        summary.n_files += 1;
+    }
+    for file in FILES {
+        compile(scratch.path(), out, file)?;
+        summary.n_elf += 1;
+    }
+    summary.artifacts = artifacts.iter().map(|(artifact, _)| artifact.to_string()).collect();
+    summary.artifacts.dedup();
+    Ok(summary)
+}
+
+fn compile(scratch: &Path, out: &Path, file: &Pe) -> Result<(), ExampleError> {
+    let stage = out.join(file.artifact).join(file.prefix);
+    let target = stage.join(file.path);
+    create_parent(&target)?;
+    let mut command = Command::new(MINGW_GCC);
+    // Relative source names and no timestamp in the PE header: the same bytes on every run.
+    command.current_dir(scratch).args(["-O1", "-s", "-Wl,--no-insert-timestamp"]);
+    command.arg(format!("-DEXAMPLE_TEXT=\"{}\"", file.text));
+    match file.library {
+        Some((id, import_library)) => {
+            command.args(["-shared", &format!("-DEXAMPLE_ID={id}"), "library.c"]);
+            if let Some(import_library) = import_library {
+                let lib = stage.join("lib").join(import_library);
+                create_parent(&lib)?;
+                command.arg(format!("-Wl,--out-implib,{}", lib.display()));
+            }
+        }
+        None => {
+            command.arg("program.c");
+        }
+    }
+    if let Some((id, dll)) = file.calls {
+        // MinGW's ld links against a DLL directly: the import goes into the new file by name.
+        command.arg(format!("-DEXAMPLE_CALLS={id}")).arg(out.join(dll));
+    }
+    command.arg("-o").arg(&target);
+    match super::toolchain::run(command, &target) {
+        Err(ExampleError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Err(ExampleError::NoCompiler {
+                message: format!("{MINGW_GCC} not found: the Windows example needs MinGW-w64 (apt-get install gcc-mingw-w64-x86-64)"),
+            })
+        }
+        other => other,
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), ExampleError> {
+    create_parent(path)?;
+    std::fs::write(path, text).map_err(|source| ExampleError::Io { path: path.to_owned(), source })
+}
+
+fn create_parent(path: &Path) -> Result<(), ExampleError> {
+    let parent = path.parent().map(Path::to_path_buf).unwrap_or_else(PathBuf::new);
+    std::fs::create_dir_all(&parent).map_err(|source| ExampleError::Io { path: parent, source })
+}
