@@ -10,7 +10,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::catalog::Catalog;
-use crate::plan::PlanError;
 
 /// The operating system a build's binaries run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -71,10 +70,17 @@ pub fn binary_kind(head: &[u8]) -> BinaryKind {
     BinaryKind::NotABinary
 }
 
+/// A build with binaries of both systems: one file of each.
+#[derive(Debug)]
+pub struct MixedBinaries {
+    pub elf: PathBuf,
+    pub pe: PathBuf,
+}
+
 /// The build's operating system: `given` if set, else told from the ELF and PE files in
 /// the `bin/` and `lib/` directories of every artifact. A build with both is an error
 /// naming one file of each; one with neither is Linux, as every build before SPEC §7 was.
-pub fn detect(catalog: &Catalog, given: Option<BuildOs>) -> Result<BuildOs, PlanError> {
+pub fn detect(catalog: &Catalog, given: Option<BuildOs>) -> Result<BuildOs, MixedBinaries> {
     if let Some(os) = given {
         return Ok(os);
     }
@@ -87,7 +93,7 @@ pub fn detect(catalog: &Catalog, given: Option<BuildOs>) -> Result<BuildOs, Plan
         }
     }
     match (elf, pe) {
-        (Some(elf), Some(pe)) => Err(PlanError::MixedBuildOs { elf, pe }),
+        (Some(elf), Some(pe)) => Err(MixedBinaries { elf, pe }),
         (None, Some(_)) => Ok(BuildOs::Windows),
         _ => Ok(BuildOs::Linux),
     }

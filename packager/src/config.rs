@@ -85,7 +85,9 @@ impl PlatformTag {
     /// the host's (whose files a build made here are).
     pub fn machine(&self) -> crate::platform::TargetMachine {
         match self {
-            PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => crate::platform::TargetMachine::from_platform_tag(tag),
+            PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => {
+                crate::platform::TargetMachine::from_platform_tag(tag)
+            }
             PlatformTag::Manylinux => crate::platform::TargetMachine::host(),
         }
     }

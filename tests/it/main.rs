@@ -18,3 +18,4 @@ mod support;
 mod targets;
 mod verify;
 mod wheel;
+mod windows;

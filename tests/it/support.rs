@@ -95,6 +95,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("strip", "binutils"),
     ("tar", "tar"),
     ("unzip", "unzip"),
+    ("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64"),
     ("zipinfo", "unzip"),
 ];
 

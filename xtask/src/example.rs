@@ -25,12 +25,8 @@ pub struct ExampleArgs {
 
 pub fn run(args: ExampleArgs, output: Output) -> anyhow::Result<ExitCode> {
     let options = ExampleOptions { kpack_split: args.kpack_split };
-    let summary = if args.windows {
-        write_windows_example(&args.out)
-    } else {
-        write_example(&args.out, &options)
-    }
-    .with_context(|| format!("writing the example build to {}", args.out.display()))?;
+    let summary = if args.windows { write_windows_example(&args.out) } else { write_example(&args.out, &options) }
+        .with_context(|| format!("writing the example build to {}", args.out.display()))?;
     for warning in &summary.warnings {
         eprintln!("warning: {warning}");
     }

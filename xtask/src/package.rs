@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use packager::catalog::{therock, CatalogError};
 use packager::build_os::BuildOs;
+use packager::catalog::{therock, CatalogError};
 use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, PlatformTag, WheelCompression};
 use packager::report::StageTime;
 use packager::{BuildTime, PackageConfig};

@@ -61,6 +61,8 @@ const TOOLS: &[Tool] = &[
     tool("perl", "perl"),
     tool("patchelf", "patchelf"),
     tool("eu-elflint", "elfutils"),
+    // The Windows example is cross-compiled (SPEC §7).
+    tool("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64"),
     // The tests make venvs; Debian splits `venv` and `ensurepip` out of python3.
     Tool {
         name: "python3 -m venv",

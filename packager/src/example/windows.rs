@@ -39,13 +39,62 @@ const HIPBLAS: &str = "math-libs/BLAS/hipBLAS/stage";
 /// `hiprtc-builtins0702.dll`, which `hiprtc0*.dll` must not match), a libraries DLL that
 /// imports the HIP runtime, and executables for console scripts and `offload-arch`.
 const FILES: &[Pe] = &[
-    Pe { artifact: "core-hip_lib_generic", prefix: CORE_HIP, path: "bin/amdhip64_7.dll", text: "amdhip64", library: Some(("amdhip64", Some("amdhip64.lib"))), calls: None },
-    Pe { artifact: "core-hip_lib_generic", prefix: CORE_HIP, path: "bin/hiprtc0702.dll", text: "hiprtc", library: Some(("hiprtc", Some("hiprtc.lib"))), calls: None },
-    Pe { artifact: "core-hip_lib_generic", prefix: CORE_HIP, path: "bin/hiprtc-builtins0702.dll", text: "hiprtc-builtins", library: Some(("hiprtc_builtins", None)), calls: None },
-    Pe { artifact: "core-hip_run_generic", prefix: CORE_HIP, path: "bin/hipconfig.exe", text: "hipconfig", library: None, calls: Some(("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")) },
-    Pe { artifact: "amd-llvm_lib_generic", prefix: LLVM, path: "bin/amd_comgr_3.dll", text: "amd_comgr", library: Some(("amd_comgr", Some("amd_comgr.lib"))), calls: None },
-    Pe { artifact: "amd-llvm_lib_generic", prefix: LLVM, path: "lib/llvm/bin/amdclang.exe", text: "amdclang", library: None, calls: None },
-    Pe { artifact: "blas_lib_gfx110X-all", prefix: HIPBLAS, path: "bin/hipblas.dll", text: "hipblas gfx110X-all", library: Some(("hipblas", Some("hipblas.lib"))), calls: Some(("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")) },
+    Pe {
+        artifact: "core-hip_lib_generic",
+        prefix: CORE_HIP,
+        path: "bin/amdhip64_7.dll",
+        text: "amdhip64",
+        library: Some(("amdhip64", Some("amdhip64.lib"))),
+        calls: None,
+    },
+    Pe {
+        artifact: "core-hip_lib_generic",
+        prefix: CORE_HIP,
+        path: "bin/hiprtc0702.dll",
+        text: "hiprtc",
+        library: Some(("hiprtc", Some("hiprtc.lib"))),
+        calls: None,
+    },
+    Pe {
+        artifact: "core-hip_lib_generic",
+        prefix: CORE_HIP,
+        path: "bin/hiprtc-builtins0702.dll",
+        text: "hiprtc-builtins",
+        library: Some(("hiprtc_builtins", None)),
+        calls: None,
+    },
+    Pe {
+        artifact: "core-hip_run_generic",
+        prefix: CORE_HIP,
+        path: "bin/hipconfig.exe",
+        text: "hipconfig",
+        library: None,
+        calls: Some(("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")),
+    },
+    Pe {
+        artifact: "amd-llvm_lib_generic",
+        prefix: LLVM,
+        path: "bin/amd_comgr_3.dll",
+        text: "amd_comgr",
+        library: Some(("amd_comgr", Some("amd_comgr.lib"))),
+        calls: None,
+    },
+    Pe {
+        artifact: "amd-llvm_lib_generic",
+        prefix: LLVM,
+        path: "lib/llvm/bin/amdclang.exe",
+        text: "amdclang",
+        library: None,
+        calls: None,
+    },
+    Pe {
+        artifact: "blas_lib_gfx110X-all",
+        prefix: HIPBLAS,
+        path: "bin/hipblas.dll",
+        text: "hipblas gfx110X-all",
+        library: Some(("hipblas", Some("hipblas.lib"))),
+        calls: Some(("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")),
+    },
 ];
 
 /// Text files: (artifact, prefix, path, contents).
@@ -121,7 +170,9 @@ fn compile(scratch: &Path, out: &Path, file: &Pe) -> Result<(), ExampleError> {
     match super::toolchain::run(command, &target) {
         Err(ExampleError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             Err(ExampleError::NoCompiler {
-                message: format!("{MINGW_GCC} not found: the Windows example needs MinGW-w64 (apt-get install gcc-mingw-w64-x86-64)"),
+                message: format!(
+                    "{MINGW_GCC} not found: the Windows example needs MinGW-w64 (apt-get install gcc-mingw-w64-x86-64)"
+                ),
             })
         }
         other => other,

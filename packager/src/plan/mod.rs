@@ -329,7 +329,8 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
             return Err(PlanError::NotATargetId { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());
         }
     }
-    let build_os = crate::build_os::detect(catalog, config.build_os)?;
+    let build_os = crate::build_os::detect(catalog, config.build_os)
+        .map_err(|mixed| PlanError::MixedBuildOs { elf: mixed.elf, pe: mixed.pe })?;
     let families = families::plan_families(catalog, &config.families)?;
     let dist_info = families::dist_info(&families, config, catalog.kpack_split());
     let mut builder = runtime::Builder::new(catalog, config, &dist_info, progress);

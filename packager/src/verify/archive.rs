@@ -13,10 +13,13 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::devel::{read_devel_tar, DevelTree};
+use super::elf_parse::{elf_identity, ElfWindow};
 use super::member::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope, Streamed};
 use super::metadata::{self, parse_headers, WheelName};
+use super::pe::{elf_in_windows_wheel, inspect_pe, windows_machine, PeMember};
 use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
+use crate::elf::EM_AMDGPU;
 use crate::platform::TargetMachine;
 
 const S_IFMT: u32 = 0o170_000;
@@ -38,6 +41,8 @@ pub(crate) struct Archive {
     pub installed: Vec<String>,
     pub elf_files: Vec<ElfMember>,
     pub elf_scope: ElfScope,
+    /// PE files of a wheel (SPEC §7), for the import check across the set.
+    pub pe_files: Vec<PeMember>,
     pub devel: Vec<DevelTree>,
     /// METADATA (wheel) or PKG-INFO (sdist) headers.
     pub headers: Vec<(String, String)>,
@@ -59,6 +64,7 @@ impl Archive {
             n_members: 0,
             installed: Vec::new(),
             elf_files: Vec::new(),
+            pe_files: Vec::new(),
             elf_scope: ElfScope::new(),
             devel: Vec::new(),
             headers: Vec::new(),
@@ -192,7 +198,18 @@ fn read_wheel_member(
     let Some(installed) = installed_path(&name).filter(|_| path_ok) else {
         return;
     };
-    if let Some(window) = streamed.window {
+    let platform = archive.wheel_name.as_ref().map(|name| name.platform.clone()).unwrap_or_default();
+    if let Some((bytes, complete)) = &streamed.pe {
+        if let Some(pe) = inspect_pe(&file, &installed, bytes, *complete, &platform, &mut archive.findings) {
+            archive.pe_files.push(pe);
+        }
+    }
+    let is_host_elf = |window: &ElfWindow| elf_identity(window.head()).is_some_and(|id| id.machine != EM_AMDGPU);
+    if let Some(window) = streamed.window.as_ref().filter(|_| windows_machine(&platform).is_some()) {
+        if is_host_elf(window) {
+            elf_in_windows_wheel(&file, &installed, &platform, &mut archive.findings);
+        }
+    } else if let Some(window) = streamed.window {
         let elf = inspect_elf(&file, &installed, &window, &mut archive.elf_scope, &mut archive.findings);
         if let Some(elf) = elf {
             archive.elf_files.push(ElfMember { path: installed.clone(), elf });
@@ -214,7 +231,7 @@ fn read_devel_member(
     archive.devel.push(tree);
     // The tar reader stops at the end-of-archive blocks; the rest still counts for RECORD.
     io::copy(&mut tee, &mut io::sink())?;
-    Ok(Streamed { size: tee.size, sha256: Some(tee.hasher.finalize().into()), window: None, text: None })
+    Ok(Streamed { size: tee.size, sha256: Some(tee.hasher.finalize().into()), window: None, pe: None, text: None })
 }
 
 struct HashingReader<'a> {

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::elf_checks::check_elf;
 use super::elf_parse::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC};
+use super::pe::PE_CAP;
 use super::report::{Check, Findings};
 use crate::elf::EM_AMDGPU;
 use crate::platform::TargetMachine;
@@ -61,6 +62,8 @@ pub(crate) struct Streamed {
     pub size: u64,
     pub sha256: Option<[u8; 32]>,
     pub window: Option<ElfWindow>,
+    /// A PE file's bytes (the first [`PE_CAP`] of them), and whether that is all of it.
+    pub pe: Option<(Vec<u8>, bool)>,
     pub text: Option<Vec<u8>>,
 }
 
@@ -80,12 +83,20 @@ pub(crate) fn stream_member(reader: &mut dyn Read, hash: bool, capture_text: boo
         if first && chunk.starts_with(ELF_MAGIC) {
             streamed.window = Some(ElfWindow::default());
         }
+        if first && chunk.starts_with(b"MZ") {
+            streamed.pe = Some((Vec::new(), true));
+        }
         first = false;
         if let Some(hasher) = hasher.as_mut() {
             hasher.update(chunk);
         }
         if let Some(window) = streamed.window.as_mut() {
             window.push(chunk);
+        }
+        if let Some((bytes, complete)) = streamed.pe.as_mut() {
+            let room = PE_CAP.saturating_sub(bytes.len());
+            bytes.extend_from_slice(&chunk[..room.min(chunk.len())]);
+            *complete &= chunk.len() <= room;
         }
         if let Some(text) = streamed.text.as_mut() {
             if text.len() + n <= TEXT_CAP {

@@ -19,6 +19,7 @@ mod elf_window;
 pub(crate) mod glibc;
 mod member;
 mod metadata;
+mod pe;
 mod record;
 mod report;
 mod set;
@@ -75,6 +76,11 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
     }
     set::check_set(&archives, &mut findings);
     closure::check_closure(&archives, &mut findings);
+    let wheels: Vec<pe::WheelPe<'_>> = archives
+        .iter()
+        .map(|archive| pe::WheelPe { file: &archive.file, installed: &archive.installed, pe_files: &archive.pe_files })
+        .collect();
+    pe::check_imports(&wheels, &mut findings);
     let portability: Vec<Option<Portability>> =
         archives.iter().map(|archive| check_portability(archive, &mut findings)).collect();
     let mut by_file = findings.into_by_file();

@@ -47,6 +47,11 @@ pub enum Check {
     Devel,
     /// A launcher whose target does not exist.
     Launcher,
+    /// A binary for another platform than the wheel's tag: an ELF file in a Windows
+    /// wheel, a PE file in a Linux one, a DLL for another machine.
+    Platform,
+    /// PE headers and tables that do not parse.
+    PeStructure,
 }
 
 /// One finding. `path` is the member inside the archive (for devel tarball members, the

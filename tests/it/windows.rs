@@ -1,0 +1,133 @@
+//! Windows builds packaged on Linux (SPEC §7, issue 21): the bundled example as a Windows
+//! build (PE files from MinGW-w64) becomes `win_amd64` wheels and the sdist, with PE files
+//! copied byte for byte and no profiler wheel; `verify --dist` passes it and fails a copy
+//! broken the two ways a Windows set breaks; a build mixing ELF and PE is refused.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use packager::config::PlatformTag;
+
+use crate::support;
+
+/// The Windows example written under `dir/artifacts`, or a failure naming MinGW-w64.
+fn windows_example(dir: &Path) -> PathBuf {
+    support::tool(packager::example::MINGW_GCC);
+    let artifacts = dir.join("artifacts");
+    packager::example::write_windows_example(&artifacts).expect("generate the Windows example");
+    artifacts
+}
+
+/// Packages `artifacts` with no platform tag given, as the CLI does.
+fn package(artifacts: &Path, dest: &Path) -> Result<PathBuf, packager::Error> {
+    let mut config = support::package_config(artifacts, dest);
+    config.platform_tag = PlatformTag::Default(format!("linux_{}", std::env::consts::ARCH));
+    packager::package(&config, &packager::Silent)?;
+    Ok(config.output_dir())
+}
+
+fn archives(dist: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs_err::read_dir(dist)
+        .expect("list dist")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".whl") || name.ends_with(".tar.gz"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_windows_build_becomes_win_amd64_wheels_that_verify_passes() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let artifacts = windows_example(temp.path());
+    let dist = package(&artifacts, &temp.path().join("out")).expect("package the Windows example");
+    assert_eq!(
+        archives(&dist),
+        [
+            "rocm-7.12.0.dev0.tar.gz",
+            "rocm_sdk_core-7.12.0.dev0-py3-none-win_amd64.whl",
+            "rocm_sdk_devel-7.12.0.dev0-py3-none-win_amd64.whl",
+            "rocm_sdk_libraries_gfx110x_all-7.12.0.dev0-py3-none-win_amd64.whl",
+        ],
+        "no profiler wheel, every wheel win_amd64"
+    );
+    // PE files byte for byte: nothing in a PE file is edited (SPEC §7).
+    let core = crate::targets::wheel_members(&dist.join("rocm_sdk_core-7.12.0.dev0-py3-none-win_amd64.whl"));
+    let source = fs_err::read(artifacts.join("core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")).expect("read");
+    assert_eq!(core["_rocm_sdk_core/bin/amdhip64_7.dll"], source);
+    let report = packager::verify::verify_dist(&dist).expect("verify");
+    let violations: Vec<String> = report.violations().map(|violation| format!("{violation:?}")).collect();
+    assert!(violations.is_empty(), "{violations:#?}");
+}
+
+#[test]
+fn a_broken_windows_set_fails_naming_the_elf_file_and_the_missing_import() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let artifacts = windows_example(temp.path());
+    let bin = artifacts.join("blas_lib_gfx110X-all/math-libs/BLAS/hipBLAS/stage/bin");
+    // A DLL importing one nobody ships, linked against a stand-in that is then left out.
+    let scratch = temp.path().join("scratch");
+    fs_err::create_dir_all(&scratch).expect("scratch");
+    fs_err::write(scratch.join("dep.c"), "int notshipped_value(void) { return 1; }\n").expect("write");
+    fs_err::write(
+        scratch.join("user.c"),
+        "int notshipped_value(void);\nint user(void) { return notshipped_value(); }\n",
+    )
+    .expect("write");
+    let gcc = packager::example::MINGW_GCC;
+    support::run(Command::new(gcc).current_dir(&scratch).args(["-shared", "-o", "notshipped.dll", "dep.c"]));
+    support::run(
+        Command::new(gcc)
+            .current_dir(&scratch)
+            .args(["-shared", "-o"])
+            .arg(bin.join("hipblaslt.dll"))
+            .args(["user.c", "notshipped.dll"]),
+    );
+    let dist = package(&artifacts, &temp.path().join("out")).expect("package");
+    // An ELF file slipped into the Windows wheel after packaging, as a careless merge would.
+    let wheel = dist.join("rocm_sdk_libraries_gfx110x_all-7.12.0.dev0-py3-none-win_amd64.whl");
+    let elf = support::shared_lib(&scratch, "libstray.so", "int stray(void) { return 0; }\n", &[]);
+    let add =
+        "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'a') as z:\n    z.write(sys.argv[2], sys.argv[3])\n";
+    support::run(
+        Command::new("python3")
+            .args(["-c", add])
+            .arg(&wheel)
+            .arg(&elf)
+            .arg("_rocm_sdk_libraries_gfx110x_all/bin/libstray.so"),
+    );
+    let report = packager::verify::verify_dist(&dist).expect("verify");
+    let violations: Vec<String> = report
+        .violations()
+        .map(|violation| {
+            format!("{} {:?}: {}", violation.path.clone().unwrap_or_default(), violation.check, violation.message)
+        })
+        .collect();
+    let named = |needle: &str| violations.iter().any(|violation| violation.contains(needle));
+    assert!(named("bin/hipblaslt.dll Closure: imports `notshipped.dll`"), "{violations:#?}");
+    assert!(named("bin/libstray.so Platform: an ELF file in a `win_amd64` wheel"), "{violations:#?}");
+
+    // The same DLLs in a wheel tagged for Linux: no Linux loader reads a PE file.
+    let linux_dist = temp.path().join("linux-dist");
+    fs_err::create_dir_all(&linux_dist).expect("mkdir");
+    fs_err::copy(&wheel, linux_dist.join("rocm_sdk_libraries_gfx110x_all-7.12.0.dev0-py3-none-linux_x86_64.whl"))
+        .expect("copy");
+    let report = packager::verify::verify_dist(&linux_dist).expect("verify");
+    let in_linux: Vec<String> = report.violations().map(|violation| violation.message.clone()).collect();
+    assert!(
+        in_linux.iter().any(|message| message.contains("a Windows PE file in a `linux_x86_64` wheel")),
+        "{in_linux:#?}"
+    );
+}
+
+#[test]
+fn a_build_mixing_elf_and_pe_is_refused_naming_one_of_each() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let artifacts = windows_example(temp.path());
+    let bin = artifacts.join("core-hip_lib_generic/core/clr/stage/bin");
+    support::shared_lib(&bin, "libamdhip64.so.7", "int x(void) { return 0; }\n", &[]);
+    let error = package(&artifacts, &temp.path().join("out")).expect_err("a mixed build must be refused");
+    let message = error.to_string();
+    assert!(message.contains("libamdhip64.so.7 is ELF") && message.contains("is PE"), "{message}");
+    assert!(!temp.path().join("out/dist").exists(), "nothing may be written");
+}
