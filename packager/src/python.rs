@@ -36,6 +36,8 @@ pub struct DistInfo {
     pub device_targets: Vec<String>,
     /// Multi-family legacy builds: one `rocm-sdk-devel-{family}` per family (SPEC §2).
     pub devel_target_specific: bool,
+    /// A Windows build (SPEC §7): the Linux-only console scripts are left out.
+    pub windows: bool,
 }
 
 /// A package of the build (SPEC §2 package table).
@@ -261,12 +263,13 @@ fn file(path: String, contents: &str) -> PythonFile {
 
 /// The console scripts a trampoline module declares: the keys of its `TOOLS` table, in
 /// source order. The table is ours, embedded at compile time; the tests check the parse.
-fn console_scripts(cli_source: &str) -> Vec<&str> {
+/// On Windows the table ends at its `# Linux only.` line (SPEC §4, console scripts).
+fn console_scripts(cli_source: &str, windows: bool) -> Vec<&str> {
     cli_source
         .lines()
         .skip_while(|line| !line.starts_with("TOOLS = {"))
         .skip(1)
-        .take_while(|line| !line.starts_with('}'))
+        .take_while(|line| !line.starts_with('}') && !(windows && line.trim() == "# Linux only."))
         .filter_map(|line| line.trim_start().strip_prefix('"')?.split('"').next())
         .collect()
 }
@@ -276,8 +279,8 @@ fn trampoline_function(script: &str) -> String {
     script.replace("++", "pp").chars().map(|c| if c.is_alphanumeric() { c } else { '_' }).collect()
 }
 
-fn entry_points(module: &str, cli_source: &str) -> Vec<EntryPoint> {
-    console_scripts(cli_source)
+fn entry_points(module: &str, cli_source: &str, windows: bool) -> Vec<EntryPoint> {
+    console_scripts(cli_source, windows)
         .into_iter()
         .map(|script| EntryPoint {
             name: script.to_owned(),
@@ -309,12 +312,12 @@ pub fn python_part(role: PackageRole<'_>, info: &DistInfo) -> PythonPart {
         }
         PackageRole::Core => {
             part.files.push(file(format!("{package}/_cli.py"), CORE_CLI));
-            part.entry_points = entry_points(&format!("{package}._cli"), CORE_CLI);
+            part.entry_points = entry_points(&format!("{package}._cli"), CORE_CLI, info.windows);
             Some(embedded::CORE_INIT)
         }
         PackageRole::Profiler => {
             part.files.push(file(format!("{package}/_cli.py"), PROFILER_CLI));
-            part.entry_points = entry_points(&format!("{package}._cli"), PROFILER_CLI);
+            part.entry_points = entry_points(&format!("{package}._cli"), PROFILER_CLI, info.windows);
             Some(embedded::PROFILER_INIT)
         }
         PackageRole::Libraries { .. } => Some(embedded::LIBRARIES_INIT),

@@ -40,6 +40,7 @@ fn rendered_sdist_builds_a_wheel_with_its_backend() {
         windows_target_families: Vec::new(),
         device_targets: targets,
         devel_target_specific: false,
+        windows: false,
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("rocm-7.12.0");

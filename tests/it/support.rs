@@ -95,6 +95,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("strip", "binutils"),
     ("tar", "tar"),
     ("unzip", "unzip"),
+    ("/usr/lib/wine/wine64", "wine64"),
     ("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64"),
     ("zipinfo", "unzip"),
 ];
@@ -112,7 +113,8 @@ pub fn missing_tool_message(program: &str) -> String {
 /// fails naming it and its package, not with a message about something else.
 pub fn tool(program: &str) -> Command {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|dir| dir.join(program).is_file());
+    let found = Path::new(program).is_absolute() && Path::new(program).is_file()
+        || std::env::split_paths(&path).any(|dir| dir.join(program).is_file());
     assert!(found, "{}", missing_tool_message(program));
     Command::new(program)
 }

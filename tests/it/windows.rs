@@ -3,6 +3,9 @@
 //! copied byte for byte and no profiler wheel; `verify --dist` passes it and fails a copy
 //! broken the two ways a Windows set breaks; a build mixing ELF and PE is refused.
 
+#[path = "windows_wine.rs"]
+mod wine;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -61,8 +61,15 @@ const TOOLS: &[Tool] = &[
     tool("perl", "perl"),
     tool("patchelf", "patchelf"),
     tool("eu-elflint", "elfutils"),
-    // The Windows example is cross-compiled (SPEC §7).
+    // The Windows example is cross-compiled, and its wheels run by Windows Python under Wine
+    // (SPEC §7).
     tool("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64"),
+    Tool {
+        name: "wine64",
+        probe: Probe::Runs(&["/usr/lib/wine/wine64", "--version"]),
+        source: Source::Debian("wine64"),
+        slow_only: false,
+    },
     // The tests make venvs; Debian splits `venv` and `ensurepip` out of python3.
     Tool {
         name: "python3 -m venv",

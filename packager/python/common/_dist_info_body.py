@@ -419,8 +419,10 @@ LibraryEntry("rocjpeg", "core", "librocjpeg.so*")
 LibraryEntry("amd_smi", "core", "libamd_smi.so*")
 LibraryEntry("rocdxg", "core", "librocdxg*.so*", optional=True)
 LibraryEntry("rpp", "libraries", "librpp.so*")
+# The libraries TheRock builds for Windows too, by the DLL names it gives them.
+_WINDOWS_DLLS = {name: name + "*.dll" for name in ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsolver")}
 for _name in ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsparselt", "hipsolver", "rccl"):
-    LibraryEntry(_name, "libraries", "lib%s.so*" % _name)
+    LibraryEntry(_name, "libraries", "lib%s.so*" % _name, dll_pattern=_WINDOWS_DLLS.get(_name, ""))
 del _name
 LibraryEntry("miopen", "libraries", "libMIOpen.so*", dll_pattern="MIOpen*.dll")
 LibraryEntry("origami", "libraries", "liborigami.so*")

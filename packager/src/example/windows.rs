@@ -16,86 +16,89 @@ pub const MINGW_GCC: &str = "x86_64-w64-mingw32-gcc";
 
 const LIBRARY_C: &str = include_str!("c/library.c");
 const PROGRAM_C: &str = include_str!("c/program.c");
+/// The Windows tools: the Linux example's program, exiting with the code `--exit=N` names,
+/// so a test can see a console script pass its tool's exit code on (Windows has no exec).
+const TOOL_C: &str = "#include <stdlib.h>\n#include <string.h>\n\
+    #define main example_main\n#include \"program.c\"\n#undef main\n\
+    int main(int argc, char **argv) {\n\
+    int code = example_main(argc, argv);\n\
+    if (argc > 1 && strncmp(argv[1], \"--exit=\", 7) == 0) code = atoi(argv[1] + 7);\n\
+    return code;\n}\n";
 
 /// One PE file to build.
 struct Pe {
     /// Artifact directory and install prefix, then the path under it.
     artifact: &'static str,
     prefix: &'static str,
-    path: &'static str,
-    text: &'static str,
+    path: String,
+    text: String,
     /// For a DLL: the C identifier of its exported functions, and the import library
     /// written beside the headers (`lib/{name}.lib`), if any.
-    library: Option<(&'static str, Option<&'static str>)>,
+    library: Option<(String, Option<String>)>,
     /// A DLL this one imports: (C identifier, its path in the same build).
     calls: Option<(&'static str, &'static str)>,
 }
 
 const CORE_HIP: &str = "core/clr/stage";
 const LLVM: &str = "compiler/amd-llvm/stage";
+const HOST_BLAS: &str = "third-party/host-blas/stage";
 const HIPBLAS: &str = "math-libs/BLAS/hipBLAS/stage";
+const AMDHIP64: (&str, &str) = ("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll");
 
 /// DLLs named like the real ones (`amdhip64_7.dll`, `hiprtc0702.dll` beside
-/// `hiprtc-builtins0702.dll`, which `hiprtc0*.dll` must not match), a libraries DLL that
-/// imports the HIP runtime, and executables for console scripts and `offload-arch`.
-const FILES: &[Pe] = &[
-    Pe {
-        artifact: "core-hip_lib_generic",
-        prefix: CORE_HIP,
-        path: "bin/amdhip64_7.dll",
-        text: "amdhip64",
-        library: Some(("amdhip64", Some("amdhip64.lib"))),
-        calls: None,
-    },
-    Pe {
-        artifact: "core-hip_lib_generic",
-        prefix: CORE_HIP,
-        path: "bin/hiprtc0702.dll",
-        text: "hiprtc",
-        library: Some(("hiprtc", Some("hiprtc.lib"))),
-        calls: None,
-    },
-    Pe {
-        artifact: "core-hip_lib_generic",
-        prefix: CORE_HIP,
-        path: "bin/hiprtc-builtins0702.dll",
-        text: "hiprtc-builtins",
-        library: Some(("hiprtc_builtins", None)),
-        calls: None,
-    },
-    Pe {
-        artifact: "core-hip_run_generic",
-        prefix: CORE_HIP,
-        path: "bin/hipconfig.exe",
-        text: "hipconfig",
+/// `hiprtc-builtins0702.dll`, which `hiprtc0*.dll` must not match), every libraries DLL
+/// the runtime's table names on Windows (each importing the HIP runtime from core's
+/// `bin/`), and an executable behind every console script Windows gets.
+fn files() -> Vec<Pe> {
+    let dll = |artifact, prefix, file: &str, id: &str, import_library: Option<&str>, calls| Pe {
+        artifact,
+        prefix,
+        path: format!("bin/{file}"),
+        text: id.to_owned(),
+        library: Some((id.to_owned(), import_library.map(str::to_owned))),
+        calls,
+    };
+    // Tools in `bin/` import the HIP runtime beside them (core's `bin/`, or the devel
+    // tree's); the compilers in `lib/llvm/bin` import nothing of ROCm, as the real ones.
+    let exe = |artifact, prefix, path: &str, text: &str| Pe {
+        artifact,
+        prefix,
+        path: format!("{path}.exe"),
+        text: text.to_owned(),
         library: None,
-        calls: Some(("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")),
-    },
-    Pe {
-        artifact: "amd-llvm_lib_generic",
-        prefix: LLVM,
-        path: "bin/amd_comgr_3.dll",
-        text: "amd_comgr",
-        library: Some(("amd_comgr", Some("amd_comgr.lib"))),
-        calls: None,
-    },
-    Pe {
-        artifact: "amd-llvm_lib_generic",
-        prefix: LLVM,
-        path: "lib/llvm/bin/amdclang.exe",
-        text: "amdclang",
-        library: None,
-        calls: None,
-    },
-    Pe {
-        artifact: "blas_lib_gfx110X-all",
-        prefix: HIPBLAS,
-        path: "bin/hipblas.dll",
-        text: "hipblas gfx110X-all",
-        library: Some(("hipblas", Some("hipblas.lib"))),
-        calls: Some(("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")),
-    },
-];
+        calls: path.starts_with("bin/").then_some(AMDHIP64),
+    };
+    let mut files = vec![
+        dll("core-hip_lib_generic", CORE_HIP, "amdhip64_7.dll", "amdhip64", Some("amdhip64.lib"), None),
+        dll("core-hip_lib_generic", CORE_HIP, "hiprtc0702.dll", "hiprtc", Some("hiprtc.lib"), None),
+        dll("core-hip_lib_generic", CORE_HIP, "hiprtc-builtins0702.dll", "hiprtc_builtins", None, None),
+        dll("amd-llvm_lib_generic", LLVM, "amd_comgr_3.dll", "amd_comgr", Some("amd_comgr.lib"), None),
+        dll("host-blas_lib_generic", HOST_BLAS, "rocm-openblas.dll", "rocm_openblas", None, None),
+    ];
+    for (file, id) in [
+        ("hipblas.dll", "hipblas"),
+        ("hipblaslt.dll", "hipblaslt"),
+        ("hipfft.dll", "hipfft"),
+        ("hiprand.dll", "hiprand"),
+        ("hipsparse.dll", "hipsparse"),
+        ("hipsolver.dll", "hipsolver"),
+        ("MIOpen.dll", "MIOpen"),
+        ("hipdnn_backend.dll", "hipdnn_backend"),
+    ] {
+        let import_library = format!("{}.lib", file.trim_end_matches(".dll"));
+        let mut pe = dll("blas_lib_gfx110X-all", HIPBLAS, file, id, None, Some(AMDHIP64));
+        pe.library = Some((id.to_owned(), Some(import_library)));
+        pe.text = format!("{id} gfx110X-all");
+        files.push(pe);
+    }
+    for tool in ["amdclang", "amdclang++", "amdclang-cpp", "amdclang-cl", "amdflang", "amdlld", "offload-arch"] {
+        files.push(exe("amd-llvm_lib_generic", LLVM, &format!("lib/llvm/bin/{tool}"), tool));
+    }
+    for tool in ["hipcc", "hipconfig", "hipify-clang", "roc-obj", "roc-obj-extract", "roc-obj-ls"] {
+        files.push(exe("core-hip_run_generic", CORE_HIP, &format!("bin/{tool}"), tool));
+    }
+    files
+}
 
 /// Text files: (artifact, prefix, path, contents).
 const TEXTS: &[(&str, &str, &str, &str)] = &[
@@ -110,7 +113,7 @@ const BUILD_MANIFEST: &str = "{\n  \"the_rock_commit\": \"0000000000000000000000
 /// Writes the Windows example under `out` (which must be empty or missing).
 pub(super) fn write_windows_example(out: &Path) -> Result<ExampleSummary, ExampleError> {
     let scratch = tempfile::tempdir().map_err(|source| ExampleError::Io { path: std::env::temp_dir(), source })?;
-    for (name, source) in [("library.c", LIBRARY_C), ("program.c", PROGRAM_C)] {
+    for (name, source) in [("library.c", LIBRARY_C), ("program.c", PROGRAM_C), ("tool.c", TOOL_C)] {
         write(&scratch.path().join(name), source)?;
     }
     let mut summary = ExampleSummary::default();
@@ -120,8 +123,9 @@ pub(super) fn write_windows_example(out: &Path) -> Result<ExampleSummary, Exampl
     write(&aux.join("therock_manifest.json"), BUILD_MANIFEST)?;
     write(&aux.join("dist_info.json"), "{\"dist_amdgpu_targets\": \"gfx1100;gfx1101\"}\n")?;
     summary.n_files += 2;
+    let files = files();
     let mut artifacts: Vec<(&str, &str)> = vec![("base_lib_generic", "base/aux-overlay/stage")];
-    artifacts.extend(FILES.iter().map(|file| (file.artifact, file.prefix)));
+    artifacts.extend(files.iter().map(|file| (file.artifact, file.prefix)));
     artifacts.extend(TEXTS.iter().map(|(artifact, prefix, _, _)| (*artifact, *prefix)));
     artifacts.sort();
     artifacts.dedup();
@@ -132,7 +136,7 @@ pub(super) fn write_windows_example(out: &Path) -> Result<ExampleSummary, Exampl
         write(&out.join(artifact).join(prefix).join(path), text)?;
         summary.n_files += 1;
     }
-    for file in FILES {
+    for file in &files {
         compile(scratch.path(), out, file)?;
         summary.n_elf += 1;
     }
@@ -143,13 +147,13 @@ pub(super) fn write_windows_example(out: &Path) -> Result<ExampleSummary, Exampl
 
 fn compile(scratch: &Path, out: &Path, file: &Pe) -> Result<(), ExampleError> {
     let stage = out.join(file.artifact).join(file.prefix);
-    let target = stage.join(file.path);
+    let target = stage.join(&file.path);
     create_parent(&target)?;
     let mut command = Command::new(MINGW_GCC);
     // Relative source names and no timestamp in the PE header: the same bytes on every run.
     command.current_dir(scratch).args(["-O1", "-s", "-Wl,--no-insert-timestamp"]);
     command.arg(format!("-DEXAMPLE_TEXT=\"{}\"", file.text));
-    match file.library {
+    match &file.library {
         Some((id, import_library)) => {
             command.args(["-shared", &format!("-DEXAMPLE_ID={id}"), "library.c"]);
             if let Some(import_library) = import_library {
@@ -159,7 +163,7 @@ fn compile(scratch: &Path, out: &Path, file: &Pe) -> Result<(), ExampleError> {
             }
         }
         None => {
-            command.arg("program.c");
+            command.arg("tool.c");
         }
     }
     if let Some((id, dll)) = file.calls {

@@ -130,6 +130,7 @@ pub fn dist_info(families: &FamilyPlan, config: &PackageConfig, kpack_split: boo
         windows_target_families: families.windows.clone(),
         device_targets: families.device_targets.iter().map(ToString::to_string).collect(),
         devel_target_specific: families.devel_target_specific(),
+        windows: false,
     }
 }
 

@@ -332,7 +332,8 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     let build_os = crate::build_os::detect(catalog, config.build_os)
         .map_err(|mixed| PlanError::MixedBuildOs { elf: mixed.elf, pe: mixed.pe })?;
     let families = families::plan_families(catalog, &config.families)?;
-    let dist_info = families::dist_info(&families, config, catalog.kpack_split());
+    let mut dist_info = families::dist_info(&families, config, catalog.kpack_split());
+    dist_info.windows = build_os == BuildOs::Windows;
     let mut builder = runtime::Builder::new(catalog, config, &dist_info, progress);
     builder.build_os = build_os;
     let mut packages = Vec::new();

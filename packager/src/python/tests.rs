@@ -26,6 +26,7 @@ fn legacy_info(families: &[&str]) -> DistInfo {
         windows_target_families: Vec::new(),
         device_targets: Vec::new(),
         devel_target_specific: families.len() > 1,
+        windows: false,
     }
 }
 
@@ -40,6 +41,7 @@ fn kpack_info(targets: &[&str], nonce: &str) -> DistInfo {
         windows_target_families: Vec::new(),
         device_targets: targets.iter().map(|f| (*f).to_owned()).collect(),
         devel_target_specific: false,
+        windows: false,
     }
 }
 

@@ -100,10 +100,16 @@ def run(script):
     if core is None:
         _fail(script, "the platform package of rocm-sdk-core is missing; reinstall rocm-sdk-core")
     roots = [core] if system_info else [root for root in (_devel_root(script), core) if root is not None]
+    windows = os.name == "nt"
     for root in roots:
-        path = root / relpath
+        path = root / (relpath + ".exe" if windows else relpath)
         if path.is_file():
             try:
+                if windows:
+                    # Windows has no exec: run the tool as a child, pass its exit code on.
+                    import subprocess
+
+                    sys.exit(subprocess.call([str(path)] + sys.argv[1:]))
                 os.execv(str(path), [str(path)] + sys.argv[1:])
             except OSError as error:
                 _fail(script, "%s: %s" % (path, error))

@@ -22,6 +22,11 @@ __all__ = [
 # Short name -> loaded `ctypes.CDLL`; read by code outside this project.
 _ALL_CDLLS = {}
 
+# Windows finds a library by `bin/` + its `dll_pattern`, and has no RPATH (SPEC §7).
+_WINDOWS = os.name == "nt"
+# Handles of `os.add_dll_directory`: a directory stays searched while its handle lives.
+_DLL_DIRECTORIES = {}
+
 
 def _install_hint(logical_names):
     extras = sorted(name for name in logical_names if name not in ("core", "meta"))
@@ -47,7 +52,8 @@ def _library_dir(entry):
             % (entry.shortname, package.get_dist_package_name(family), _install_hint([package.logical_name])),
             name=name,
         )
-    return Path(module.__file__).parent / entry.posix_relpath
+    relpath = entry.windows_relpath if _WINDOWS else entry.posix_relpath
+    return Path(module.__file__).parent / relpath
 
 
 def _find_library(shortname):
@@ -58,15 +64,16 @@ def _find_library(shortname):
         raise ModuleNotFoundError(
             "unknown ROCm library '%s' (known: %s)" % (shortname, ", ".join(sorted(ALL_LIBRARIES)))
         ) from None
+    pattern = entry.dll_pattern if _WINDOWS else entry.so_pattern
+    if not pattern:
+        return None  # A library with no DLL does not exist on Windows: skipped, no error.
     directory = _library_dir(entry)
     # Several matches are the versioned names of one library; the shortest sorts first.
-    matches = sorted(directory.glob(entry.so_pattern))
+    matches = sorted(directory.glob(pattern))
     if not matches:
         if entry.optional:
             return None
-        raise FileNotFoundError(
-            "ROCm library '%s' not found: no '%s' in %s" % (shortname, entry.so_pattern, directory)
-        )
+        raise FileNotFoundError("ROCm library '%s' not found: no '%s' in %s" % (shortname, pattern, directory))
     return matches[0]
 
 
@@ -133,7 +140,23 @@ def preload_libraries(*shortnames, rtld_global=True):
         paths = find_libraries(shortname)
         if not paths:
             continue
+        if _WINDOWS:
+            _add_dll_directories(paths[0].parent)
         _ALL_CDLLS[shortname] = ctypes.CDLL(str(paths[0]), mode=mode)
+
+
+def _add_dll_directories(library_dir):
+    """Windows: a DLL's imports are searched in the directories added here, not beside
+    the importer in another package; core's `bin/` holds what the others import."""
+    directories = [library_dir]
+    try:
+        directories.append(_library_dir(ALL_LIBRARIES["amdhip64"]))
+    except ModuleNotFoundError:
+        pass
+    for directory in directories:
+        key = str(directory)
+        if key not in _DLL_DIRECTORIES and directory.is_dir():
+            _DLL_DIRECTORIES[key] = os.add_dll_directory(key)
 
 
 def _split_preload_list(value):

@@ -155,10 +155,18 @@ def _place_link(site_dir, parts, member, links):
     destination = os.path.join(site_dir, *parts)
     physical = os.path.join(site_dir, *resolve(parts[:-1] + member.linkname.split("/"), links))
     is_driver = len(parts) == 3 and parts[1] == "bin" and parts[2] in COMPILER_DRIVERS
-    if is_driver or not os.path.isfile(physical):
+    if os.name == "nt" and os.path.isdir(physical):
+        # Windows: a symlink needs administrator rights; a junction does not (SPEC §7).
+        import _winapi
+
+        _winapi.CreateJunction(physical, destination)
+        return
+    if (is_driver or not os.path.isfile(physical)) and os.name != "nt":
         # Directories, drivers and (validated) dangling links stay symlinks.
         os.symlink(member.linkname, destination)
         return
+    if not os.path.isfile(physical):
+        return  # Windows: a dangling link has nothing to place.
     try:
         os.link(physical, destination)
     except OSError:

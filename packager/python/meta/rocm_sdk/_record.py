@@ -8,6 +8,7 @@ distribution is installed and is never part of what we create.
 
 import contextlib
 import csv
+import os
 import importlib.metadata
 import io
 from pathlib import Path
@@ -28,14 +29,46 @@ def find_record(dist_name):
 @contextlib.contextmanager
 def locked(record_path):
     """Holds an exclusive lock on `record_path` (blocking) and yields it opened for append."""
-    import fcntl
-
     with open(record_path, "a+", encoding="utf-8", newline="") as record:
-        fcntl.flock(record.fileno(), fcntl.LOCK_EX)
+        _lock(record)
         try:
             yield record
         finally:
-            fcntl.flock(record.fileno(), fcntl.LOCK_UN)
+            _unlock(record)
+
+
+def _lock(record):
+    if os.name == "nt":
+        # Windows has no flock: lock one byte far past any RECORD's end (msvcrt.locking
+        # locks from the current position; LK_LOCK retries for 10 s, so loop).
+        import msvcrt
+
+        record.seek(_WINDOWS_LOCK_OFFSET)
+        while True:
+            try:
+                msvcrt.locking(record.fileno(), msvcrt.LK_LOCK, 1)
+                return
+            except OSError:
+                continue
+    import fcntl
+
+    fcntl.flock(record.fileno(), fcntl.LOCK_EX)
+
+
+def _unlock(record):
+    if os.name == "nt":
+        import msvcrt
+
+        record.seek(_WINDOWS_LOCK_OFFSET)
+        msvcrt.locking(record.fileno(), msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(record.fileno(), fcntl.LOCK_UN)
+
+
+# The byte Windows processes lock: beyond where RECORD's text ever reaches.
+_WINDOWS_LOCK_OFFSET = 1 << 30
 
 
 def recorded_paths(record):

@@ -44,12 +44,22 @@ def package_dir(module):
     return Path(module.__file__).parent
 
 
+WINDOWS = os.name == "nt"
+
+
+def is_shared_library_name(name):
+    """`libx.so`, `libx.so.1` on Linux; `x.dll` on Windows."""
+    if WINDOWS:
+        return name.lower().endswith(".dll")
+    return name.endswith(".so") or ".so." in name
+
+
 def shared_libraries(root):
     """Every shared library file under `root`, sorted."""
     found = []
     for directory, _, files in os.walk(str(root)):
         for name in files:
-            if name.endswith(".so") or ".so." in name:
+            if is_shared_library_name(name):
                 path = Path(directory) / name
                 if path.is_file() and not path.is_symlink():
                     found.append(path)
@@ -62,10 +72,16 @@ def is_standalone_library(path):
 
 
 def load_in_subprocess(path):
-    """(ok, output) of loading one library in a fresh interpreter."""
-    code = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+    """(ok, output) of loading one library in a fresh interpreter. On Windows the
+    library's own directory and core's `bin/` are added to the DLL search first, as
+    `rocm_sdk.preload_libraries` does (a DLL has no RPATH)."""
+    code = "import ctypes, os, sys\nfor d in sys.argv[2:]: os.add_dll_directory(d)\nctypes.CDLL(sys.argv[1])"
+    directories = []
+    if WINDOWS:
+        core = import_platform_package("core")
+        directories = [str(path.parent), str(package_dir(core) / "bin")]
     result = subprocess.run(
-        [sys.executable, "-c", code, str(path)],
+        [sys.executable, "-c", code, str(path)] + directories,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -98,7 +114,7 @@ def console_scripts(dist_name):
             continue
         path = None
         for directory in directories:
-            candidate = Path(directory) / entry.name
+            candidate = Path(directory) / (entry.name + ".exe" if WINDOWS else entry.name)
             if candidate.is_file():
                 path = candidate
                 break
