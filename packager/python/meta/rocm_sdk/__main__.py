@@ -4,6 +4,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -109,7 +110,10 @@ def test_module_names():
     if di.ALL_PACKAGES["profiler"].has_py_package():
         names.append("rocm_sdk.tests.profiler_test")
     else:
-        notes.append("NOTE: skipping the profiler tests (rocm[profiler] is not installed)")
+        if os.name == "nt":
+            notes.append("NOTE: skipping the profiler tests (the ROCm profiler is Linux-only)")
+        else:
+            notes.append("NOTE: skipping the profiler tests (rocm[profiler] is not installed)")
     return names, notes
 
 
