@@ -269,7 +269,10 @@ fn console_scripts(cli_source: &str, windows: bool) -> Vec<&str> {
         .lines()
         .skip_while(|line| !line.starts_with("TOOLS = {"))
         .skip(1)
-        .take_while(|line| !line.starts_with('}') && !(windows && line.trim() == "# Linux only."))
+        .take_while(|line| {
+            let linux_only_from_here = windows && line.trim() == "# Linux only.";
+            !line.starts_with('}') && !linux_only_from_here
+        })
         .filter_map(|line| line.trim_start().strip_prefix('"')?.split('"').next())
         .collect()
 }

@@ -6,7 +6,7 @@
 //! Owns: that layout and its compilation. Does not own: the Linux example (`layout`,
 //! `spec`), reading it back (`catalog`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use super::{ExampleError, ExampleSummary};
@@ -189,6 +189,6 @@ fn write(path: &Path, text: &str) -> Result<(), ExampleError> {
 }
 
 fn create_parent(path: &Path) -> Result<(), ExampleError> {
-    let parent = path.parent().map(Path::to_path_buf).unwrap_or_else(PathBuf::new);
+    let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
     std::fs::create_dir_all(&parent).map_err(|source| ExampleError::Io { path: parent, source })
 }
