@@ -54,10 +54,7 @@ impl MemberSource for PlainFile {
     }
 
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
-        let (path, len) = (&self.path, self.len);
-        let file = open_planned(path, len, self.stamp)?;
-        let watch = Watch::of(&file, path, len, self.stamp)?;
-        Ok(Box::new(ExactReader { inner: file, path: path.to_path_buf(), expected: len, seen: 0, watch }))
+        open_exact(&self.path, self.len, self.stamp, self.len, Ok)
     }
 }
 
@@ -78,12 +75,9 @@ impl MemberSource for PatchedFile {
 
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
         let (path, edit) = (&self.path, &self.edit);
-        let file = open_planned(path, edit.original_len, None)?;
-        let watch = Watch::of(&file, path, edit.original_len, None)?;
-        let reader =
-            SplicedReader::new(file, edit).map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
-        let expected = edit.new_len();
-        Ok(Box::new(ExactReader { inner: reader, path: path.to_path_buf(), expected, seen: 0, watch }))
+        open_exact(path, edit.original_len, None, edit.new_len(), |file| {
+            SplicedReader::new(file, edit).map_err(|source| WriteError::Read { path: path.to_path_buf(), source })
+        })
     }
 }
 
@@ -111,18 +105,32 @@ impl MemberSource for RpathFile {
 
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
         let (path, new_len) = (&self.path, self.new_len);
-        let file = open_planned(path, self.original_len, self.stamp)?;
-        let watch = Watch::of(&file, path, self.original_len, self.stamp)?;
-        let edit = crate::elf::plan_set_rpath(path, &self.rpath)
-            .map_err(|error| WriteError::Changed { path: path.to_path_buf(), reason: error.to_string() })?;
-        if edit.new_len() != new_len {
-            let reason = format!("its RPATH edit now yields {} bytes, planned {new_len}", edit.new_len());
-            return Err(WriteError::Changed { path: path.to_path_buf(), reason });
-        }
-        let reader = SplicedReader::new_owned(file, edit)
-            .map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
-        Ok(Box::new(ExactReader { inner: reader, path: path.to_path_buf(), expected: new_len, seen: 0, watch }))
+        // The edit is planned once the file is open and checked, so it is this file's.
+        open_exact(path, self.original_len, self.stamp, new_len, |file| {
+            let edit = crate::elf::plan_set_rpath(path, &self.rpath)
+                .map_err(|error| WriteError::Changed { path: path.to_path_buf(), reason: error.to_string() })?;
+            if edit.new_len() != new_len {
+                let reason = format!("its RPATH edit now yields {} bytes, planned {new_len}", edit.new_len());
+                return Err(WriteError::Changed { path: path.to_path_buf(), reason });
+            }
+            SplicedReader::new_owned(file, edit).map_err(|source| WriteError::Read { path: path.to_path_buf(), source })
+        })
     }
+}
+
+/// Opens `path` as the plan saw it (`on_disk` bytes, `stamp`), turns it into a reader with
+/// `wrap`, and yields exactly `expected` bytes of that, failing if the file changes.
+fn open_exact<'a, R: Read + Send + 'a>(
+    path: &Path,
+    on_disk: u64,
+    stamp: Option<FileStamp>,
+    expected: u64,
+    wrap: impl FnOnce(File) -> Result<R, WriteError>,
+) -> Result<Box<dyn Read + Send + 'a>, WriteError> {
+    let file = open_planned(path, on_disk, stamp)?;
+    let watch = Watch::of(&file, path, on_disk, stamp)?;
+    let inner = wrap(file)?;
+    Ok(Box::new(ExactReader { inner, path: path.to_path_buf(), expected, seen: 0, watch }))
 }
 
 /// Opens a file that the plan saw as a regular file of `planned` bytes (and, when known,

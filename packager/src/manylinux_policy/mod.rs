@@ -64,7 +64,7 @@ impl Policy {
 /// The dynamic loaders. A library linked against glibc may name its architecture's loader
 /// in DT_NEEDED; every glibc system has it at that name, and auditwheel never counts it as a
 /// dependency (it is the program interpreter), so no policy lists it.
-const PROGRAM_INTERPRETERS: &[&str] = &[
+pub(crate) const PROGRAM_INTERPRETERS: &[&str] = &[
     "ld-linux-x86-64.so.2",
     "ld-linux-aarch64.so.1",
     "ld-linux.so.2",

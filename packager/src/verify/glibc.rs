@@ -6,7 +6,7 @@
 //! the policies themselves (`manylinux_policy`, auditwheel's data).
 
 use super::report::Portability;
-use crate::manylinux_policy::{policies, Policy};
+use crate::manylinux_policy::{policies, Policy, PROGRAM_INTERPRETERS};
 
 /// Libraries every manylinux system provides (auditwheel's `lib_whitelist` of all policies,
 /// plus the dynamic loaders and `libcrypt.so.1`, which every glibc distribution ships).
@@ -36,17 +36,11 @@ pub(crate) const SYSTEM_LIBRARIES: &[&str] = &[
     "libgobject-2.0.so.0",
     "libgthread-2.0.so.0",
     "libglib-2.0.so.0",
-    "ld-linux-x86-64.so.2",
-    "ld-linux-aarch64.so.1",
-    "ld-linux.so.2",
-    "ld-linux-armhf.so.3",
-    "ld64.so.2",
-    "ld64.so.1",
-    "ld-linux-riscv64-lp64d.so.1",
 ];
 
+/// A library every manylinux system provides, the dynamic loaders included.
 pub(crate) fn is_system_library(name: &str) -> bool {
-    SYSTEM_LIBRARIES.contains(&name)
+    SYSTEM_LIBRARIES.contains(&name) || PROGRAM_INTERPRETERS.contains(&name)
 }
 
 /// Newest versions needed so far, per prefix.
