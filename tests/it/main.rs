@@ -11,6 +11,7 @@ mod install;
 mod installed;
 mod pipeline;
 mod python;
+mod rerun;
 mod runtime_api;
 mod support;
 mod targets;
