@@ -95,3 +95,119 @@ fn hash_all(mut reader: impl Read, expected: u64) -> std::io::Result<(MemberDige
     }
     Ok((MemberDigest { sha256: sha256.finalize().into(), len }, crc.finalize()))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use crate::{
+        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Silent, WheelCompression, WheelSpec,
+        WrittenFile,
+    };
+
+    /// Noise and text in runs, several chunks long, so the member streams and its
+    /// dictionary matters.
+    fn mixed(seed: u64, len: usize) -> Vec<u8> {
+        let mut state = seed;
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let noise = state >> 62 == 0;
+            for i in 0..(64 + (state >> 54) as usize).min(len - out.len()) {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                out.push(if noise { (state >> 56) as u8 } else { b"rocblas_gemm hipLaunch "[i % 23] });
+            }
+        }
+        out
+    }
+
+    fn spec(big: Vec<u8>) -> WheelSpec {
+        let member = |name: &str, bytes: Vec<u8>| Member {
+            name: name.to_owned(),
+            data: MemberData::Bytes(Arc::new(bytes)),
+            executable: false,
+        };
+        WheelSpec {
+            metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
+            platform_tag: "linux_x86_64".into(),
+            entry_points: Vec::new(),
+            members: vec![member("demo/__init__.py", b"x = 1\n".to_vec()), member("demo/big.bin", big)],
+        }
+    }
+
+    fn write(dir: &Path, spec: &WheelSpec, level: u32, reuse_previous: bool) -> (WrittenFile, Vec<u8>) {
+        let options = ArchiveOptions {
+            compression: WheelCompression::Deflate { level },
+            build_time: BuildTime::DEFAULT,
+            reuse_previous,
+        };
+        let written = write_wheel(dir, spec, &options, &Silent).expect("writes");
+        let bytes = std::fs::read(&written.path).expect("read back");
+        (written, bytes)
+    }
+
+    /// Writes `spec` again into `dir` and checks it against a cold write; returns the counts.
+    fn rerun(dir: &Path, spec: &WheelSpec, level: u32) -> super::ReuseCounts {
+        let (written, bytes) = write(dir, spec, level, true);
+        let cold = tempfile::tempdir().expect("tempdir");
+        let (cold_written, cold_bytes) = write(cold.path(), spec, level, false);
+        assert!(bytes == cold_bytes, "a rerun differs from a cold write");
+        assert_eq!(cold_written.reuse.reused_bytes, 0);
+        written.reuse
+    }
+
+    #[test]
+    fn a_rerun_copies_what_did_not_change_and_writes_a_cold_writes_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = mixed(7, 3 * (1 << 20) + 4321);
+        let (first, _) = write(dir.path(), &spec(big.clone()), 6, true);
+        assert_eq!((first.reuse.reused_members, first.reuse.compressed_members), (0, 5));
+
+        // Everything but RECORD is copied: __init__.py, big.bin, METADATA, WHEEL.
+        let unchanged = rerun(dir.path(), &spec(big.clone()), 6);
+        assert_eq!((unchanged.reused_members, unchanged.compressed_members), (4, 1), "{unchanged:?}");
+        assert!(unchanged.reused_bytes > big.len() as u64);
+
+        // One byte changed, the size kept: big.bin is compressed again, the rest copied.
+        let mut changed = big.clone();
+        changed[2 << 20] ^= 1;
+        let counts = rerun(dir.path(), &spec(changed.clone()), 6);
+        assert_eq!((counts.reused_members, counts.compressed_members), (3, 2), "{counts:?}");
+        assert!(counts.compressed_bytes > big.len() as u64);
+
+        // Another level: nothing is copied.
+        let counts = rerun(dir.path(), &spec(changed), 1);
+        assert_eq!(counts.reused_members, 0, "{counts:?}");
+    }
+
+    #[test]
+    fn coded_bytes_that_no_longer_have_their_crc_are_coded_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = mixed(11, 2 * (1 << 20));
+        let (first, mut bytes) = write(dir.path(), &spec(big.clone()), 6, true);
+        // The local header of big.bin is the first place its name appears; its data follows.
+        let name = b"demo/big.bin";
+        let at = bytes.windows(name.len()).position(|window| window == name).expect("local header");
+        bytes[at + name.len() + 100_000] ^= 0x20;
+        std::fs::write(&first.path, &bytes).expect("flip");
+        let counts = rerun(dir.path(), &spec(big), 6);
+        assert_eq!((counts.reused_members, counts.compressed_members), (3, 2), "{counts:?}");
+    }
+
+    #[test]
+    fn a_truncated_or_foreign_file_is_not_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = mixed(13, 1 << 20);
+        let (first, bytes) = write(dir.path(), &spec(big.clone()), 6, true);
+        for (what, damaged) in [
+            ("truncated", bytes[..bytes.len() - 30].to_vec()),
+            ("trailing bytes", [bytes.as_slice(), b"junk"].concat()),
+            ("not a zip", b"PK\x05\x06 but not really".to_vec()),
+        ] {
+            std::fs::write(&first.path, &damaged).expect("damage");
+            let counts = rerun(dir.path(), &spec(big.clone()), 6);
+            assert_eq!(counts.reused_members, 0, "{what}: {counts:?}");
+        }
+    }
+}
