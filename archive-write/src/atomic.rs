@@ -57,30 +57,87 @@ impl AtomicFile {
     }
 
     /// Syncs and hashes the file and closes it, keeping it under its temp name.
-    pub fn stage(mut self) -> Result<Staged, WriteError> {
+    pub fn stage(self) -> Result<Staged, WriteError> {
+        self.stage_hashed(None)
+    }
+
+    /// [`AtomicFile::stage`], with the file's length and sha256 when the writer hashed
+    /// every byte as it wrote it, in order (a [`HashingWriter`] that never seeked).
+    pub fn stage_hashed(mut self, hashed: Option<(u64, [u8; 32])>) -> Result<Staged, WriteError> {
         let dest = self.dest.clone();
         let write_error = |source| WriteError::Write { path: dest.clone(), source };
         let file = self.temp.as_file_mut();
         file.sync_all().map_err(write_error)?;
-        // Read back what reached the disk: cheap next to compressing it, and the hash is
-        // then that of the real file.
-        file.seek(SeekFrom::Start(0)).map_err(write_error)?;
-        let mut hasher = Sha256::new();
-        let mut buffer = vec![0u8; 1 << 20];
-        let mut len = 0u64;
-        loop {
-            let n = file.read(&mut buffer).map_err(write_error)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buffer[..n]);
-            len += n as u64;
-        }
+        let (len, digest) = match hashed {
+            Some(hashed) => hashed,
+            None => read_back(file).map_err(write_error)?,
+        };
         // tempfile creates 0600, whoever's umask ran the build; a package is readable by all.
         file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
         // Closed now: a run stages dozens of outputs before committing any.
         let temp = self.temp.into_temp_path();
-        Ok(Staged { temp, dest: self.dest, len, sha256: hex(&hasher.finalize()) })
+        Ok(Staged { temp, dest: self.dest, len, sha256: hex(&digest) })
+    }
+}
+
+/// Reads the file back from the start: its length and sha256. For a writer that patched
+/// bytes it had written (a header completed after its member), only the file knows them.
+fn read_back(file: &mut File) -> io::Result<(u64, [u8; 32])> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+        len += n as u64;
+    }
+    Ok((len, hasher.finalize().into()))
+}
+
+/// Hashes what passes through it, as long as it is written in order: a rerun that copies
+/// most of a wheel would otherwise spend a good part of its time reading the wheel back
+/// to hash it (SPEC §8). The first seek gives up the hash (`digest` is then `None`).
+pub struct HashingWriter<W> {
+    inner: W,
+    hasher: Option<Sha256>,
+    len: u64,
+}
+
+impl<W> HashingWriter<W> {
+    pub fn new(inner: W) -> HashingWriter<W> {
+        HashingWriter { inner, hasher: Some(Sha256::new()), len: 0 }
+    }
+
+    /// The writer, with the length and sha256 of everything written if it never seeked.
+    pub fn into_parts(self) -> (W, Option<(u64, [u8; 32])>) {
+        let len = self.len;
+        (self.inner, self.hasher.map(|hasher| (len, hasher.finalize().into())))
+    }
+}
+
+impl<W: io::Write> io::Write for HashingWriter<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(bytes)?;
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(&bytes[..n]);
+        }
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: io::Seek> io::Seek for HashingWriter<W> {
+    fn seek(&mut self, position: SeekFrom) -> io::Result<u64> {
+        self.hasher = None;
+        self.inner.seek(position)
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::atomic::AtomicFile;
+use super::atomic::{AtomicFile, HashingWriter};
 use super::codec::fingerprint;
 use super::deflate::{self, Coding, FinishedMember, MemberDigest, Pipeline, CHUNK_SIZE, DICTIONARY_SIZE};
 use super::member::{check_member_name, from_io, known_len, open_member};
@@ -130,7 +130,8 @@ pub fn stage_wheel(
         false => None,
     };
 
-    let mut zip = ZipWriter::new(BufWriter::with_capacity(1 << 20, atomic.file()), options.build_time);
+    let out = HashingWriter::new(BufWriter::with_capacity(1 << 20, atomic.file()));
+    let mut zip = ZipWriter::new(out, options.build_time);
     let context =
         WriteContext { options, progress, file_name: &names.file_name, dest: &dest, previous: previous.as_ref() };
     let (finished, mut reuse) = write_members(&mut zip, &members, &context)?;
@@ -148,11 +149,12 @@ pub fn stage_wheel(
     let (parts, sums) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
     let header = entry_header(names.record(), coding(options), false);
     zip.write_entry(header, sums, size_bound, &parts).map_err(write_error)?;
-    let (mut buffered, _) = zip.finish().map_err(write_error)?;
+    let (out, _) = zip.finish().map_err(write_error)?;
+    let (mut buffered, hashed) = out.into_parts();
     buffered.flush().map_err(write_error)?;
     drop(buffered);
 
-    let staged = atomic.stage()?;
+    let staged = atomic.stage_hashed(hashed)?;
     progress.output_finished(&names.file_name);
     let written = WrittenFile {
         path: staged.dest().to_path_buf(),
