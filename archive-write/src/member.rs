@@ -23,6 +23,11 @@ pub trait MemberSource: Send + Sync + std::fmt::Debug {
     /// another number must fail (with [`WriteError::Changed`]) instead.
     fn len(&self) -> u64;
 
+    /// Whether [`MemberSource::len`] is zero.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The file the bytes come from, for messages.
     fn path(&self) -> &Path;
 

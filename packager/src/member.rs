@@ -34,7 +34,7 @@ pub fn patched(path: Arc<Path>, edit: Arc<RpathEdit>) -> MemberData {
 /// never holds their grown tables all at once. `len` and `new_len` are what the plan saw,
 /// as is `stamp` (when known); a difference at write time is an error.
 pub fn patch_rpath(path: Arc<Path>, len: u64, stamp: Option<FileStamp>, rpath: String, new_len: u64) -> MemberData {
-    MemberData::Source(Arc::new(RpathFile { path, len, stamp, rpath, new_len }))
+    MemberData::Source(Arc::new(RpathFile { path, source_len: len, stamp, rpath, new_len }))
 }
 
 #[derive(Debug)]
@@ -90,7 +90,8 @@ impl MemberSource for PatchedFile {
 #[derive(Debug)]
 struct RpathFile {
     path: Arc<Path>,
-    len: u64,
+    /// The file on disk before the edit; `new_len` is what the member will be.
+    source_len: u64,
     stamp: Option<FileStamp>,
     rpath: String,
     new_len: u64,
@@ -107,8 +108,8 @@ impl MemberSource for RpathFile {
 
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
         let (path, new_len) = (&self.path, self.new_len);
-        let file = open_planned(path, self.len, self.stamp)?;
-        let watch = Watch::of(&file, path, self.len, self.stamp)?;
+        let file = open_planned(path, self.source_len, self.stamp)?;
+        let watch = Watch::of(&file, path, self.source_len, self.stamp)?;
         let edit = crate::elf::plan_set_rpath(path, &self.rpath)
             .map_err(|error| WriteError::Changed { path: path.to_path_buf(), reason: error.to_string() })?;
         if edit.new_len() != new_len {

@@ -215,7 +215,7 @@ fn rewrite_with_zip_crate(wheel: &Path) {
         let mut member = archive.by_index(index).expect("member");
         let mut bytes = Vec::new();
         member.read_to_end(&mut bytes).expect("read");
-        out.start_file(member.name().expect("UTF-8 name").to_owned(), options).expect("start");
+        out.start_file(member.name().expect("UTF-8 name").into_owned(), options).expect("start");
         out.write_all(&bytes).expect("write");
     }
     drop(archive);
