@@ -29,9 +29,10 @@ pub struct AtomicFile {
 }
 
 /// A complete, synced output under its temp name, waiting for [`commit`]; removed when
-/// dropped uncommitted.
+/// dropped uncommitted. Or, with no temp file, the output's final name already holds
+/// exactly its bytes (a rerun that changed nothing in it), and the commit leaves it be.
 pub struct Staged {
-    temp: TempPath,
+    temp: Option<TempPath>,
     dest: PathBuf,
     pub len: u64,
     pub sha256: String,
@@ -76,7 +77,22 @@ impl AtomicFile {
         file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
         // Closed now: a run stages dozens of outputs before committing any.
         let temp = self.temp.into_temp_path();
-        Ok(Staged { temp, dest: self.dest, len, sha256: hex(&digest) })
+        Ok(Staged { temp: Some(temp), dest: self.dest, len, sha256: hex(&digest) })
+    }
+
+    /// Gives up the temp file because the file under the final name already holds these
+    /// bytes (`len`, `digest`): committing leaves that file as it is, so a rerun that
+    /// changed nothing neither syncs nor renames. Only for a regular file (not a symlink)
+    /// of mode 0644, as a cold run would leave it; the temp file back otherwise.
+    pub fn keep_previous(self, len: u64, digest: [u8; 32]) -> Result<Staged, AtomicFile> {
+        let as_written = std::fs::symlink_metadata(&self.dest).is_ok_and(|metadata| {
+            metadata.is_file() && metadata.len() == len && metadata.permissions().mode() & 0o7777 == 0o644
+        });
+        if !as_written {
+            return Err(self);
+        }
+        // Dropping the temp file removes it.
+        Ok(Staged { temp: None, dest: self.dest, len, sha256: hex(&digest) })
     }
 }
 
@@ -101,21 +117,35 @@ fn read_back(file: &mut File) -> io::Result<(u64, [u8; 32])> {
 /// Hashes what passes through it, as long as it is written in order: a rerun that copies
 /// most of a wheel would otherwise spend a good part of its time reading the wheel back
 /// to hash it (SPEC §8). The first seek gives up the hash (`digest` is then `None`).
+/// Given the file its output will replace, it also tells whether every byte written is
+/// that file's byte at the same offset (then [`AtomicFile::keep_previous`] applies).
 pub struct HashingWriter<W> {
     inner: W,
     hasher: Option<Sha256>,
     len: u64,
+    /// The file being replaced, while everything written so far equals its start.
+    same_as: Option<std::sync::Arc<File>>,
+    scratch: Vec<u8>,
+}
+
+/// What a [`HashingWriter`] saw: the length and sha256 of everything written if it never
+/// seeked, and whether that is exactly the replaced file's content.
+pub struct Hashed {
+    pub digest: Option<(u64, [u8; 32])>,
+    pub same_as_previous: bool,
 }
 
 impl<W> HashingWriter<W> {
-    pub fn new(inner: W) -> HashingWriter<W> {
-        HashingWriter { inner, hasher: Some(Sha256::new()), len: 0 }
+    pub fn new(inner: W, replaced: Option<std::sync::Arc<File>>) -> HashingWriter<W> {
+        HashingWriter { inner, hasher: Some(Sha256::new()), len: 0, same_as: replaced, scratch: Vec::new() }
     }
 
-    /// The writer, with the length and sha256 of everything written if it never seeked.
-    pub fn into_parts(self) -> (W, Option<(u64, [u8; 32])>) {
+    pub fn into_parts(self) -> (W, Hashed) {
         let len = self.len;
-        (self.inner, self.hasher.map(|hasher| (len, hasher.finalize().into())))
+        let same_len = self.same_as.as_ref().and_then(|file| file.metadata().ok()).is_some_and(|old| old.len() == len);
+        let digest = self.hasher.map(|hasher| (len, hasher.finalize().into()));
+        let same_as_previous = same_len && digest.is_some();
+        (self.inner, Hashed { digest, same_as_previous })
     }
 }
 
@@ -124,6 +154,14 @@ impl<W: io::Write> io::Write for HashingWriter<W> {
         let n = self.inner.write(bytes)?;
         if let Some(hasher) = &mut self.hasher {
             hasher.update(&bytes[..n]);
+        }
+        if let Some(old) = &self.same_as {
+            use std::os::unix::fs::FileExt;
+            self.scratch.resize(n, 0);
+            let same = old.read_exact_at(&mut self.scratch, self.len).is_ok() && self.scratch[..] == bytes[..n];
+            if !same {
+                self.same_as = None;
+            }
         }
         self.len += n as u64;
         Ok(n)
@@ -137,6 +175,7 @@ impl<W: io::Write> io::Write for HashingWriter<W> {
 impl<W: io::Seek> io::Seek for HashingWriter<W> {
     fn seek(&mut self, position: SeekFrom) -> io::Result<u64> {
         self.hasher = None;
+        self.same_as = None;
         self.inner.seek(position)
     }
 }
@@ -170,13 +209,15 @@ pub fn commit(staged: Vec<Staged>) -> Result<(), WriteError> {
             return Err(WriteError::Invalid { reason: format!("{} is written twice in one run", file.dest.display()) });
         }
     }
-    let previous = staged.iter().map(|file| save_previous(&file.dest)).collect::<Result<Vec<_>, _>>()?;
+    // A kept file is already in place, with its bytes.
+    let staged: Vec<(TempPath, PathBuf)> =
+        staged.into_iter().filter_map(|file| file.temp.map(|temp| (temp, file.dest))).collect();
+    let previous = staged.iter().map(|(_, dest)| save_previous(dest)).collect::<Result<Vec<_>, _>>()?;
     let mut placed: Vec<(PathBuf, Previous)> = Vec::new();
     let mut outcome = Ok(());
     // After a failure the files not yet renamed are dropped with the iterator: removed.
-    for (file, previous) in staged.into_iter().zip(previous) {
-        let dest = file.dest;
-        match file.temp.persist(&dest) {
+    for ((temp, dest), previous) in staged.into_iter().zip(previous) {
+        match temp.persist(&dest) {
             Ok(()) => placed.push((dest, previous)),
             Err(error) => {
                 outcome = Err(WriteError::Write { path: dest, source: error.error });

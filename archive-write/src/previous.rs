@@ -113,6 +113,11 @@ impl Previous {
         Ok(Some(previous))
     }
 
+    /// The old wheel, open for reading.
+    pub fn file(&self) -> Arc<File> {
+        Arc::clone(&self.file)
+    }
+
     /// The old member `name` if it was coded with `fingerprint` and `method` and RECORD
     /// agrees with its entry; the caller then hashes the new bytes and asks [`Candidate::matches`].
     pub fn candidate(&self, name: &str, fingerprint: u32, method: Method) -> Option<Candidate> {

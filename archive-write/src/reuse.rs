@@ -166,10 +166,16 @@ mod tests {
         let (first, _) = write(dir.path(), &spec(big.clone()), 6, true);
         assert_eq!((first.reuse.reused_members, first.reuse.compressed_members), (0, 5));
 
-        // Everything but RECORD is copied: __init__.py, big.bin, METADATA, WHEEL.
+        // Everything but RECORD is copied: __init__.py, big.bin, METADATA, WHEEL; and the
+        // wheel, the same bytes, stays the file it was (no temp file is left either).
+        use std::os::unix::fs::MetadataExt;
+        let inode = || std::fs::metadata(&first.path).expect("stat").ino();
+        let before = inode();
         let unchanged = rerun(dir.path(), &spec(big.clone()), 6);
         assert_eq!((unchanged.reused_members, unchanged.compressed_members), (4, 1), "{unchanged:?}");
         assert!(unchanged.reused_bytes > big.len() as u64);
+        assert_eq!(inode(), before, "an unchanged wheel is left in place");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "only the wheel");
 
         // One byte changed, the size kept: big.bin is compressed again, the rest copied.
         let mut changed = big.clone();
@@ -177,6 +183,7 @@ mod tests {
         let counts = rerun(dir.path(), &spec(changed.clone()), 6);
         assert_eq!((counts.reused_members, counts.compressed_members), (3, 2), "{counts:?}");
         assert!(counts.compressed_bytes > big.len() as u64);
+        assert_ne!(inode(), before, "a changed wheel replaces the old one");
 
         // Another level: nothing is copied.
         let counts = rerun(dir.path(), &spec(changed), 1);

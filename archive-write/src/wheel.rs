@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::atomic::{AtomicFile, HashingWriter};
+use super::atomic::{AtomicFile, Hashed, HashingWriter};
 use super::codec::fingerprint;
 use super::deflate::{self, Coding, FinishedMember, MemberDigest, Pipeline, CHUNK_SIZE, DICTIONARY_SIZE};
 use super::member::{check_member_name, from_io, known_len, open_member};
@@ -130,8 +130,8 @@ pub fn stage_wheel(
         false => None,
     };
 
-    let out = HashingWriter::new(BufWriter::with_capacity(1 << 20, atomic.file()));
-    let mut zip = ZipWriter::new(out, options.build_time);
+    let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file));
+    let mut zip = ZipWriter::new(BufWriter::with_capacity(1 << 20, out), options.build_time);
     let context =
         WriteContext { options, progress, file_name: &names.file_name, dest: &dest, previous: previous.as_ref() };
     let (finished, mut reuse) = write_members(&mut zip, &members, &context)?;
@@ -149,12 +149,17 @@ pub fn stage_wheel(
     let (parts, sums) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
     let header = entry_header(names.record(), coding(options), false);
     zip.write_entry(header, sums, size_bound, &parts).map_err(write_error)?;
-    let (out, _) = zip.finish().map_err(write_error)?;
-    let (mut buffered, hashed) = out.into_parts();
-    buffered.flush().map_err(write_error)?;
-    drop(buffered);
-
-    let staged = atomic.stage_hashed(hashed)?;
+    let (buffered, _) = zip.finish().map_err(write_error)?;
+    let (_, hashed) = buffered.into_inner().map_err(|error| write_error(error.into_error()))?.into_parts();
+    // A wheel that came out byte for byte as the one it replaces leaves that one in place:
+    // nothing to sync or rename (SPEC §8).
+    let staged = match hashed {
+        Hashed { digest: Some((len, digest)), same_as_previous: true } => match atomic.keep_previous(len, digest) {
+            Ok(kept) => kept,
+            Err(atomic) => atomic.stage_hashed(Some((len, digest)))?,
+        },
+        Hashed { digest, .. } => atomic.stage_hashed(digest)?,
+    };
     progress.output_finished(&names.file_name);
     let written = WrittenFile {
         path: staged.dest().to_path_buf(),

@@ -86,9 +86,17 @@ fn after_each_change_the_archives_are_those_of_a_cold_run() {
     let first = package(&config);
     assert_eq!(first.reuse.reused_bytes, 0, "nothing to reuse in an empty destination");
     let before = dist_snapshot(&archive_dir(&first));
+    let inodes = |report: &Report| -> Vec<u64> {
+        use std::os::unix::fs::MetadataExt;
+        let wheels = report.outputs.iter().filter(|output| output.file_name.ends_with(".whl"));
+        wheels.map(|output| fs_err::metadata(&output.path).expect("stat").ino()).collect()
+    };
+    let first_inodes = inodes(&first);
 
     let unchanged = rerun_matches_cold(&example, &config, "nothing changed");
     assert!(dist_snapshot(&archive_dir(&unchanged)) == before, "an unchanged input gives the same archives");
+    // Wheels that came out as they were are left in place, not rewritten.
+    assert_eq!(inodes(&unchanged), first_inodes);
     // Only each wheel's RECORD and the sdist are compressed again.
     let wheels = unchanged.outputs.iter().filter(|output| output.file_name.ends_with(".whl")).count() as u64;
     let sdist_files = unchanged.outputs.iter().find(|output| output.file_name.ends_with(".tar.gz")).expect("sdist");
@@ -102,6 +110,7 @@ fn after_each_change_the_archives_are_those_of_a_cold_run() {
         |report: &Report| report.outputs.iter().find(|output| output.package == "rocm-sdk-core").expect("core").reuse;
     assert!(core(&rewritten).compressed_bytes >= size, "{:?}", core(&rewritten));
     assert!(core(&rewritten).compressed_bytes < core(&rewritten).reused_bytes, "{:?}", core(&rewritten));
+    assert_ne!(inodes(&rewritten), first_inodes, "the changed core wheel replaced the old one");
     let core_file = &core_output(&rewritten).file_name;
     assert!(dist_snapshot(&archive_dir(&rewritten))[core_file] != before[core_file], "the core wheel changed");
 
