@@ -80,9 +80,10 @@ pub struct AtomicFile {
 }
 
 /// A complete, synced output under its temp name, waiting for [`commit`]; removed when
-/// dropped uncommitted.
+/// dropped uncommitted. Or, with no temp file, the output's final name already holds
+/// exactly its bytes (a rerun that changed nothing in it), and the commit leaves it be.
 pub struct Staged {
-    temp: TempPath,
+    temp: Option<TempPath>,
     dest: PathBuf,
     pub len: u64,
     pub sha256: String,
@@ -108,30 +109,125 @@ impl AtomicFile {
     }
 
     /// Syncs and hashes the file and closes it, keeping it under its temp name.
-    pub fn stage(mut self) -> Result<Staged, WriteError> {
+    pub fn stage(self) -> Result<Staged, WriteError> {
+        self.stage_hashed(None)
+    }
+
+    /// [`AtomicFile::stage`], with the file's length and sha256 when the writer hashed
+    /// every byte as it wrote it, in order (a [`HashingWriter`] that never seeked).
+    pub fn stage_hashed(mut self, hashed: Option<(u64, [u8; 32])>) -> Result<Staged, WriteError> {
         let dest = self.dest.clone();
         let write_error = |source| WriteError::Write { path: dest.clone(), source };
         let file = self.temp.as_file_mut();
         file.sync_all().map_err(write_error)?;
-        // Read back what reached the disk: cheap next to compressing it, and the hash is
-        // then that of the real file.
-        file.seek(SeekFrom::Start(0)).map_err(write_error)?;
-        let mut hasher = Sha256::new();
-        let mut buffer = vec![0u8; 1 << 20];
-        let mut len = 0u64;
-        loop {
-            let n = file.read(&mut buffer).map_err(write_error)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buffer[..n]);
-            len += n as u64;
-        }
+        let (len, digest) = match hashed {
+            Some(hashed) => hashed,
+            None => read_back(file).map_err(write_error)?,
+        };
         // tempfile creates 0600, whoever's umask ran the build; a package is readable by all.
         file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
         // Closed now: a run stages dozens of outputs before committing any.
         let temp = self.temp.into_temp_path();
-        Ok(Staged { temp, dest: self.dest, len, sha256: hex(&hasher.finalize()) })
+        Ok(Staged { temp: Some(temp), dest: self.dest, len, sha256: hex(&digest) })
+    }
+
+    /// Gives up the temp file because the file under the final name already holds these
+    /// bytes (`len`, `digest`): committing leaves that file as it is, so a rerun that
+    /// changed nothing neither syncs nor renames. Only for a regular file (not a symlink)
+    /// of mode 0644, as a cold run would leave it; the temp file back otherwise.
+    pub fn keep_previous(self, len: u64, digest: [u8; 32]) -> Result<Staged, AtomicFile> {
+        let as_written = std::fs::symlink_metadata(&self.dest).is_ok_and(|metadata| {
+            metadata.is_file() && metadata.len() == len && metadata.permissions().mode() & 0o7777 == 0o644
+        });
+        if !as_written {
+            return Err(self);
+        }
+        // Dropping the temp file removes it.
+        Ok(Staged { temp: None, dest: self.dest, len, sha256: hex(&digest) })
+    }
+}
+
+/// Reads the file back from the start: its length and sha256. For a writer that patched
+/// bytes it had written (a header completed after its member), only the file knows them.
+fn read_back(file: &mut File) -> io::Result<(u64, [u8; 32])> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+        len += n as u64;
+    }
+    Ok((len, hasher.finalize().into()))
+}
+
+/// Hashes what passes through it, as long as it is written in order: a rerun that copies
+/// most of a wheel would otherwise spend a good part of its time reading the wheel back
+/// to hash it (SPEC §8). The first seek gives up the hash (`digest` is then `None`).
+/// Given the file its output will replace, it also tells whether every byte written is
+/// that file's byte at the same offset (then [`AtomicFile::keep_previous`] applies).
+pub struct HashingWriter<W> {
+    inner: W,
+    hasher: Option<Sha256>,
+    len: u64,
+    /// The file being replaced, while everything written so far equals its start.
+    same_as: Option<std::sync::Arc<File>>,
+    scratch: Vec<u8>,
+}
+
+/// What a [`HashingWriter`] saw: the length and sha256 of everything written if it never
+/// seeked, and whether that is exactly the replaced file's content.
+pub struct Hashed {
+    pub digest: Option<(u64, [u8; 32])>,
+    pub same_as_previous: bool,
+}
+
+impl<W> HashingWriter<W> {
+    pub fn new(inner: W, replaced: Option<std::sync::Arc<File>>) -> HashingWriter<W> {
+        HashingWriter { inner, hasher: Some(Sha256::new()), len: 0, same_as: replaced, scratch: Vec::new() }
+    }
+
+    pub fn into_parts(self) -> (W, Hashed) {
+        let len = self.len;
+        let same_len = self.same_as.as_ref().and_then(|file| file.metadata().ok()).is_some_and(|old| old.len() == len);
+        let digest = self.hasher.map(|hasher| (len, hasher.finalize().into()));
+        let same_as_previous = same_len && digest.is_some();
+        (self.inner, Hashed { digest, same_as_previous })
+    }
+}
+
+impl<W: io::Write> io::Write for HashingWriter<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(bytes)?;
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(&bytes[..n]);
+        }
+        if let Some(old) = &self.same_as {
+            use std::os::unix::fs::FileExt;
+            self.scratch.resize(n, 0);
+            let same = old.read_exact_at(&mut self.scratch, self.len).is_ok() && self.scratch[..] == bytes[..n];
+            if !same {
+                self.same_as = None;
+            }
+        }
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: io::Seek> io::Seek for HashingWriter<W> {
+    fn seek(&mut self, position: SeekFrom) -> io::Result<u64> {
+        self.hasher = None;
+        self.same_as = None;
+        self.inner.seek(position)
     }
 }
 
@@ -164,13 +260,15 @@ pub fn commit(staged: Vec<Staged>) -> Result<(), WriteError> {
             return Err(WriteError::Invalid { reason: format!("{} is written twice in one run", file.dest.display()) });
         }
     }
-    let previous = staged.iter().map(|file| save_previous(&file.dest)).collect::<Result<Vec<_>, _>>()?;
+    // A kept file is already in place, with its bytes.
+    let staged: Vec<(TempPath, PathBuf)> =
+        staged.into_iter().filter_map(|file| file.temp.map(|temp| (temp, file.dest))).collect();
+    let previous = staged.iter().map(|(_, dest)| save_previous(dest)).collect::<Result<Vec<_>, _>>()?;
     let mut placed: Vec<(PathBuf, Previous)> = Vec::new();
     let mut outcome = Ok(());
     // After a failure the files not yet renamed are dropped with the iterator: removed.
-    for (file, previous) in staged.into_iter().zip(previous) {
-        let dest = file.dest;
-        match file.temp.persist(&dest) {
+    for ((temp, dest), previous) in staged.into_iter().zip(previous) {
+        match temp.persist(&dest) {
             Ok(()) => placed.push((dest, previous)),
             Err(error) => {
                 outcome = Err(WriteError::Write { path: dest, source: error.error });

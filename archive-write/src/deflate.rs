@@ -9,7 +9,8 @@
 //! `source`) or the container (`zip`).
 //!
 //! Output does not depend on the number of threads: chunk boundaries are fixed, and the
-//! writer takes results in order.
+//! writer takes results in order. A member whose coded bytes already exist (copied from
+//! the previous archive, SPEC §8) takes its place in the same order.
 
 use std::collections::VecDeque;
 use std::io::{self, Seek, Write};
@@ -48,20 +49,27 @@ impl Coding {
 pub struct CodedChunk {
     pub data: Vec<u8>,
     pub crc: crc32fast::Hasher,
+    /// CRC-32 of `data`, recorded so a later run can check bytes it copies (`zip`).
+    pub data_crc: crc32fast::Hasher,
     pub input_len: u64,
+}
+
+fn crc_of(bytes: &[u8]) -> crc32fast::Hasher {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(bytes);
+    crc
 }
 
 /// Codes one chunk. `dictionary` is the end of the previous chunk of the same member.
 pub fn code_chunk(input: Vec<u8>, dictionary: &[u8], coding: Coding) -> io::Result<CodedChunk> {
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&input);
+    let crc = crc_of(&input);
     let input_len = input.len() as u64;
     let level = match coding {
-        Coding::Stored => return Ok(CodedChunk { data: input, crc, input_len }),
+        Coding::Stored => return Ok(CodedChunk { data_crc: crc.clone(), data: input, crc, input_len }),
         Coding::Deflate { level } => level,
     };
     let data = deflate_chunk(&input, dictionary, level)?;
-    Ok(CodedChunk { data, crc, input_len })
+    Ok(CodedChunk { data_crc: crc_of(&data), data, crc, input_len })
 }
 
 /// Raw deflate of `input` primed with `dictionary`, ended with a sync flush. A new
@@ -90,13 +98,20 @@ fn deflate_chunk(input: &[u8], dictionary: &[u8], level: u32) -> io::Result<Vec<
 /// Codes a small member whole, on the calling thread (RECORD, sdist-sized files).
 pub fn code_whole(bytes: Vec<u8>, coding: Coding) -> io::Result<(Vec<Vec<u8>>, EntrySums)> {
     let chunk = code_chunk(bytes, &[], coding)?;
-    let mut sums =
-        EntrySums { crc: chunk.crc.finalize(), uncompressed: chunk.input_len, compressed: chunk.data.len() as u64 };
+    let mut data_crc = chunk.data_crc;
+    let mut sums = EntrySums {
+        crc: chunk.crc.finalize(),
+        uncompressed: chunk.input_len,
+        compressed: chunk.data.len() as u64,
+        compressed_crc: 0,
+    };
     let mut parts = vec![chunk.data];
     if coding != Coding::Stored {
         parts.push(FINAL_EMPTY_BLOCK.to_vec());
+        data_crc.update(&FINAL_EMPTY_BLOCK);
         sums.compressed += FINAL_EMPTY_BLOCK.len() as u64;
     }
+    sums.compressed_crc = data_crc.finalize();
     Ok((parts, sums))
 }
 
@@ -118,15 +133,25 @@ pub struct FinishedMember {
     pub digest: MemberDigest,
 }
 
+/// A member's coded bytes that already exist: copied into the archive instead of coded.
+pub trait CodedSource: Send {
+    /// Passes exactly the coded bytes, in order, to `put`; fails if they are not the
+    /// bytes that were checked when this source was made.
+    fn copy_to(self: Box<Self>, put: &mut dyn FnMut(&[u8]) -> io::Result<()>) -> io::Result<()>;
+}
+
 struct InFlight {
     header: EntryHeader,
     coding: Coding,
     size_bound: u64,
     chunks: VecDeque<mpsc::Receiver<io::Result<CodedChunk>>>,
+    /// Set for a member copied rather than coded; its `sums` are then already final.
+    copied: Option<Box<dyn CodedSource>>,
     digest: Option<MemberDigest>,
     open: Option<OpenEntry>,
     sums: EntrySums,
     crc: crc32fast::Hasher,
+    data_crc: crc32fast::Hasher,
 }
 
 /// Members being read on the calling thread, coded on rayon's pool, and written in order.
@@ -152,11 +177,43 @@ impl Pipeline {
             coding,
             size_bound,
             chunks: VecDeque::new(),
+            copied: None,
             digest: None,
             open: None,
             sums: EntrySums::default(),
             crc: crc32fast::Hasher::new(),
+            data_crc: crc32fast::Hasher::new(),
         });
+    }
+
+    /// Queues a whole member whose coded bytes come from `source`, with their final sums.
+    /// It counts as one chunk of the window, so copies are written as they reach the front.
+    pub fn push_copied<W: Write + Seek>(
+        &mut self,
+        header: EntryHeader,
+        size_bound: u64,
+        sums: EntrySums,
+        source: Box<dyn CodedSource>,
+        digest: MemberDigest,
+        zip: &mut ZipWriter<W>,
+    ) -> io::Result<()> {
+        self.queue.push_back(InFlight {
+            header,
+            coding: Coding::Stored,
+            size_bound,
+            chunks: VecDeque::new(),
+            copied: Some(source),
+            digest: Some(digest),
+            open: None,
+            sums,
+            crc: crc32fast::Hasher::new(),
+            data_crc: crc32fast::Hasher::new(),
+        });
+        self.n_chunks += 1;
+        while self.n_chunks > self.window {
+            self.write_front(zip)?;
+        }
+        Ok(())
     }
 
     /// Queues one chunk of the current member; writes older results when the window is full.
@@ -200,6 +257,15 @@ impl Pipeline {
     /// else writes its oldest chunk behind a header to be patched later.
     fn write_front<W: Write + Seek>(&mut self, zip: &mut ZipWriter<W>) -> io::Result<()> {
         let Some(front) = self.queue.front_mut() else { return Ok(()) };
+        if front.copied.is_some() {
+            let mut member = self.queue.pop_front().expect("front exists");
+            let source = member.copied.take().expect("checked above");
+            self.n_chunks -= 1;
+            let known = zip.begin_known_entry(member.header.clone(), member.sums, member.size_bound)?;
+            source.copy_to(&mut |bytes| zip.write_data(bytes))?;
+            zip.end_known_entry(known);
+            return self.retire(member);
+        }
         if front.open.is_none() && front.digest.is_some() {
             let mut member = self.queue.pop_front().expect("front exists");
             let mut parts = Vec::with_capacity(member.chunks.len() + 1);
@@ -207,16 +273,19 @@ impl Pipeline {
                 let chunk = wait_for(&receiver)?;
                 self.n_chunks -= 1;
                 member.crc.combine(&chunk.crc);
+                member.data_crc.combine(&chunk.data_crc);
                 member.sums.uncompressed += chunk.input_len;
                 member.sums.compressed += chunk.data.len() as u64;
                 parts.push(chunk.data);
             }
             if member.coding != Coding::Stored {
                 parts.push(FINAL_EMPTY_BLOCK.to_vec());
+                member.data_crc.update(&FINAL_EMPTY_BLOCK);
                 member.sums.compressed += FINAL_EMPTY_BLOCK.len() as u64;
             }
             member.sums.crc = member.crc.clone().finalize();
-            zip.write_entry(member.header.clone(), member.sums, &parts)?;
+            member.sums.compressed_crc = member.data_crc.clone().finalize();
+            zip.write_entry(member.header.clone(), member.sums, member.size_bound, &parts)?;
             return self.retire(member);
         }
         if front.open.is_none() {
@@ -226,6 +295,7 @@ impl Pipeline {
             let chunk = wait_for(&receiver)?;
             self.n_chunks -= 1;
             front.crc.combine(&chunk.crc);
+            front.data_crc.combine(&chunk.data_crc);
             front.sums.uncompressed += chunk.input_len;
             front.sums.compressed += chunk.data.len() as u64;
             zip.write_data(&chunk.data)?;
@@ -236,9 +306,11 @@ impl Pipeline {
             let mut member = self.queue.pop_front().expect("front exists");
             if member.coding != Coding::Stored {
                 zip.write_data(&FINAL_EMPTY_BLOCK)?;
+                member.data_crc.update(&FINAL_EMPTY_BLOCK);
                 member.sums.compressed += FINAL_EMPTY_BLOCK.len() as u64;
             }
             member.sums.crc = member.crc.clone().finalize();
+            member.sums.compressed_crc = member.data_crc.clone().finalize();
             let open = member.open.take().expect("opened above");
             zip.end_entry(open, member.sums)?;
             return self.retire(member);

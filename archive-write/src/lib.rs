@@ -4,7 +4,9 @@
 //! them all at once (`atomic`).
 //!
 //! Owns: archive formats, reproducibility (order, times, modes), parallel compression and
-//! hashing, atomic rename. Must not know: ROCm, ELF, or what goes in a package; members
+//! hashing, atomic rename, and reuse: a wheel written where an earlier run left one of the
+//! same name copies the coded bytes of every member that did not change (`previous`,
+//! `reuse`, SPEC §8). Must not know: ROCm, ELF, or what goes in a package; members
 //! arrive as bytes or as [`MemberSource`]s that the caller opens and checks.
 
 use std::io;
@@ -12,13 +14,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub mod atomic;
+mod codec;
 mod deflate;
 mod member;
 mod metadata;
 mod options;
 mod pipe;
+mod previous;
 mod progress;
 mod record;
+mod reuse;
 mod sdist;
 mod tar;
 mod tree;
@@ -30,6 +35,7 @@ pub use member::{from_io, to_io, MemberSource};
 pub use metadata::normalize_dist_name;
 pub use options::{BuildTime, DevelTarballCompression, WheelCompression};
 pub use progress::{Progress, Silent};
+pub use reuse::ReuseCounts;
 pub use tar::xz_stream;
 pub use tree_commit::{commit_trees, StagedTree};
 
@@ -169,6 +175,10 @@ pub struct DevelTarSpec {
 pub struct ArchiveOptions {
     pub compression: WheelCompression,
     pub build_time: BuildTime,
+    /// Copy unchanged members' coded bytes from a wheel of the same name already in the
+    /// destination, instead of coding them again (SPEC §8). The output is the same bytes
+    /// either way; `--no-reuse` turns it off.
+    pub reuse_previous: bool,
 }
 
 /// A finished output file, for the summary table.
@@ -180,6 +190,8 @@ pub struct WrittenFile {
     pub uncompressed_bytes: u64,
     pub compressed_bytes: u64,
     pub sha256: String,
+    /// Member bytes copied in coded form from the previous wheel, and bytes coded anew.
+    pub reuse: ReuseCounts,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -18,9 +18,6 @@ use super::deflate::MemberDigest;
 use super::{MemberData, WriteError};
 
 /// Bytes from outside the writer, opened when the member is written.
-// `len` is a size to check the stream against, not a container's length: an empty source
-// is as valid as any, so there is nothing for an `is_empty` to mean.
-#[allow(clippy::len_without_is_empty)]
 pub trait MemberSource: Send + Sync + std::fmt::Debug {
     /// The exact number of bytes [`MemberSource::open`] yields; a reader that yields
     /// another number must fail (with [`WriteError::Changed`]) instead.

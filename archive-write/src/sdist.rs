@@ -15,7 +15,7 @@ use super::atomic::AtomicFile;
 use super::member::check_member_name;
 use super::member::from_io;
 use super::metadata::{file_name_version, normalize_dist_name, render_core_metadata};
-use super::{ArchiveOptions, SdistFile, SdistSpec, StagedFile, WriteError, WrittenFile};
+use super::{ArchiveOptions, ReuseCounts, SdistFile, SdistSpec, StagedFile, WriteError, WrittenFile};
 
 /// The sdist's top directory, `{name}-{version}` (PEP 625: the normalised name), and every
 /// file under it, PKG-INFO included, sorted and checked: what the archive holds, and what
@@ -74,6 +74,12 @@ pub fn stage_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) 
         uncompressed_bytes,
         compressed_bytes: staged.len,
         sha256: staged.sha256.clone(),
+        // An sdist is small and always compressed anew.
+        reuse: ReuseCounts {
+            compressed_members: files.len() as u64,
+            compressed_bytes: uncompressed_bytes,
+            ..ReuseCounts::default()
+        },
     };
     Ok(StagedFile { written, staged })
 }

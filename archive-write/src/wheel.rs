@@ -1,8 +1,10 @@
 //! Wheels (PEP 427/491): member order, `.dist-info` contents, RECORD, and streaming every
 //! member through the parallel deflate pipeline into the zip container.
 //!
-//! Owns: the wheel's layout and the member loop. Does not own: the zip bytes (`zip`),
-//! compression (`deflate`), the devel tarball (`tar`), what the members are (`plan`).
+//! Owns: the wheel's layout and the member loop, and which earlier wheel a wheel may copy
+//! from: the one at its own final path, in the directory it is written to. Does not own:
+//! the zip bytes (`zip`), compression (`deflate`), whether a member may be copied
+//! (`reuse`, `previous`), the devel tarball (`tar`), what the members are (`plan`).
 
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -10,14 +12,17 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::atomic::AtomicFile;
+use super::atomic::{AtomicFile, Hashed, HashingWriter};
+use super::codec::fingerprint;
 use super::deflate::{self, Coding, FinishedMember, MemberDigest, Pipeline, CHUNK_SIZE, DICTIONARY_SIZE};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
     check_platform_tag, file_name_version, normalize_dist_name, render_core_metadata, render_entry_points,
     render_wheel_file,
 };
+use super::previous::Previous;
 use super::record::Record;
+use super::reuse::{try_copy, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
 use super::{tar, ArchiveOptions, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use super::{DevelTarballCompression, Progress, WheelCompression};
@@ -115,9 +120,22 @@ pub fn stage_wheel(
     let mut atomic = AtomicFile::create(dest_dir, &names.file_name)?;
     let dest = atomic.dest().to_path_buf();
     let write_error = |error| from_io(error, &dest, false);
+    // The old wheel stays under its name, only read, until the commit renames the new one
+    // over it; an interrupted run leaves it as it was.
+    let previous = match options.reuse_previous {
+        true => Previous::open(&dest, &names.record()).unwrap_or_else(|reason| {
+            progress.explain(&format!("not reusing {}: {reason}", dest.display()));
+            None
+        }),
+        false => None,
+    };
 
-    let mut zip = ZipWriter::new(BufWriter::with_capacity(1 << 20, atomic.file()), options.build_time);
-    let finished = write_members(&mut zip, &members, options, progress, &names.file_name, &dest)?;
+    let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file));
+    let mut zip = ZipWriter::new(BufWriter::with_capacity(1 << 20, out), options.build_time);
+    let context =
+        WriteContext { options, progress, file_name: &names.file_name, dest: &dest, previous: previous.as_ref() };
+    let (finished, mut reuse) = write_members(&mut zip, &members, &context)?;
+    drop(previous);
     let mut record = Record::default();
     let mut uncompressed_bytes = 0;
     for member in &finished {
@@ -126,14 +144,22 @@ pub fn stage_wheel(
     }
     let record = record.finish(&names.record());
     uncompressed_bytes += record.len() as u64;
+    reuse.add_compressed(record.len() as u64);
+    let size_bound = deflate::size_bound(record.len() as u64);
     let (parts, sums) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
-    let header = EntryHeader { name: names.record(), method: coding(options).method(), executable: false };
-    zip.write_entry(header, sums, &parts).map_err(write_error)?;
-    let (mut buffered, _) = zip.finish().map_err(write_error)?;
-    buffered.flush().map_err(write_error)?;
-    drop(buffered);
-
-    let staged = atomic.stage()?;
+    let header = entry_header(names.record(), coding(options), false);
+    zip.write_entry(header, sums, size_bound, &parts).map_err(write_error)?;
+    let (buffered, _) = zip.finish().map_err(write_error)?;
+    let (_, hashed) = buffered.into_inner().map_err(|error| write_error(error.into_error()))?.into_parts();
+    // A wheel that came out byte for byte as the one it replaces leaves that one in place:
+    // nothing to sync or rename (SPEC §8).
+    let staged = match hashed {
+        Hashed { digest: Some((len, digest)), same_as_previous: true } => match atomic.keep_previous(len, digest) {
+            Ok(kept) => kept,
+            Err(atomic) => atomic.stage_hashed(Some((len, digest)))?,
+        },
+        Hashed { digest, .. } => atomic.stage_hashed(digest)?,
+    };
     progress.output_finished(&names.file_name);
     let written = WrittenFile {
         path: staged.dest().to_path_buf(),
@@ -142,21 +168,41 @@ pub fn stage_wheel(
         uncompressed_bytes,
         compressed_bytes: staged.len,
         sha256: staged.sha256.clone(),
+        reuse,
     };
     Ok(StagedFile { written, staged })
 }
 
-/// Streams every member through the pipeline; the devel tarball is produced on a scoped
-/// thread while it is consumed.
+fn entry_header(name: String, coding: Coding, executable: bool) -> EntryHeader {
+    EntryHeader { name, method: coding.method(), executable, fingerprint: fingerprint(coding) }
+}
+
+/// What every member of one wheel is written with.
+struct WriteContext<'a> {
+    options: &'a ArchiveOptions,
+    progress: &'a dyn Progress,
+    file_name: &'a str,
+    dest: &'a Path,
+    previous: Option<&'a Previous>,
+}
+
+/// Whether a member of this coding is worth copying: a stored member's copy costs what
+/// storing it does (xz devel tarballs are stored), so only deflated members are copied.
+fn worth_copying(coding: Coding) -> bool {
+    coding != Coding::Stored
+}
+
+/// Streams every member through the pipeline, or copies it from the previous wheel when
+/// its bytes did not change; the devel tarball is produced on a scoped thread while it is
+/// consumed (twice when the old wheel has one: hashed first, coded only if it changed).
 fn write_members<W: Write + std::io::Seek>(
     zip: &mut ZipWriter<W>,
     members: &[Member],
-    options: &ArchiveOptions,
-    progress: &dyn Progress,
-    file_name: &str,
-    dest: &Path,
-) -> Result<Vec<FinishedMember>, WriteError> {
-    std::thread::scope(|scope| {
+    context: &WriteContext,
+) -> Result<(Vec<FinishedMember>, ReuseCounts), WriteError> {
+    let (options, progress, file_name, dest) = (context.options, context.progress, context.file_name, context.dest);
+    let mut counts = ReuseCounts::default();
+    let finished = std::thread::scope(|scope| {
         let mut pipeline = Pipeline::new();
         for member in members {
             match &member.data {
@@ -166,38 +212,91 @@ fn write_members<W: Write + std::io::Seek>(
                         DevelTarballCompression::Xz { .. } => Coding::Stored,
                         DevelTarballCompression::None => coding(options),
                     };
-                    let header =
-                        EntryHeader { name: member.name.clone(), method: member_coding.method(), executable: false };
-                    pipeline.begin(header, member_coding, tar::size_bound(tar_spec));
+                    let header = entry_header(member.name.clone(), member_coding, false);
+                    let size_bound = tar::size_bound(tar_spec);
+                    let previous = context.previous.filter(|_| worth_copying(member_coding));
+                    let hashed = std::cell::RefCell::new(None);
+                    let open = || -> Result<Box<dyn Read + Send>, WriteError> {
+                        let (reader, producer) =
+                            tar::spawn_devel_tarball(scope, tar_spec, &member.name, &super::Silent, file_name);
+                        *hashed.borrow_mut() = Some(producer);
+                        Ok(Box::new(reader))
+                    };
+                    let copy = try_copy(previous, &header, None, open, |error| from_io(error, dest, true));
+                    // The hashing producer's own result decides whether what was hashed was
+                    // the whole tarball.
+                    if let Some(producer) = hashed.into_inner() {
+                        join_producer(producer, &member.name)?;
+                    }
+                    if let Some(copy) = copy? {
+                        progress.advance(file_name, tar::input_len(tar_spec));
+                        counts.add_reused(copy.digest.len);
+                        push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
+                        continue;
+                    }
+                    pipeline.begin(header, member_coding, size_bound);
                     let (reader, producer) =
                         tar::spawn_devel_tarball(scope, tar_spec, &member.name, progress, file_name);
                     let streamed = stream_member(&mut pipeline, zip, reader, None, member_coding, None, dest);
-                    let produced = producer.join().map_err(|_| WriteError::Invalid {
-                        reason: format!("the producer of {} panicked", member.name),
-                    })?;
+                    let produced = join_producer(producer, &member.name);
                     // A failing producer ends the stream early, so the reader saw no error; a
                     // failing reader (a full disk) makes the producer fail with a broken pipe,
                     // which is not the news.
-                    streamed?;
+                    counts.add_compressed(streamed?);
                     produced?;
                 }
                 data => {
                     let len = known_len(data).unwrap_or(0);
                     let member_coding = coding(options);
-                    let header = EntryHeader {
-                        name: member.name.clone(),
-                        method: member_coding.method(),
-                        executable: member.executable,
-                    };
-                    pipeline.begin(header, member_coding, deflate::size_bound(len));
+                    let header = entry_header(member.name.clone(), member_coding, member.executable);
+                    let size_bound = deflate::size_bound(len);
+                    let previous = context.previous.filter(|_| worth_copying(member_coding));
+                    let read_error = |error| from_io(error, dest, true);
+                    if let Some(copy) = try_copy(previous, &header, known_len(data), || open_member(data), read_error)?
+                    {
+                        progress.advance(file_name, copy.digest.len);
+                        counts.add_reused(copy.digest.len);
+                        push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
+                        continue;
+                    }
+                    pipeline.begin(header, member_coding, size_bound);
                     let reader = open_member(data)?;
                     let progress = Some((progress, file_name));
-                    stream_member(&mut pipeline, zip, reader, known_len(data), member_coding, progress, dest)?;
+                    counts.add_compressed(stream_member(
+                        &mut pipeline,
+                        zip,
+                        reader,
+                        known_len(data),
+                        member_coding,
+                        progress,
+                        dest,
+                    )?);
                 }
             }
         }
         pipeline.finish(zip).map_err(|error| from_io(error, dest, false))
-    })
+    })?;
+    Ok((finished, counts))
+}
+
+fn join_producer(
+    producer: std::thread::ScopedJoinHandle<'_, Result<(), WriteError>>,
+    name: &str,
+) -> Result<(), WriteError> {
+    producer.join().map_err(|_| WriteError::Invalid { reason: format!("the producer of {name} panicked") })?
+}
+
+fn push_copy<W: Write + std::io::Seek>(
+    pipeline: &mut Pipeline,
+    zip: &mut ZipWriter<W>,
+    header: EntryHeader,
+    size_bound: u64,
+    copy: Copy,
+    dest: &Path,
+) -> Result<(), WriteError> {
+    pipeline
+        .push_copied(header, size_bound, copy.sums, copy.source, copy.digest, zip)
+        .map_err(|error| from_io(error, dest, false))
 }
 
 /// Reads one member in chunks, hashing it for RECORD, and queues the chunks. `size_hint`
@@ -210,7 +309,7 @@ fn stream_member<W: Write + std::io::Seek>(
     coding: Coding,
     progress: Option<(&dyn Progress, &str)>,
     dest: &Path,
-) -> Result<(), WriteError> {
+) -> Result<u64, WriteError> {
     let mut hasher = Sha256::new();
     let mut len = 0u64;
     let mut dictionary = Vec::new();
@@ -237,7 +336,10 @@ fn stream_member<W: Write + std::io::Seek>(
             break;
         }
     }
-    pipeline.end(MemberDigest { sha256: hasher.finalize().into(), len }).map_err(|error| from_io(error, dest, false))
+    pipeline
+        .end(MemberDigest { sha256: hasher.finalize().into(), len })
+        .map_err(|error| from_io(error, dest, false))?;
+    Ok(len)
 }
 
 /// The next chunk of a member: `CHUNK_SIZE` bytes, fewer only at its end (chunk boundaries

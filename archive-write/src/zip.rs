@@ -9,6 +9,11 @@
 //! is written (almost always); a member still streaming gets a header that is patched in
 //! place once its data is written (the output is a seekable temp file), never a data
 //! descriptor, so streaming readers see correct sizes too.
+//!
+//! Each central header carries one extra field of ours ([`REUSE_EXTRA_ID`]): the codec
+//! fingerprint the member was coded with and a CRC-32 of its compressed bytes, so a later
+//! run can tell which members it may copy instead of compressing again (SPEC §8, `previous`).
+//! It is the same for the same input and settings, so output stays reproducible.
 
 use std::io::{self, Seek, SeekFrom, Write};
 
@@ -26,7 +31,13 @@ const VERSION_DEFLATE: u16 = 20;
 const VERSION_ZIP64: u16 = 45;
 /// General purpose flag bit 11: the name is UTF-8.
 const FLAG_UTF8: u16 = 1 << 11;
-const U32_MAX: u64 = 0xFFFF_FFFF;
+pub const U32_MAX: u64 = 0xFFFF_FFFF;
+/// Header id of our central-directory extra field ("rp" on disk). Readers skip ids they do
+/// not know (APPNOTE 4.5.1), so pip, unzip and Python's zipfile are not concerned.
+pub const REUSE_EXTRA_ID: u16 = 0x7072;
+/// Layout version of that field's data: version (1), fingerprint (4), compressed CRC (4).
+const REUSE_EXTRA_VERSION: u8 = 1;
+const REUSE_EXTRA_LEN: u16 = 9;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -35,7 +46,7 @@ pub enum Method {
 }
 
 impl Method {
-    fn code(self) -> u16 {
+    pub fn code(self) -> u16 {
         match self {
             Method::Stored => 0,
             Method::Deflated => 8,
@@ -49,14 +60,26 @@ pub struct EntryHeader {
     pub name: String,
     pub method: Method,
     pub executable: bool,
+    /// Identifies the codec and its settings (`codec::fingerprint`), recorded so a later
+    /// run knows whether it would code this member to the same bytes.
+    pub fingerprint: u32,
 }
 
 /// CRC and sizes of a member's data.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EntrySums {
     pub crc: u32,
     pub uncompressed: u64,
     pub compressed: u64,
+    /// CRC-32 of the compressed bytes: what a later run checks before copying them.
+    pub compressed_crc: u32,
+}
+
+/// Whether a member's local header gets ZIP64 room. Decided from the size bound the
+/// member was started with (not from whether it happened to stream), so a member codes
+/// to the same header however the writer met it, and a copied member to the same too.
+pub fn needs_zip64(size_bound: u64, sums: EntrySums) -> bool {
+    size_bound >= U32_MAX || sums.uncompressed >= U32_MAX || sums.compressed >= U32_MAX
 }
 
 struct CentralEntry {
@@ -65,6 +88,12 @@ struct CentralEntry {
     offset: u64,
     /// The local header carries a ZIP64 extra; the central one then does too.
     zip64: bool,
+}
+
+/// A member whose header, with its final sums, is written and whose data is being copied.
+pub struct KnownEntry {
+    entry: CentralEntry,
+    data_end: u64,
 }
 
 /// A member whose header was written before its sizes were known.
@@ -96,16 +125,47 @@ impl<W: Write + Seek> ZipWriter<W> {
     }
 
     /// Writes a complete member whose CRC and sizes are known.
-    pub fn write_entry(&mut self, header: EntryHeader, sums: EntrySums, data: &[Vec<u8>]) -> io::Result<()> {
-        let zip64 = sums.uncompressed >= U32_MAX || sums.compressed >= U32_MAX;
-        let offset = self.position;
-        let bytes = self.local_header(&header, sums, zip64);
-        self.put(&bytes)?;
+    pub fn write_entry(
+        &mut self,
+        header: EntryHeader,
+        sums: EntrySums,
+        size_bound: u64,
+        data: &[Vec<u8>],
+    ) -> io::Result<()> {
+        let entry = self.begin_known_entry(header, sums, size_bound)?;
         for part in data {
             self.put(part)?;
         }
-        self.entries.push(CentralEntry { header, sums, offset, zip64 });
+        self.end_known_entry(entry);
         Ok(())
+    }
+
+    /// Starts a member whose CRC and sizes are known but whose data follows in pieces
+    /// ([`ZipWriter::write_data`]): a member copied from an earlier archive.
+    pub fn begin_known_entry(
+        &mut self,
+        header: EntryHeader,
+        sums: EntrySums,
+        size_bound: u64,
+    ) -> io::Result<KnownEntry> {
+        let zip64 = needs_zip64(size_bound, sums);
+        let offset = self.position;
+        let bytes = self.local_header(&header, sums, zip64);
+        self.put(&bytes)?;
+        Ok(KnownEntry {
+            entry: CentralEntry { header, sums, offset, zip64 },
+            data_end: self.position + sums.compressed,
+        })
+    }
+
+    /// Ends a member begun with [`ZipWriter::begin_known_entry`] once its data is written.
+    pub fn end_known_entry(&mut self, known: KnownEntry) {
+        debug_assert_eq!(
+            self.position, known.data_end,
+            "{}: data length differs from its header",
+            known.entry.header.name
+        );
+        self.entries.push(known.entry);
     }
 
     /// Starts a member whose sizes are not known yet; `size_bound` is an upper bound of
@@ -240,6 +300,11 @@ fn central_header(entry: &CentralEntry, dos_time: u16, dos_date: u16) -> Vec<u8>
         extra.extend_from_slice(&data);
     }
     let zip64 = !extra.is_empty();
+    put_u16(&mut extra, REUSE_EXTRA_ID);
+    put_u16(&mut extra, REUSE_EXTRA_LEN);
+    extra.push(REUSE_EXTRA_VERSION);
+    put_u32(&mut extra, entry.header.fingerprint);
+    put_u32(&mut extra, entry.sums.compressed_crc);
     let version = if zip64 { VERSION_ZIP64 } else { VERSION_DEFLATE };
     let mode: u32 = if entry.header.executable { 0o100755 } else { 0o100644 };
     let mut out = Vec::with_capacity(46 + name.len() + extra.len());
@@ -268,6 +333,25 @@ fn central_header(entry: &CentralEntry, dos_time: u16, dos_date: u16) -> Vec<u8>
     out.extend_from_slice(name);
     out.extend_from_slice(&extra);
     out
+}
+
+/// Our extra field's (fingerprint, compressed CRC) in a central header's extra data, if it
+/// is there and well formed.
+pub fn parse_reuse_extra(mut extra: &[u8]) -> Option<(u32, u32)> {
+    while extra.len() >= 4 {
+        let id = u16::from_le_bytes([extra[0], extra[1]]);
+        let len = usize::from(u16::from_le_bytes([extra[2], extra[3]]));
+        let data = extra.get(4..4 + len)?;
+        if id == REUSE_EXTRA_ID {
+            if len != usize::from(REUSE_EXTRA_LEN) || data[0] != REUSE_EXTRA_VERSION {
+                return None;
+            }
+            let word = |at: usize| u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
+            return Some((word(1), word(5)));
+        }
+        extra = &extra[4 + len..];
+    }
+    None
 }
 
 fn put_u16(out: &mut Vec<u8>, value: u16) {
@@ -366,7 +450,12 @@ mod tests {
         let file = std::fs::File::create(&path).expect("create");
         let mut zip = ZipWriter::new(SparseFile(file), BuildTime::DEFAULT);
         let big_len: u64 = (4 << 30) + (300 << 20);
-        let header = |name: &str| EntryHeader { name: name.to_owned(), method: Method::Stored, executable: false };
+        let header = |name: &str| EntryHeader {
+            name: name.to_owned(),
+            method: Method::Stored,
+            executable: false,
+            fingerprint: 0,
+        };
         let entry = zip.begin_entry(header("big"), big_len).expect("begin");
         let zeros = vec![0u8; 1 << 20];
         let mut crc = crc32fast::Hasher::new();
@@ -374,15 +463,17 @@ mod tests {
             zip.write_data(&zeros).expect("data");
             crc.update(&zeros);
         }
-        let sums = EntrySums { crc: crc.finalize(), uncompressed: big_len, compressed: big_len };
+        let crc = crc.finalize();
+        let sums = EntrySums { crc, uncompressed: big_len, compressed: big_len, compressed_crc: crc };
         zip.end_entry(entry, sums).expect("end");
         let after = b"written after 4 GiB\n".to_vec();
         let after_sums = EntrySums {
             crc: crc32fast::hash(&after),
             uncompressed: after.len() as u64,
             compressed: after.len() as u64,
+            compressed_crc: crc32fast::hash(&after),
         };
-        zip.write_entry(header("after"), after_sums, &[after]).expect("after");
+        zip.write_entry(header("after"), after_sums, after.len() as u64, &[after]).expect("after");
         zip.finish().expect("finish");
 
         // Python's zipfile follows the ZIP64 end record and the offset in the extra field.

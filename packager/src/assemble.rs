@@ -38,6 +38,8 @@ pub struct OutputReport {
     pub compressed_bytes: u64,
     pub sha256: String,
     pub seconds: f64,
+    /// Member bytes copied compressed from the previous wheel, and bytes compressed anew (SPEC §8).
+    pub reuse: write::ReuseCounts,
 }
 
 impl OutputReport {
@@ -51,6 +53,7 @@ impl OutputReport {
             compressed_bytes: written.compressed_bytes,
             sha256: written.sha256.clone(),
             seconds: started.elapsed().as_secs_f64(),
+            reuse: written.reuse,
         }
     }
 }
@@ -87,7 +90,11 @@ pub fn write_outputs(
         return Err(WriteError::Invalid { reason }.into());
     }
     let wanted = |group: PackageGroup| config.only.is_empty() || config.only.contains(&group);
-    let options = ArchiveOptions { compression: config.wheel_compression, build_time: config.build_time };
+    let options = ArchiveOptions {
+        compression: config.wheel_compression,
+        build_time: config.build_time,
+        reuse_previous: config.reuse,
+    };
     let launcher = compile_launcher_if_needed(plan, config)?;
     let packages: Vec<&PackagePlan> = plan.packages.iter().filter(|package| wanted(package.group)).collect();
     // `--only` a group this build has no package of (device in legacy mode, devel without

@@ -112,6 +112,9 @@ pub struct PackageConfig {
     /// `--no-build-packages`: lay the package trees out in `dest_dir` instead of archiving.
     pub build_packages: bool,
     pub keep_absolute_rpath: bool,
+    /// Copy unchanged members' compressed bytes from the wheels already in the directory
+    /// the archives are written to (SPEC §8); `--no-reuse` clears it. Same output either way.
+    pub reuse: bool,
     /// Empty means every group.
     pub only: Vec<PackageGroup>,
     pub families: FamilyRequest,

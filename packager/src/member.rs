@@ -92,9 +92,7 @@ struct RpathFile {
 }
 
 impl MemberSource for RpathFile {
-    // The member is the edited file: its length is the one after the edit, not `len`,
-    // the source's on disk.
-    #[allow(clippy::misnamed_getters)]
+    // The member is the edited file: its length is the one after the edit.
     fn len(&self) -> u64 {
         self.new_len
     }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use crate::assemble::OutputReport;
 use crate::catalog::Override;
 use crate::plan::{Finding, Plan, PlannedFile};
+use crate::write::ReuseCounts;
 
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct StageTime {
@@ -17,6 +18,9 @@ pub struct Report {
     pub version: String,
     pub kpack_split: bool,
     pub outputs: Vec<OutputReport>,
+    /// The outputs' reuse counts added up: bytes copied compressed from the previous
+    /// wheels and bytes compressed anew (SPEC §8).
+    pub reuse: ReuseCounts,
     pub stages: Vec<StageTime>,
     /// Counts per finding kind ("dropped", "aliased", "launchers", ...).
     pub counts: BTreeMap<&'static str, usize>,
@@ -41,9 +45,11 @@ impl Report {
                 *rpath_edits.entry(key).or_insert(0) += count;
             }
         }
+        let reuse = outputs.iter().fold(ReuseCounts::default(), |total, output| total.plus(output.reuse));
         Report {
             version: plan.version.clone(),
             kpack_split: plan.kpack_split,
+            reuse,
             outputs,
             stages,
             counts: plan.finding_counts(),

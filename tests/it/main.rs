@@ -12,6 +12,7 @@ mod installed;
 mod manylinux;
 mod pipeline;
 mod python;
+mod rerun;
 mod runtime_api;
 mod seeds;
 mod support;

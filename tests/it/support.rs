@@ -187,6 +187,7 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         devel_tarball_compression: DevelTarballCompression::None,
         build_packages: true,
         keep_absolute_rpath: false,
+        reuse: true,
         only: Vec::new(),
         families: FamilyRequest::default(),
         scratch_dir: None,

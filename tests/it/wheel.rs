@@ -14,7 +14,11 @@ use packager::config::{BuildTime, WheelCompression};
 use packager::write::{ArchiveOptions, CoreMetadata, EntryPoint, Member, MemberData, WheelSpec};
 
 pub fn options() -> ArchiveOptions {
-    ArchiveOptions { compression: WheelCompression::Deflate { level: 6 }, build_time: BuildTime::DEFAULT }
+    ArchiveOptions {
+        compression: WheelCompression::Deflate { level: 6 },
+        build_time: BuildTime::DEFAULT,
+        reuse_previous: true,
+    }
 }
 
 pub fn metadata(name: &str) -> CoreMetadata {

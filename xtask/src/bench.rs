@@ -1,7 +1,9 @@
 //! `cargo xtask bench`: packages a synthetic TheRock-shaped build in a child process (the
 //! real CLI, this very binary re-run as `package`) and reports wall time, CPU, peak RSS,
 //! peak extra disk, bytes in and out, and our time as a multiple of the compression floor
-//! (issue 8). Optionally runs the reference packager on the same tree.
+//! (issue 8). Then reruns `package` into the same destination after a few changes, which
+//! copies what did not change from the wheels there (issue 20). Optionally runs the
+//! reference packager on the same tree.
 //!
 //! Owns: orchestrating runs, caching generated trees under `target/bench/`, the table and
 //! `--json`. Does not own: generating the tree (`packager::example::write_synthetic`).
@@ -9,6 +11,7 @@
 mod floor;
 mod measure;
 mod output_floor;
+mod rerun;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -43,6 +46,10 @@ pub struct BenchArgs {
     /// Keep the packages (each run's --dest-dir) written by the runs.
     #[arg(long)]
     pub keep: bool,
+    /// Skip the reruns into the cold run's destination (nothing changed, a library
+    /// rewritten, a file added and one removed).
+    #[arg(long)]
+    pub no_reruns: bool,
     /// Print the results as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -93,6 +100,8 @@ pub struct SizeRun {
     /// User + system CPU per GiB of input: flat across sizes even when the machine is busy.
     pub cpu_seconds_per_gib: f64,
     pub input_mib_per_second: f64,
+    /// The cold run, then reruns into its destination after each change.
+    pub reruns: Vec<rerun::Rerun>,
     pub reference: Option<ReferenceRun>,
 }
 
@@ -190,6 +199,20 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
         eprintln!("bench: package failed:\n{error}");
     }
     let dist_bytes = measure::tree_bytes(&dist);
+    let reruns = match args.no_reruns || !package.success {
+        true => Vec::new(),
+        false => {
+            if !output.quiet && !args.json {
+                eprintln!("bench: reruns into the same destination ...");
+            }
+            let command = |report: &Path| {
+                let mut command = package_command(args, &artifacts, &run_dir);
+                command.arg("--dest-dir").arg(&dist).arg("--json").arg(report);
+                command
+            };
+            rerun::measure_reruns(&artifacts, &run_dir, &package, &run_dir.join("report.json"), &command)?
+        }
+    };
 
     let reference = match &args.reference {
         Some(checkout) => Some(run_reference(checkout, &artifacts, &run_dir, package.wall_seconds)?),
@@ -219,6 +242,7 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
         dist_bytes,
         package,
         floor,
+        reruns,
         reference,
     })
 }
@@ -453,9 +477,34 @@ fn render(report: &BenchReport) -> String {
             reference,
         );
     }
+    for run in &report.runs {
+        out.push_str(&render_reruns(run));
+    }
     let _ = writeln!(out, "\ncolumns:");
     for (column, meaning) in LEGEND {
         let _ = writeln!(out, "  {column:>10}  {meaning}");
+    }
+    out
+}
+
+/// The reruns of one size: wall time, CPU, and how many bytes were copied or compressed.
+fn render_reruns(run: &SizeRun) -> String {
+    let mut out = String::new();
+    if run.reruns.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\nreruns into the same destination, {}:", human_bytes(run.input.payload_bytes));
+    let _ = writeln!(out, "{:<42} {:>8} {:>8} {:>10} {:>11}", "scenario", "wall s", "CPU s", "reused", "compressed");
+    for rerun in &run.reruns {
+        let _ = writeln!(
+            out,
+            "{:<42} {:>8.2} {:>8.2} {:>10} {:>11}",
+            rerun.scenario,
+            rerun.cost.wall_seconds,
+            rerun.cost.cpu_seconds(),
+            human_bytes(rerun.reused_bytes),
+            human_bytes(rerun.compressed_bytes)
+        );
     }
     out
 }

@@ -91,6 +91,10 @@ pub struct PackageArgs {
     /// Keep absolute RPATH entries instead of removing them.
     #[arg(long)]
     pub keep_absolute_rpath: bool,
+    /// Compress every member anew, instead of copying the compressed bytes of members that
+    /// did not change from the wheels already in the destination (the output is the same).
+    #[arg(long)]
+    pub no_reuse: bool,
     /// Build only these package groups (for a CI matrix; merge the dist/ folders after).
     #[arg(long, value_enum, value_delimiter = ',', num_args = 1..)]
     pub only: Vec<Group>,
@@ -257,6 +261,7 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         // The last of --build-packages / --no-build-packages wins (clap resets the other).
         build_packages: !args.no_build_packages,
         keep_absolute_rpath: args.keep_absolute_rpath,
+        reuse: !args.no_reuse,
         only: args.only.iter().map(|group| PackageGroup::from(*group)).collect(),
         families,
         scratch_dir: None,

@@ -123,6 +123,7 @@ pub fn render_table(report: &Report) -> String {
         );
     }
     let _ = writeln!(out, "stages: {}", stage_line(report));
+    let _ = writeln!(out, "reuse: {}", reuse_line(report));
     if let Some(notes) = notes_line(report) {
         let _ = writeln!(out, "notes: {notes} (details: --json)");
     }
@@ -147,6 +148,7 @@ pub fn render_markdown(report: &Report) -> String {
         );
     }
     let _ = writeln!(out, "\nStages: {}", stage_line(report));
+    let _ = writeln!(out, "\nReuse: {}", reuse_line(report));
     if let Some(notes) = notes_line(report) {
         let _ = writeln!(out, "\nNotes: {notes}");
     }
@@ -159,6 +161,18 @@ fn stage_line(report: &Report) -> String {
     let stages: Vec<String> =
         report.stages.iter().map(|stage| format!("{} {}", stage.stage, format_seconds(stage.seconds))).collect();
     stages.join(", ")
+}
+
+/// How much of the input was copied compressed from the previous wheels (SPEC §8).
+fn reuse_line(report: &Report) -> String {
+    let reuse = &report.reuse;
+    format!(
+        "{} reused from the previous wheels ({} members), {} compressed ({} members)",
+        human_bytes(reuse.reused_bytes),
+        reuse.reused_members,
+        human_bytes(reuse.compressed_bytes),
+        reuse.compressed_members
+    )
 }
 
 fn notes_line(report: &Report) -> Option<String> {

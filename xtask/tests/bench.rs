@@ -40,7 +40,29 @@ fn bench_reports_sane_fields() {
     assert!(number("/seconds_per_gib") > 0.0 && number("/cpu_seconds_per_gib") > 0.0);
     assert!(run["reference"].is_null());
 
-    // Generated trees are cached by size; dist/ is removed without --keep.
+    // The reruns into the cold run's destination: the cold run reuses nothing; with
+    // nothing changed almost everything is reused; a rewritten library and an added file
+    // are compressed, the rest reused.
+    let reruns = run["reruns"].as_array().expect("reruns");
+    let scenarios: Vec<&str> = reruns.iter().filter_map(|rerun| rerun["scenario"].as_str()).collect();
+    assert_eq!(
+        scenarios,
+        ["cold", "nothing changed", "one library rewritten, same size and time", "a file added, one removed"]
+    );
+    let bytes = |index: usize, field: &str| reruns[index][field].as_f64().expect(field);
+    let unchanged_compressed = bytes(1, "compressed_bytes");
+    assert_eq!(bytes(0, "reused_bytes"), 0.0);
+    assert!(bytes(0, "compressed_bytes") >= payload * 0.9, "{}", reruns[0]);
+    assert!(bytes(1, "reused_bytes") > 50.0 * bytes(1, "compressed_bytes"), "{}", reruns[1]);
+    for rerun in &reruns[2..] {
+        let field = |name: &str| rerun[name].as_f64().expect(name);
+        assert!(field("compressed_bytes") > unchanged_compressed, "{rerun}");
+        assert!(field("reused_bytes") > 0.0, "{rerun}");
+    }
+    assert!(reruns.iter().all(|rerun| rerun["cost"]["success"] == true), "{reruns:?}");
+
+    // Generated trees are cached by size (put back as they were after the reruns); dist/
+    // is removed without --keep.
     assert!(work.path().join("synthetic-16MiB-v1/summary.json").is_file());
     assert!(!work.path().join("run-16MiB/packages").exists());
 }
@@ -73,11 +95,13 @@ fn bench_runs_the_reference_packager_of_a_checkout() {
         .arg(work.path().join("bench"))
         .arg("--reference")
         .arg(&checkout)
+        .arg("--no-reruns")
         .output()
         .expect("run xtask bench");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "bench failed:\n{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(report["runs"][0]["reruns"], serde_json::json!([]), "--no-reruns");
     let reference = &report["runs"][0]["reference"];
     assert_eq!(reference["cost"]["success"], true, "{reference}");
     assert_eq!(reference["dist_bytes"].as_u64(), Some(4096), "{reference}");

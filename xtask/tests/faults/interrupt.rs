@@ -1,6 +1,7 @@
 //! A run stopped midway, by SIGKILL (nothing can clean up) or SIGINT/SIGTERM (the CLI
 //! cleans up): `dist/` then holds only the complete packages of the run before, and a
-//! rerun succeeds.
+//! rerun succeeds. The interrupted runs are reruns that read the old wheels to copy from
+//! them (SPEC §8); those stay intact, and the rerun after them writes a cold run's bytes.
 //!
 //! "Midway" is made certain, not hoped for: the moment a temp file appears the run is
 //! frozen with SIGSTOP, the test checks that it is in the middle of writing, and only then
@@ -93,14 +94,23 @@ fn sigkill_mid_run_leaves_only_complete_archives_and_a_rerun_succeeds() {
     assert!(lock_files(&dist), "nothing could remove the killed run's lock file");
     assert_eq!(archives(&dist), before);
 
-    let result = output(&mut package_command(&artifacts, &dist));
+    // The rerun reads the old wheels the killed run left intact, and copies from them.
+    let result = output(package_command(&artifacts, &dist).args(["--json", "-"]));
     assert!(result.status.success(), "the rerun: {}", describe(&result));
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let reused = stdout.lines().find_map(|line| line.trim().strip_prefix("\"reused_bytes\": "));
+    assert!(reused.is_some_and(|bytes| bytes.trim_end_matches(',') != "0"), "nothing reused: {stdout}");
     assert_eq!(temp_files(&dist), Vec::<String>::new(), "the rerun removes what the killed run left");
     assert!(!lock_files(&dist), "the rerun removes the lock file the killed run left");
     let after = archives(&dist);
     assert_eq!(after.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
     let core = after.keys().find(|name| name.starts_with("rocm_sdk_core-")).expect("core wheel");
     assert!(after[core].len() > 48 << 20, "the rerun's core wheel holds the new file");
+    // And its archives are those of a cold run of the same input.
+    let cold = temp.path().join("cold");
+    let result = output(package_command(&artifacts, &cold).arg("--no-reuse"));
+    assert!(result.status.success(), "the cold run: {}", describe(&result));
+    assert!(archives(&cold) == after, "the rerun's archives differ from a cold run's");
 }
 
 #[test]

@@ -1,0 +1,88 @@
+//! The codec fingerprint (SPEC §8): a 32-bit name for "these bytes coded this way give
+//! exactly these coded bytes", stored with every wheel member (`zip`'s extra field). A
+//! later run copies a member's coded bytes only when its own fingerprint for the member's
+//! coding is the same, so the output stays what a cold run writes.
+//!
+//! Owns: what goes into the fingerprint: the coding and level, the chunking constants,
+//! the versions of the deflate crates linked (from Cargo.lock, `build.rs`), and the bytes
+//! the compressor actually makes of a fixed probe (a compressor that codes differently
+//! under the same version numbers still gets another fingerprint). Does not own: where
+//! the fingerprint is written (`zip`) or read back (`previous`).
+
+use std::sync::OnceLock;
+
+use super::deflate::{code_chunk, Coding, CHUNK_SIZE, DICTIONARY_SIZE};
+
+/// Bump when the way members are cut, primed, flushed or ended changes.
+const LAYOUT_VERSION: u32 = 1;
+/// The deflate crates linked, as `build.rs` read them from Cargo.lock.
+const CODEC_VERSIONS: &str = env!("ARCHIVE_WRITE_CODEC");
+/// Bytes of the probe coded once per level per process (about a millisecond at level 9).
+const PROBE_LEN: usize = 64 * 1024;
+
+/// The fingerprint of `coding` in this build. Computed once per coding and process.
+pub fn fingerprint(coding: Coding) -> u32 {
+    static STORED: OnceLock<u32> = OnceLock::new();
+    static DEFLATE: [OnceLock<u32>; 10] = [const { OnceLock::new() }; 10];
+    match coding {
+        Coding::Stored => *STORED.get_or_init(|| compute(coding)),
+        Coding::Deflate { level } => {
+            let slot = &DEFLATE[level.min(9) as usize];
+            *slot.get_or_init(|| compute(Coding::Deflate { level: level.min(9) }))
+        }
+    }
+}
+
+fn compute(coding: Coding) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    let settings = format!(
+        "rocm-packager archive-write layout {LAYOUT_VERSION}, chunk {CHUNK_SIZE}, dictionary {DICTIONARY_SIZE}, \
+         {CODEC_VERSIONS}, {coding:?}"
+    );
+    crc.update(settings.as_bytes());
+    let probe = probe();
+    let (dictionary, input) = probe.split_at(DICTIONARY_SIZE);
+    // A probe that cannot be coded gives a fingerprint no coded member can have.
+    match code_chunk(input.to_vec(), dictionary, coding) {
+        Ok(chunk) => crc.update(&chunk.data),
+        Err(error) => crc.update(error.to_string().as_bytes()),
+    }
+    crc.finalize()
+}
+
+/// Text and noise in alternating runs, like a library's string tables and code, so the
+/// probe exercises literals, matches and the dictionary.
+fn probe() -> Vec<u8> {
+    let mut state: u64 = 0x5EED_C0DE;
+    let mut out = Vec::with_capacity(DICTIONARY_SIZE + PROBE_LEN);
+    while out.len() < DICTIONARY_SIZE + PROBE_LEN {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let noise = state >> 61 == 0;
+        for i in 0..(64 + (state >> 54) as usize).min(DICTIONARY_SIZE + PROBE_LEN - out.len()) {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            out.push(if noise { (state >> 56) as u8 } else { b"hipModuleLaunchKernel rocblas_gemm_ex "[i % 38] });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_coding_has_its_own_fingerprint_and_keeps_it() {
+        let mut seen = std::collections::BTreeSet::new();
+        assert!(seen.insert(fingerprint(Coding::Stored)));
+        for level in 0..=9 {
+            assert!(seen.insert(fingerprint(Coding::Deflate { level })), "level {level} repeats a fingerprint");
+            assert_eq!(fingerprint(Coding::Deflate { level }), compute(Coding::Deflate { level }));
+        }
+    }
+
+    #[test]
+    fn the_codec_versions_were_found_in_the_lock_file() {
+        assert!(!CODEC_VERSIONS.contains("unknown"), "{CODEC_VERSIONS}");
+        assert!(CODEC_VERSIONS.starts_with("flate2 1.") && CODEC_VERSIONS.contains("zlib-rs 0."), "{CODEC_VERSIONS}");
+    }
+}

@@ -1,0 +1,222 @@
+//! Per member, whether the previous wheel's coded bytes can stand in for coding it again
+//! (SPEC §8). The new bytes are read and hashed in full first (a changed byte is never
+//! missed, whatever the file's size or time stamp says); only a member whose digest is the
+//! old one is copied, any other is read again and coded. Nothing of a member is held: a
+//! miss costs one extra read and hash, about a twentieth of deflating it.
+//!
+//! Owns: that decision and the counts of what was reused and what was coded. Does not
+//! own: what is trustworthy in an old wheel (`previous`), the pipeline (`deflate`).
+
+use std::io::Read;
+
+use sha2::{Digest, Sha256};
+
+use super::deflate::{CodedSource, MemberDigest, CHUNK_SIZE};
+use super::previous::Previous;
+use super::zip::{EntryHeader, EntrySums};
+
+/// Bytes of a wheel's members whose coded form was copied, and bytes coded by this run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReuseCounts {
+    pub reused_members: u64,
+    pub reused_bytes: u64,
+    pub compressed_members: u64,
+    pub compressed_bytes: u64,
+}
+
+impl ReuseCounts {
+    pub fn add_reused(&mut self, bytes: u64) {
+        self.reused_members += 1;
+        self.reused_bytes += bytes;
+    }
+
+    pub fn add_compressed(&mut self, bytes: u64) {
+        self.compressed_members += 1;
+        self.compressed_bytes += bytes;
+    }
+
+    /// These counts plus `other`'s.
+    pub fn plus(self, other: ReuseCounts) -> ReuseCounts {
+        ReuseCounts {
+            reused_members: self.reused_members + other.reused_members,
+            reused_bytes: self.reused_bytes + other.reused_bytes,
+            compressed_members: self.compressed_members + other.compressed_members,
+            compressed_bytes: self.compressed_bytes + other.compressed_bytes,
+        }
+    }
+}
+
+/// A member to copy: its final sums, where its coded bytes come from, and its digest.
+pub struct Copy {
+    pub sums: EntrySums,
+    pub source: Box<dyn CodedSource>,
+    pub digest: MemberDigest,
+}
+
+/// Decides whether `header`'s member can be copied from `previous`. `open` yields the new
+/// bytes (called only when the old wheel has a candidate, so a cold run reads nothing
+/// twice); its errors are the caller's to map. `Ok(None)` means: code it.
+pub fn try_copy<'a, E>(
+    previous: Option<&Previous>,
+    header: &EntryHeader,
+    known_len: Option<u64>,
+    open: impl FnOnce() -> Result<Box<dyn Read + Send + 'a>, E>,
+    read_error: impl Fn(std::io::Error) -> E,
+) -> Result<Option<Copy>, E> {
+    let Some(previous) = previous else { return Ok(None) };
+    let Some(candidate) = previous.candidate(&header.name, header.fingerprint, header.method) else { return Ok(None) };
+    if known_len.is_some_and(|len| len != candidate.size()) {
+        return Ok(None);
+    }
+    let (digest, crc) = hash_all(open()?, candidate.size()).map_err(read_error)?;
+    if !candidate.matches(&digest, crc) {
+        return Ok(None);
+    }
+    Ok(previous.verified_copy(&candidate).map(|(sums, source)| Copy { sums, source, digest }))
+}
+
+/// Reads `reader` to its end: its RECORD digest and CRC-32. `expected` sizes the buffer,
+/// so thousands of small members do not each get a chunk-sized one.
+fn hash_all(mut reader: impl Read, expected: u64) -> std::io::Result<(MemberDigest, u32)> {
+    let mut sha256 = Sha256::new();
+    let mut crc = crc32fast::Hasher::new();
+    let mut buffer = vec![0u8; usize::try_from(expected.saturating_add(1)).unwrap_or(CHUNK_SIZE).min(CHUNK_SIZE)];
+    let mut len = 0u64;
+    loop {
+        let n = match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        sha256.update(&buffer[..n]);
+        crc.update(&buffer[..n]);
+        len += n as u64;
+    }
+    Ok((MemberDigest { sha256: sha256.finalize().into(), len }, crc.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use crate::{
+        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Silent, WheelCompression, WheelSpec,
+        WrittenFile,
+    };
+
+    /// Noise and text in runs, several chunks long, so the member streams and its
+    /// dictionary matters.
+    fn mixed(seed: u64, len: usize) -> Vec<u8> {
+        let mut state = seed;
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let noise = state >> 62 == 0;
+            for i in 0..(64 + (state >> 54) as usize).min(len - out.len()) {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                out.push(if noise { (state >> 56) as u8 } else { b"rocblas_gemm hipLaunch "[i % 23] });
+            }
+        }
+        out
+    }
+
+    fn spec(big: Vec<u8>) -> WheelSpec {
+        let member = |name: &str, bytes: Vec<u8>| Member {
+            name: name.to_owned(),
+            data: MemberData::Bytes(Arc::new(bytes)),
+            executable: false,
+        };
+        WheelSpec {
+            metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
+            platform_tag: "linux_x86_64".into(),
+            entry_points: Vec::new(),
+            members: vec![member("demo/__init__.py", b"x = 1\n".to_vec()), member("demo/big.bin", big)],
+        }
+    }
+
+    fn write(dir: &Path, spec: &WheelSpec, level: u32, reuse_previous: bool) -> (WrittenFile, Vec<u8>) {
+        let options = ArchiveOptions {
+            compression: WheelCompression::Deflate { level },
+            build_time: BuildTime::DEFAULT,
+            reuse_previous,
+        };
+        let written = write_wheel(dir, spec, &options, &Silent).expect("writes");
+        let bytes = std::fs::read(&written.path).expect("read back");
+        // Hashed while written when nothing was patched, read back otherwise: the same.
+        assert_eq!(written.sha256, crate::record::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes)));
+        (written, bytes)
+    }
+
+    /// Writes `spec` again into `dir` and checks it against a cold write; returns the counts.
+    fn rerun(dir: &Path, spec: &WheelSpec, level: u32) -> super::ReuseCounts {
+        let (written, bytes) = write(dir, spec, level, true);
+        let cold = tempfile::tempdir().expect("tempdir");
+        let (cold_written, cold_bytes) = write(cold.path(), spec, level, false);
+        assert!(bytes == cold_bytes, "a rerun differs from a cold write");
+        assert_eq!(cold_written.reuse.reused_bytes, 0);
+        written.reuse
+    }
+
+    #[test]
+    fn a_rerun_copies_what_did_not_change_and_writes_a_cold_writes_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = mixed(7, 9 * (1 << 20) + 4321);
+        let (first, _) = write(dir.path(), &spec(big.clone()), 6, true);
+        assert_eq!((first.reuse.reused_members, first.reuse.compressed_members), (0, 5));
+
+        // Everything but RECORD is copied: __init__.py, big.bin, METADATA, WHEEL; and the
+        // wheel, the same bytes, stays the file it was (no temp file is left either).
+        use std::os::unix::fs::MetadataExt;
+        let inode = || std::fs::metadata(&first.path).expect("stat").ino();
+        let before = inode();
+        let unchanged = rerun(dir.path(), &spec(big.clone()), 6);
+        assert_eq!((unchanged.reused_members, unchanged.compressed_members), (4, 1), "{unchanged:?}");
+        assert!(unchanged.reused_bytes > big.len() as u64);
+        assert_eq!(inode(), before, "an unchanged wheel is left in place");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "only the wheel");
+
+        // One byte changed, the size kept: big.bin is compressed again, the rest copied.
+        let mut changed = big.clone();
+        changed[2 << 20] ^= 1;
+        let counts = rerun(dir.path(), &spec(changed.clone()), 6);
+        assert_eq!((counts.reused_members, counts.compressed_members), (3, 2), "{counts:?}");
+        assert!(counts.compressed_bytes > big.len() as u64);
+        assert_ne!(inode(), before, "a changed wheel replaces the old one");
+
+        // Another level: nothing is copied.
+        let counts = rerun(dir.path(), &spec(changed), 1);
+        assert_eq!(counts.reused_members, 0, "{counts:?}");
+    }
+
+    #[test]
+    fn coded_bytes_that_no_longer_have_their_crc_are_coded_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = mixed(11, 2 * (1 << 20));
+        let (first, mut bytes) = write(dir.path(), &spec(big.clone()), 6, true);
+        // The local header of big.bin is the first place its name appears; its data follows.
+        let name = b"demo/big.bin";
+        let at = bytes.windows(name.len()).position(|window| window == name).expect("local header");
+        bytes[at + name.len() + 100_000] ^= 0x20;
+        std::fs::write(&first.path, &bytes).expect("flip");
+        let counts = rerun(dir.path(), &spec(big), 6);
+        assert_eq!((counts.reused_members, counts.compressed_members), (3, 2), "{counts:?}");
+    }
+
+    #[test]
+    fn a_truncated_or_foreign_file_is_not_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = mixed(13, 1 << 20);
+        let (first, bytes) = write(dir.path(), &spec(big.clone()), 6, true);
+        for (what, damaged) in [
+            ("truncated", bytes[..bytes.len() - 30].to_vec()),
+            ("trailing bytes", [bytes.as_slice(), b"junk"].concat()),
+            ("not a zip", b"PK\x05\x06 but not really".to_vec()),
+        ] {
+            std::fs::write(&first.path, &damaged).expect("damage");
+            let counts = rerun(dir.path(), &spec(big.clone()), 6);
+            assert_eq!(counts.reused_members, 0, "{what}: {counts:?}");
+        }
+    }
+}
