@@ -12,7 +12,9 @@ use std::io::Read;
 use sha2::{Digest, Sha256};
 
 use super::deflate::{CodedSource, MemberDigest, CHUNK_SIZE};
+use super::member::{known_len, open_member, to_io};
 use super::previous::Previous;
+use super::{Member, MemberData};
 use super::zip::{EntryHeader, EntrySums};
 
 /// Bytes of a wheel's members whose coded form was copied, and bytes coded by this run.
@@ -73,6 +75,48 @@ pub fn try_copy<'a, E>(
         return Ok(None);
     }
     Ok(previous.verified_copy(&candidate).map(|(sums, source)| Copy { sums, source, digest }))
+}
+
+/// What [`prehash`] found of one member's new bytes: their RECORD digest and CRC-32, or
+/// the read error (reported when the member is written, as a cold run would).
+pub type Prehashed = Option<std::io::Result<(MemberDigest, u32)>>;
+
+/// Hashes, on all cores, the new bytes of every member the old wheel holds a candidate
+/// for, so a rerun that changes little reads its inputs in parallel instead of one member
+/// after another. The devel tarball is hashed its own way (it is produced while read).
+pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[EntryHeader]) -> Vec<Prehashed> {
+    use rayon::prelude::*;
+    let Some(previous) = previous else { return members.iter().map(|_| None).collect() };
+    members
+        .par_iter()
+        .zip(headers)
+        .map(|(member, header)| {
+            if matches!(member.data, MemberData::DevelTar(_)) {
+                return None;
+            }
+            let candidate = previous.candidate(&header.name, header.fingerprint, header.method)?;
+            if known_len(&member.data).is_some_and(|len| len != candidate.size()) {
+                return None;
+            }
+            let reader = open_member(&member.data).map_err(to_io);
+            Some(reader.and_then(|reader| hash_all(reader, candidate.size())))
+        })
+        .collect()
+}
+
+/// [`try_copy`] for a member whose bytes [`prehash`] hashed already.
+pub fn try_copy_hashed(
+    previous: Option<&Previous>,
+    header: &EntryHeader,
+    hashed: (MemberDigest, u32),
+) -> Option<Copy> {
+    let previous = previous?;
+    let candidate = previous.candidate(&header.name, header.fingerprint, header.method)?;
+    let (digest, crc) = hashed;
+    if !candidate.matches(&digest, crc) {
+        return None;
+    }
+    previous.verified_copy(&candidate).map(|(sums, source)| Copy { sums, source, digest })
 }
 
 /// Reads `reader` to its end: its RECORD digest and CRC-32. `expected` sizes the buffer,

@@ -22,7 +22,7 @@ use super::metadata::{
 };
 use super::previous::Previous;
 use super::record::Record;
-use super::reuse::{try_copy, Copy, ReuseCounts};
+use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
 use super::{tar, ArchiveOptions, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use super::{DevelTarballCompression, Progress, WheelCompression};
@@ -202,9 +202,15 @@ fn write_members<W: Write + std::io::Seek>(
 ) -> Result<(Vec<FinishedMember>, ReuseCounts), WriteError> {
     let (options, progress, file_name, dest) = (context.options, context.progress, context.file_name, context.dest);
     let mut counts = ReuseCounts::default();
+    let member_coding = coding(options);
+    let previous_for_files = context.previous.filter(|_| worth_copying(member_coding));
+    let headers: Vec<EntryHeader> =
+        members.iter().map(|member| entry_header(member.name.clone(), member_coding, member.executable)).collect();
+    let mut prehashed = prehash(previous_for_files, members, &headers).into_iter();
     let finished = std::thread::scope(|scope| {
         let mut pipeline = Pipeline::new();
         for member in members {
+            let hashed = prehashed.next().flatten();
             match &member.data {
                 MemberData::DevelTar(tar_spec) => {
                     // An xz stream does not deflate; storing it saves the cores for xz.
@@ -247,13 +253,11 @@ fn write_members<W: Write + std::io::Seek>(
                 }
                 data => {
                     let len = known_len(data).unwrap_or(0);
-                    let member_coding = coding(options);
                     let header = entry_header(member.name.clone(), member_coding, member.executable);
                     let size_bound = deflate::size_bound(len);
-                    let previous = context.previous.filter(|_| worth_copying(member_coding));
-                    let read_error = |error| from_io(error, dest, true);
-                    if let Some(copy) = try_copy(previous, &header, known_len(data), || open_member(data), read_error)?
-                    {
+                    let hashed = hashed.transpose().map_err(|error| from_io(error, dest, true))?;
+                    let copy = hashed.and_then(|hashed| try_copy_hashed(previous_for_files, &header, hashed));
+                    if let Some(copy) = copy {
                         progress.advance(file_name, copy.digest.len);
                         counts.add_reused(copy.digest.len);
                         push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
