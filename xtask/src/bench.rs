@@ -205,9 +205,10 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
             if !output.quiet && !args.json {
                 eprintln!("bench: reruns into the same destination ...");
             }
+            // The cold run's `--dest-dir`, so each rerun finds the wheels in its `dist/`.
             let command = |report: &Path| {
                 let mut command = package_command(args, &artifacts, &run_dir);
-                command.arg("--dest-dir").arg(&dist).arg("--json").arg(report);
+                command.arg("--dest-dir").arg(&dest).arg("--json").arg(report);
                 command
             };
             rerun::measure_reruns(&artifacts, &run_dir, &package, &run_dir.join("report.json"), &command)?
