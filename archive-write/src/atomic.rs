@@ -131,6 +131,13 @@ impl AtomicFile {
         Ok(Staged { temp: Some(temp), dest: self.dest, len, sha256: hex(&digest) })
     }
 
+    /// Writes the first `len` bytes of `old` into the temp file, which holds nothing yet: a
+    /// [`HashingWriter`] deferred them because they were `old`'s.
+    pub fn fill_from(&mut self, old: &File, len: u64) -> Result<(), WriteError> {
+        let dest = self.dest.clone();
+        copy_start(old, len, self.temp.as_file_mut()).map_err(|source| WriteError::Write { path: dest, source })
+    }
+
     /// Gives up the temp file because the file under the final name already holds these
     /// bytes (`len`, `digest`): committing leaves that file as it is, so a rerun that
     /// changed nothing neither syncs nor renames. Only for a regular file (not a symlink)
@@ -166,16 +173,20 @@ fn read_back(file: &mut File) -> io::Result<(u64, [u8; 32])> {
 }
 
 /// Hashes what passes through it, as long as it is written in order: a rerun that copies
-/// most of a wheel would otherwise spend a good part of its time reading the wheel back
-/// to hash it (SPEC §8). The first seek gives up the hash (`digest` is then `None`).
-/// Given the file its output will replace, it also tells whether every byte written is
-/// that file's byte at the same offset (then [`AtomicFile::keep_previous`] applies).
-pub struct HashingWriter<W> {
+/// most of a wheel need not read it back to hash it (SPEC §8). The first seek gives up the
+/// hash (`digest` is then `None`). Given the file its output will replace, it also tells
+/// whether every byte written is that file's byte at the same offset (then
+/// [`AtomicFile::keep_previous`] applies), and while that holds it writes nothing: the
+/// bytes are the old file's, copied into the temp file only once the output departs from
+/// it (or, at the end, if the old file cannot be kept after all: [`Hashed::deferred`]).
+pub struct HashingWriter<W: io::Write> {
     inner: W,
     hasher: Option<Sha256>,
     len: u64,
     /// The file being replaced, while everything written so far equals its start.
     same_as: Option<std::sync::Arc<File>>,
+    /// Bytes written so far but not passed on to `inner`: the replaced file's first ones.
+    deferred: u64,
     scratch: Vec<u8>,
 }
 
@@ -184,35 +195,87 @@ pub struct HashingWriter<W> {
 pub struct Hashed {
     pub digest: Option<(u64, [u8; 32])>,
     pub same_as_previous: bool,
+    /// With `same_as_previous`: how many of the replaced file's bytes the temp file still
+    /// lacks, and that file ([`AtomicFile::fill_from`] copies them before staging it).
+    pub deferred: Option<(std::sync::Arc<File>, u64)>,
 }
 
-impl<W> HashingWriter<W> {
+impl<W: io::Write> HashingWriter<W> {
     pub fn new(inner: W, replaced: Option<std::sync::Arc<File>>) -> HashingWriter<W> {
-        HashingWriter { inner, hasher: Some(Sha256::new()), len: 0, same_as: replaced, scratch: Vec::new() }
+        HashingWriter {
+            inner,
+            hasher: Some(Sha256::new()),
+            len: 0,
+            same_as: replaced,
+            deferred: 0,
+            scratch: Vec::new(),
+        }
     }
 
-    pub fn into_parts(self) -> (W, Hashed) {
+    /// The inner writer, complete unless the output is exactly the replaced file.
+    pub fn into_parts(mut self) -> io::Result<(W, Hashed)> {
         let len = self.len;
         let same_len = self.same_as.as_ref().and_then(|file| file.metadata().ok()).is_some_and(|old| old.len() == len);
-        let digest = self.hasher.map(|hasher| (len, hasher.finalize().into()));
+        let digest = self.hasher.take().map(|hasher| (len, hasher.finalize().into()));
         let same_as_previous = same_len && digest.is_some();
-        (self.inner, Hashed { digest, same_as_previous })
+        if !same_as_previous {
+            self.write_deferred()?;
+        }
+        let deferred = match (same_as_previous, self.same_as.take()) {
+            (true, Some(old)) => Some((old, self.deferred)),
+            _ => None,
+        };
+        Ok((self.inner, Hashed { digest, same_as_previous, deferred }))
     }
+
+    /// Passes the deferred bytes (the replaced file's start) on to `inner`.
+    fn write_deferred(&mut self) -> io::Result<()> {
+        if self.deferred == 0 {
+            return Ok(());
+        }
+        let Some(old) = self.same_as.clone() else {
+            return Err(io::Error::other("deferred bytes without the file they are from"));
+        };
+        copy_start(&old, self.deferred, &mut self.inner)?;
+        self.deferred = 0;
+        Ok(())
+    }
+}
+
+/// Copies the first `len` bytes of `from` to `to`.
+fn copy_start(from: &File, len: u64, to: &mut impl io::Write) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < len {
+        let n = (len - at).min(buffer.len() as u64) as usize;
+        from.read_exact_at(&mut buffer[..n], at)?;
+        to.write_all(&buffer[..n])?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 impl<W: io::Write> io::Write for HashingWriter<W> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if let Some(old) = &self.same_as {
+            use std::os::unix::fs::FileExt;
+            self.scratch.resize(bytes.len(), 0);
+            let same = old.read_exact_at(&mut self.scratch, self.len).is_ok() && self.scratch[..] == bytes[..];
+            if same {
+                if let Some(hasher) = &mut self.hasher {
+                    hasher.update(bytes);
+                }
+                self.deferred += bytes.len() as u64;
+                self.len += bytes.len() as u64;
+                return Ok(bytes.len());
+            }
+            self.write_deferred()?;
+            self.same_as = None;
+        }
         let n = self.inner.write(bytes)?;
         if let Some(hasher) = &mut self.hasher {
             hasher.update(&bytes[..n]);
-        }
-        if let Some(old) = &self.same_as {
-            use std::os::unix::fs::FileExt;
-            self.scratch.resize(n, 0);
-            let same = old.read_exact_at(&mut self.scratch, self.len).is_ok() && self.scratch[..] == bytes[..n];
-            if !same {
-                self.same_as = None;
-            }
         }
         self.len += n as u64;
         Ok(n)
@@ -223,8 +286,9 @@ impl<W: io::Write> io::Write for HashingWriter<W> {
     }
 }
 
-impl<W: io::Seek> io::Seek for HashingWriter<W> {
+impl<W: io::Write + io::Seek> io::Seek for HashingWriter<W> {
     fn seek(&mut self, position: SeekFrom) -> io::Result<u64> {
+        self.write_deferred()?;
         self.hasher = None;
         self.same_as = None;
         self.inner.seek(position)

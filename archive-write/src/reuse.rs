@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 use super::deflate::{CodedSource, MemberDigest, CHUNK_SIZE};
 use super::member::{known_len, open_member, to_io};
 use super::previous::Previous;
-use super::{Member, MemberData};
 use super::zip::{EntryHeader, EntrySums};
+use super::{Member, MemberData};
 
 /// Bytes of a wheel's members whose coded form was copied, and bytes coded by this run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -105,11 +105,7 @@ pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[Entry
 }
 
 /// [`try_copy`] for a member whose bytes [`prehash`] hashed already.
-pub fn try_copy_hashed(
-    previous: Option<&Previous>,
-    header: &EntryHeader,
-    hashed: (MemberDigest, u32),
-) -> Option<Copy> {
+pub fn try_copy_hashed(previous: Option<&Previous>, header: &EntryHeader, hashed: (MemberDigest, u32)) -> Option<Copy> {
     let previous = previous?;
     let candidate = previous.candidate(&header.name, header.fingerprint, header.method)?;
     let (digest, crc) = hashed;
@@ -232,6 +228,22 @@ mod tests {
         // Another level: nothing is copied.
         let counts = rerun(dir.path(), &spec(changed), 1);
         assert_eq!(counts.reused_members, 0, "{counts:?}");
+    }
+
+    /// An unchanged wheel that cannot be kept as it is (its mode is not a cold run's) is
+    /// written out after all: the bytes the writer held back, being the old file's, are
+    /// copied into the new file, which comes out as a cold write's, mode 0644.
+    #[test]
+    fn an_unchanged_wheel_that_cannot_be_kept_is_written_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = mixed(11, 5 * (1 << 20) + 17);
+        let (first, _) = write(dir.path(), &spec(big.clone()), 6, true);
+        std::fs::set_permissions(&first.path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let unchanged = rerun(dir.path(), &spec(big), 6);
+        assert_eq!(unchanged.compressed_members, 1, "{unchanged:?}");
+        let mode = std::fs::metadata(&first.path).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "the wheel was written anew, as a cold run writes it");
     }
 
     #[test]

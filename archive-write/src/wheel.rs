@@ -150,14 +150,22 @@ pub fn stage_wheel(
     let header = entry_header(names.record(), coding(options), false);
     zip.write_entry(header, sums, size_bound, &parts).map_err(write_error)?;
     let (buffered, _) = zip.finish().map_err(write_error)?;
-    let (_, hashed) = buffered.into_inner().map_err(|error| write_error(error.into_error()))?.into_parts();
+    let (_, hashed) =
+        buffered.into_inner().map_err(|error| write_error(error.into_error()))?.into_parts().map_err(write_error)?;
     // A wheel that came out byte for byte as the one it replaces leaves that one in place:
-    // nothing to sync or rename (SPEC §8).
+    // nothing written, synced or renamed (SPEC §8).
     let staged = match hashed {
-        Hashed { digest: Some((len, digest)), same_as_previous: true } => match atomic.keep_previous(len, digest) {
-            Ok(kept) => kept,
-            Err(atomic) => atomic.stage_hashed(Some((len, digest)))?,
-        },
+        Hashed { digest: Some((len, digest)), same_as_previous: true, deferred } => {
+            match atomic.keep_previous(len, digest) {
+                Ok(kept) => kept,
+                Err(mut atomic) => {
+                    if let Some((old, deferred)) = deferred {
+                        atomic.fill_from(&old, deferred)?;
+                    }
+                    atomic.stage_hashed(Some((len, digest)))?
+                }
+            }
+        }
         Hashed { digest, .. } => atomic.stage_hashed(digest)?,
     };
     progress.output_finished(&names.file_name);
