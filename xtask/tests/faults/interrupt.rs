@@ -107,7 +107,7 @@ fn sigkill_mid_run_leaves_only_complete_archives_and_a_rerun_succeeds() {
     let core = after.keys().find(|name| name.starts_with("rocm_sdk_core-")).expect("core wheel");
     assert!(after[core].len() > 48 << 20, "the rerun's core wheel holds the new file");
     // And its archives are those of a cold run of the same input.
-    let cold = temp.path().join("cold");
+    let cold = temp.path().join("cold").join("dist");
     let result = output(package_command(&artifacts, &cold).arg("--no-reuse"));
     assert!(result.status.success(), "the cold run: {}", describe(&result));
     assert!(archives(&cold) == after, "the rerun's archives differ from a cold run's");
