@@ -214,11 +214,10 @@ fn write_members<W: Write + std::io::Seek>(
     let previous_for_files = context.previous.filter(|_| worth_copying(member_coding));
     let headers: Vec<EntryHeader> =
         members.iter().map(|member| entry_header(member.name.clone(), member_coding, member.executable)).collect();
-    let mut prehashed = prehash(previous_for_files, members, &headers).into_iter();
+    let prehashed = prehash(previous_for_files, members, &headers);
     let finished = std::thread::scope(|scope| {
         let mut pipeline = Pipeline::new();
-        for member in members {
-            let hashed = prehashed.next().flatten();
+        for ((member, header), prehashed) in members.iter().zip(headers).zip(prehashed) {
             match &member.data {
                 MemberData::DevelTar(tar_spec) => {
                     // An xz stream does not deflate; storing it saves the cores for xz.
@@ -260,10 +259,8 @@ fn write_members<W: Write + std::io::Seek>(
                     produced?;
                 }
                 data => {
-                    let len = known_len(data).unwrap_or(0);
-                    let header = entry_header(member.name.clone(), member_coding, member.executable);
-                    let size_bound = deflate::size_bound(len);
-                    let hashed = hashed.transpose().map_err(|error| from_io(error, dest, true))?;
+                    let size_bound = deflate::size_bound(known_len(data).unwrap_or(0));
+                    let hashed = prehashed.transpose().map_err(|error| from_io(error, dest, true))?;
                     let copy = hashed.and_then(|hashed| try_copy_hashed(previous_for_files, &header, hashed));
                     if let Some(copy) = copy {
                         progress.advance(file_name, copy.digest.len);

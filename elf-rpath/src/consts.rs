@@ -9,6 +9,12 @@ pub const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
 
 /// `e_machine` of AMDGPU code objects: never ours to edit (SPEC §6).
 pub const EM_AMDGPU: u16 = 224;
+pub const EM_MIPS: u16 = 8;
+pub const EM_PPC: u16 = 20;
+pub const EM_PPC64: u16 = 21;
+pub const EM_IA_64: u16 = 50;
+pub const EM_AARCH64: u16 = 183;
+pub const EM_LOONGARCH: u16 = 258;
 
 pub const ET_EXEC: u16 = 2;
 pub const ET_DYN: u16 = 3;

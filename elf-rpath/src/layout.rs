@@ -18,6 +18,7 @@
 //!
 //! Owns: placement and layout facts. Does not own: the block's contents (`grow`).
 
+use super::consts::{EM_AARCH64, EM_IA_64, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64};
 use super::parse::{ElfFile, ProgramHeader, DF_1_PIE, DT_FLAGS_1, ET_EXEC, PT_LOAD, PT_PHDR};
 use super::source::Source;
 use super::{ElfError, Refusal};
@@ -25,13 +26,6 @@ use super::{ElfError, Refusal};
 /// Zero padding we append at most so that a program's moved table stays where old kernels
 /// look for it (rule 3). Shared libraries never need padding.
 const MAX_PADDING: u64 = 64 << 20;
-
-const EM_MIPS: u16 = 8;
-const EM_PPC: u16 = 20;
-const EM_PPC64: u16 = 21;
-const EM_IA_64: u16 = 50;
-const EM_AARCH64: u16 = 183;
-const EM_LOONGARCH: u16 = 258;
 
 /// The largest page size a kernel for `machine` may use, as patchelf assumes: a segment
 /// congruent modulo it maps on every kernel of that machine.

@@ -10,6 +10,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::catalog::Catalog;
+use crate::elf::consts::{ELF_MAGIC, EM_AMDGPU};
 
 /// The operating system a build's binaries run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -47,14 +48,13 @@ pub enum BinaryKind {
     NotABinary,
 }
 
-/// `e_machine` of AMDGPU code objects, which both platforms' builds carry.
-const EM_AMDGPU: u16 = 224;
 /// Enough for the DOS header and the usual `e_lfanew` (0x80..0x110).
 const HEAD_BYTES: usize = 1024;
 
 /// Classifies a file from its first bytes.
 pub fn binary_kind(head: &[u8]) -> BinaryKind {
-    if head.len() >= 20 && head.starts_with(b"\x7fELF") {
+    // AMDGPU code objects are ELF in both platforms' builds: they tell nothing.
+    if head.len() >= 20 && head.starts_with(ELF_MAGIC) {
         let machine = match head[5] {
             2 => u16::from_be_bytes([head[18], head[19]]),
             _ => u16::from_le_bytes([head[18], head[19]]),

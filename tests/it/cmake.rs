@@ -66,24 +66,7 @@ fn the_python_packages_target_writes_dist_and_pip_installs_from_it() {
     let output = support::run(cmake().arg("--build").arg(&build).args(["--target", "python-packages"]));
     // The reference's layout: archives in `{ROCM_PACKAGER_DEST_DIR}/dist/`.
     let dist = packages.join("dist");
-    let mut files: Vec<String> = fs_err::read_dir(&dist)
-        .expect("test step")
-        .map(|entry| entry.expect("test step").file_name().to_string_lossy().into_owned())
-        .filter(|name| !name.starts_with('.'))
-        .collect();
-    files.sort();
-    let platform = format!("py3-none-linux_{}.whl", std::env::consts::ARCH);
-    let expected: Vec<String> = [
-        "rocm-7.12.0.dev0.tar.gz".to_owned(),
-        format!("rocm_profiler-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_core-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_devel_gfx110x_all-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_devel_gfx94x_dcgpu-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_libraries_gfx110x_all-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_libraries_gfx94x_dcgpu-7.12.0.dev0-{platform}"),
-    ]
-    .into();
-    assert_eq!(files, expected, "cmake output:\n{output}");
+    assert_eq!(support::dist_names(&dist), support::legacy_example_archives(), "cmake output:\n{output}");
     // The summary table reached the build log.
     assert!(output.contains("rocm_sdk_core-7.12.0.dev0"), "{output}");
 

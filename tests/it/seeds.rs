@@ -62,23 +62,7 @@ fn the_seeds_sequence_runs_verbatim_with_our_command() {
     support::assert_success(&output, "the seeds' sequence");
 
     // The archives are where the seeds look for them, and nothing else is in `dist/`.
-    let mut archives: Vec<String> = fs_err::read_dir(packages.join("dist"))
-        .expect("read dist")
-        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|name| !name.starts_with('.'))
-        .collect();
-    archives.sort();
-    let platform = format!("py3-none-linux_{}.whl", std::env::consts::ARCH);
-    let expected: Vec<String> = vec![
-        "rocm-7.12.0.dev0.tar.gz".to_owned(),
-        format!("rocm_profiler-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_core-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_devel_gfx110x_all-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_devel_gfx94x_dcgpu-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_libraries_gfx110x_all-7.12.0.dev0-{platform}"),
-        format!("rocm_sdk_libraries_gfx94x_dcgpu-7.12.0.dev0-{platform}"),
-    ];
-    assert_eq!(archives, expected);
+    assert_eq!(support::dist_names(&packages.join("dist")), support::legacy_example_archives());
     // `rocm-sdk test` ran the installed self-tests, the reference's mismatch checks among them.
     for test in [
         "test_initialize_process_check_version_mismatch ",

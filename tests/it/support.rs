@@ -81,6 +81,34 @@ pub fn fresh_venv(dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// The names in `dist`, hidden ones (temp files) left out, sorted.
+pub fn dist_names(dist: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs_err::read_dir(dist)
+        .expect("read dist")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The archives the bundled legacy example packages into, sorted, for the host's tag.
+pub fn legacy_example_archives() -> Vec<String> {
+    let platform = format!("py3-none-linux_{}.whl", std::env::consts::ARCH);
+    let mut names = vec!["rocm-7.12.0.dev0.tar.gz".to_owned()];
+    for package in [
+        "rocm_profiler",
+        "rocm_sdk_core",
+        "rocm_sdk_devel_gfx110x_all",
+        "rocm_sdk_devel_gfx94x_dcgpu",
+        "rocm_sdk_libraries_gfx110x_all",
+        "rocm_sdk_libraries_gfx94x_dcgpu",
+    ] {
+        names.push(format!("{package}-7.12.0.dev0-{platform}"));
+    }
+    names
+}
+
 /// The Debian package of each external program the tests run, so a test that needs a
 /// missing one says what to install instead of failing on something else.
 const PACKAGES: &[(&str, &str)] = &[

@@ -29,23 +29,13 @@ fn package(artifacts: &Path, dest: &Path) -> Result<PathBuf, packager::Error> {
     Ok(config.output_dir())
 }
 
-fn archives(dist: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs_err::read_dir(dist)
-        .expect("list dist")
-        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".whl") || name.ends_with(".tar.gz"))
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn a_windows_build_becomes_win_amd64_wheels_that_verify_passes() {
     let temp = tempfile::tempdir().expect("temp dir");
     let artifacts = windows_example(temp.path());
     let dist = package(&artifacts, &temp.path().join("out")).expect("package the Windows example");
     assert_eq!(
-        archives(&dist),
+        support::dist_names(&dist),
         [
             "rocm-7.12.0.dev0.tar.gz",
             "rocm_sdk_core-7.12.0.dev0-py3-none-win_amd64.whl",

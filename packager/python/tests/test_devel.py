@@ -53,6 +53,22 @@ class DevelSite(support.TempDirTest):
             ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py", "rocm_sdk_devel/" + name],
         )
 
+    def each_refused(self, cases, watched):
+        """Makes each tree of `cases` ({label: tree}) in a directory of its own, runs the
+        expansion, and checks it was refused with nothing written under `watched()`; yields
+        each result inside its subTest, for the caller's own checks."""
+        for label, tree in cases.items():
+            with self.subTest(label):
+                self.tmp = self.tmp / label.replace(" ", "_")
+                self.tmp.mkdir()
+                self.make(tree=tree)
+                before = listing(watched())
+                result = self.init()
+                self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+                self.assertIn("refusing to expand", result.stderr)
+                self.assertEqual(listing(watched()), before, "nothing was written")
+                yield result
+
     def init(self, env=None):
         return support.run_python(INIT, site=self.site, env=support.clean_env(env))
 
@@ -148,17 +164,8 @@ class ExpansionTest(DevelSite):
             "link chain": [(DEVEL + "/a", "link", "../_x"), (DEVEL + "/b", "link", "a/../..")],
             "loop": [(DEVEL + "/a", "link", "b"), (DEVEL + "/b", "link", "a"), (DEVEL + "/c", "link", "a/x")],
         }
-        for label, tree in cases.items():
-            with self.subTest(label):
-                self.tmp = self.tmp / label.replace(" ", "_")
-                self.tmp.mkdir()
-                self.make(tree=tree)
-                before = listing(self.tmp)
-                result = self.init()
-                self.assertEqual(result.returncode, 1, result.stdout)
-                self.assertIn("refusing to expand", result.stderr)
-                self.assertEqual(listing(self.tmp), before, "nothing was written")
-                self.assertFalse((self.tmp.parent / "evil").exists())
+        for _ in self.each_refused(cases, lambda: self.tmp):
+            self.assertFalse((self.tmp.parent / "evil").exists())
 
     def test_trampoline_runs_tools_from_the_right_tree(self):
         self.make()

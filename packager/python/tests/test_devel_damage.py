@@ -98,17 +98,8 @@ class FailedExpansionTest(DevelSite):
             "under a file": [(DEVEL + "/__init__.py", "file", b""), (DEVEL + "/a", "file", b"x"), (DEVEL + "/a/b", "file", b"y")],
             "link to its own directory": [(DEVEL + "/__init__.py", "file", b""), (DEVEL + "/lib/up", "link", "..")],
         }
-        for label, tree in cases.items():
-            with self.subTest(label):
-                self.tmp = self.tmp / label.replace(" ", "_")
-                self.tmp.mkdir()
-                self.make(tree=tree)
-                before = listing(self.site)
-                result = self.init()
-                self.assertEqual(result.returncode, 1, result.stderr)
-                self.assertIn("refusing to expand", result.stderr)
-                self.assertNotIn("Errno", result.stderr)
-                self.assertEqual(listing(self.site), before, "nothing was written")
+        for result in self.each_refused(cases, lambda: self.site):
+            self.assertNotIn("Errno", result.stderr)
 
     def assert_failed_cleanly(self, result):
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
