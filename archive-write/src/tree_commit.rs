@@ -105,7 +105,7 @@ fn place(tree: StagedTree) -> Result<Placed, WriteError> {
     }
 }
 
-/// Renames an older tree to a marked temp name beside it and marks it.
+/// Marks an older tree and renames it to a marked temp name beside it.
 fn move_aside(root: &Path) -> Result<PathBuf, WriteError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let (Some(dir), Some(name)) = (root.parent(), root.file_name()) else {
@@ -119,9 +119,16 @@ fn move_aside(root: &Path) -> Result<PathBuf, WriteError> {
         if std::fs::symlink_metadata(&aside).is_ok() {
             continue;
         }
-        std::fs::rename(root, &aside).map_err(|source| WriteError::Write { path: root.to_path_buf(), source })?;
-        // Marked after the move: a kill in between leaves it hidden, not removed.
-        let _ = std::fs::write(aside.join(TEMP_TREE_MARKER_FILE), b"");
+        // Marked before the move, so no tree is ever under an aside name unmarked (which
+        // the next lock holder could not tell from another tool's and would leave behind).
+        // A kill before the rename leaves the marker in a tree still under its own name,
+        // which the cleanup never touches.
+        let marker = root.join(TEMP_TREE_MARKER_FILE);
+        std::fs::write(&marker, b"").map_err(|source| WriteError::Write { path: marker.clone(), source })?;
+        if let Err(source) = std::fs::rename(root, &aside) {
+            let _ = std::fs::remove_file(&marker);
+            return Err(WriteError::Write { path: root.to_path_buf(), source });
+        }
         return Ok(aside);
     }
 }
