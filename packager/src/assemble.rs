@@ -7,7 +7,7 @@
 //! were written and the set is complete are they renamed into place together (issue 10).
 //! Does not own: decisions (`plan`), formats (`write`), the dest-dir lock (`dest_lock`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -22,9 +22,10 @@ use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
 use crate::python::{self, PackageRole};
+use crate::relpath::RelPath;
 use crate::write::{
-    self, ArchiveOptions, CoreMetadata, DevelTarSpec, Member, MemberData, SdistFile, SdistSpec, StagedFile, TarEntry,
-    TarEntryKind, TarEntrySource, TarTotals, WheelSpec, WriteError,
+    self, ArchiveOptions, CoreMetadata, DevelTarSpec, EntryPoint, Member, MemberData, SdistFile, SdistSpec, StagedFile,
+    TarEntry, TarEntryKind, TarEntrySource, TarTotals, WheelSpec, WriteError,
 };
 
 /// One output file in the summary table.
@@ -249,6 +250,20 @@ fn platform_tags(
     }
 }
 
+/// A Windows build declares a console script only for a tool it has (`{tool}.exe` in the
+/// package): some tools of the table exist on Linux alone, and a Windows build may leave
+/// out others (rocminfo), so `rocm-sdk test` expects only what was built (SPEC §7).
+fn retain_built_tools(entry_points: &mut Vec<EntryPoint>, package: &PackagePlan, info: &python::DistInfo) {
+    let built: BTreeSet<&str> = python::console_scripts_of(package.role(), info)
+        .into_iter()
+        .filter(|script| {
+            RelPath::new(&format!("{}.exe", script.tool)).is_ok_and(|exe| package.files.contains_key(&exe))
+        })
+        .map(|script| script.name)
+        .collect();
+    entry_points.retain(|entry| built.contains(entry.name.as_str()));
+}
+
 fn wheel_spec(
     plan: &Plan,
     package: &PackagePlan,
@@ -259,7 +274,10 @@ fn wheel_spec(
     let platform_tag = tags
         .get(&package.dist_name)
         .ok_or_else(|| PlanError::Invalid { message: format!("no platform tag chosen for {}", package.dist_name) })?;
-    let python_part = python::python_part(package.role(), &plan.dist_info);
+    let mut python_part = python::python_part(package.role(), &plan.dist_info);
+    if plan.build_os == crate::build_os::BuildOs::Windows {
+        retain_built_tools(&mut python_part.entry_points, package, &plan.dist_info);
+    }
     let devel_tree_files = python_part.devel_tree_files;
     let mut members: Vec<Member> = python_part
         .files

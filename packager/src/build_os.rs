@@ -77,12 +77,20 @@ pub struct MixedBinaries {
     pub pe: PathBuf,
 }
 
+/// The build's operating system and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DetectedOs {
+    pub os: BuildOs,
+    /// For a build told Windows by its files: the first PE file found (no ELF file was).
+    pub pe_file: Option<PathBuf>,
+}
+
 /// The build's operating system: `given` if set, else told from the ELF and PE files in
 /// the `bin/` and `lib/` directories of every artifact. A build with both is an error
 /// naming one file of each; one with neither is Linux, as every build before SPEC §7 was.
-pub fn detect(catalog: &Catalog, given: Option<BuildOs>) -> Result<BuildOs, MixedBinaries> {
+pub fn detect(catalog: &Catalog, given: Option<BuildOs>) -> Result<DetectedOs, MixedBinaries> {
     if let Some(os) = given {
-        return Ok(os);
+        return Ok(DetectedOs { os, pe_file: None });
     }
     let (mut elf, mut pe): (Option<PathBuf>, Option<PathBuf>) = (None, None);
     for artifact in &catalog.artifacts {
@@ -94,8 +102,8 @@ pub fn detect(catalog: &Catalog, given: Option<BuildOs>) -> Result<BuildOs, Mixe
     }
     match (elf, pe) {
         (Some(elf), Some(pe)) => Err(MixedBinaries { elf, pe }),
-        (None, Some(_)) => Ok(BuildOs::Windows),
-        _ => Ok(BuildOs::Linux),
+        (None, Some(pe)) => Ok(DetectedOs { os: BuildOs::Windows, pe_file: Some(pe) }),
+        _ => Ok(DetectedOs { os: BuildOs::Linux, pe_file: None }),
     }
 }
 

@@ -261,20 +261,58 @@ fn file(path: String, contents: &str) -> PythonFile {
     PythonFile { path, bytes: contents.as_bytes().to_vec(), executable: false }
 }
 
-/// The console scripts a trampoline module declares: the keys of its `TOOLS` table, in
-/// source order. The table is ours, embedded at compile time; the tests check the parse.
-/// On Windows the table ends at its `# Linux only.` line (SPEC §4, console scripts).
-fn console_scripts(cli_source: &str, windows: bool) -> Vec<&str> {
-    cli_source
-        .lines()
-        .skip_while(|line| !line.starts_with("TOOLS = {"))
-        .skip(1)
-        .take_while(|line| {
-            let linux_only_from_here = windows && line.trim() == "# Linux only.";
-            !line.starts_with('}') && !linux_only_from_here
-        })
-        .filter_map(|line| line.trim_start().strip_prefix('"')?.split('"').next())
-        .collect()
+/// Where a console script's tool exists, by the section of the `TOOLS` table it is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ToolPlatforms {
+    Every,
+    WindowsOnly,
+    LinuxOnly,
+}
+
+/// A console script of a trampoline module's `TOOLS` table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsoleScript<'a> {
+    pub name: &'a str,
+    /// The tool's path inside the platform directory (`bin/hipcc`; `.exe` on Windows).
+    pub tool: &'a str,
+}
+
+/// The console scripts a trampoline module declares for the build's platform: the keys of
+/// its `TOOLS` table, in source order, from the sections that apply (`# Windows only.`,
+/// `# Linux only.`; SPEC §4, console scripts). The table is ours, embedded at compile
+/// time; the tests check the parse against Python's own reading of it.
+fn console_scripts(cli_source: &str, windows: bool) -> Vec<ConsoleScript<'_>> {
+    let mut section = ToolPlatforms::Every;
+    let mut scripts = Vec::new();
+    let table = cli_source.lines().skip_while(|line| !line.starts_with("TOOLS = {")).skip(1);
+    for line in table.take_while(|line| !line.starts_with('}')) {
+        match line.trim() {
+            "# Every platform." => section = ToolPlatforms::Every,
+            "# Windows only." => section = ToolPlatforms::WindowsOnly,
+            "# Linux only." => section = ToolPlatforms::LinuxOnly,
+            _ => {}
+        }
+        let wanted = match section {
+            ToolPlatforms::Every => true,
+            ToolPlatforms::WindowsOnly => windows,
+            ToolPlatforms::LinuxOnly => !windows,
+        };
+        // `"name": ("path", ...),` or `"name": "path",`
+        let mut quoted = line.trim_start().split('"');
+        if let (true, Some(""), Some(name), Some(tool)) = (wanted, quoted.next(), quoted.next(), quoted.nth(1)) {
+            scripts.push(ConsoleScript { name, tool });
+        }
+    }
+    scripts
+}
+
+/// The console scripts of `role` (core and profiler have them) for the build's platform.
+pub fn console_scripts_of(role: PackageRole<'_>, info: &DistInfo) -> Vec<ConsoleScript<'static>> {
+    match role {
+        PackageRole::Core => console_scripts(CORE_CLI, info.windows),
+        PackageRole::Profiler => console_scripts(PROFILER_CLI, info.windows),
+        _ => Vec::new(),
+    }
 }
 
 /// The trampoline function of a console script, as the modules' `function_name` computes it.
@@ -286,8 +324,8 @@ fn entry_points(module: &str, cli_source: &str, windows: bool) -> Vec<EntryPoint
     console_scripts(cli_source, windows)
         .into_iter()
         .map(|script| EntryPoint {
-            name: script.to_owned(),
-            target: format!("{module}:{}", trampoline_function(script)),
+            name: script.name.to_owned(),
+            target: format!("{module}:{}", trampoline_function(script.name)),
         })
         .collect()
 }

@@ -51,6 +51,29 @@ fn a_windows_build_becomes_win_amd64_wheels_that_verify_passes() {
     let report = packager::verify::verify_dist(&dist).expect("verify");
     let violations: Vec<String> = report.violations().map(|violation| format!("{violation:?}")).collect();
     assert!(violations.is_empty(), "{violations:#?}");
+    // Console scripts for the tools a Windows build has, as the reference's Windows lists
+    // say: hipInfo, no roc-obj scripts (Perl and shell on Linux), and none for a tool the
+    // build left out (rocminfo).
+    let entry_points = String::from_utf8(core["rocm_sdk_core-7.12.0.dev0.dist-info/entry_points.txt"].clone())
+        .expect("UTF-8 entry points");
+    let scripts: Vec<&str> = entry_points.lines().filter_map(|line| line.split(" = ").next()).skip(1).collect();
+    assert_eq!(
+        scripts,
+        [
+            "amdclang",
+            "amdclang++",
+            "amdclang-cl",
+            "amdclang-cpp",
+            "amdflang",
+            "amdlld",
+            "hipInfo",
+            "hipcc",
+            "hipconfig",
+            "hipify-clang",
+            "offload-arch"
+        ],
+        "{entry_points}"
+    );
 }
 
 #[test]
@@ -73,7 +96,7 @@ fn a_broken_windows_set_fails_naming_the_elf_file_and_the_missing_import() {
         Command::new(gcc)
             .current_dir(&scratch)
             .args(["-shared", "-o"])
-            .arg(bin.join("hipblaslt.dll"))
+            .arg(bin.join("libhipblaslt.dll"))
             .args(["user.c", "notshipped.dll"]),
     );
     let dist = package(&artifacts, &temp.path().join("out")).expect("package");
@@ -97,7 +120,7 @@ fn a_broken_windows_set_fails_naming_the_elf_file_and_the_missing_import() {
         })
         .collect();
     let named = |needle: &str| violations.iter().any(|violation| violation.contains(needle));
-    assert!(named("bin/hipblaslt.dll Closure: imports `notshipped.dll`"), "{violations:#?}");
+    assert!(named("bin/libhipblaslt.dll Closure: imports `notshipped.dll`"), "{violations:#?}");
     assert!(named("bin/libstray.so Platform: an ELF file in a `win_amd64` wheel"), "{violations:#?}");
 
     // The same DLLs in a wheel tagged for Linux: no Linux loader reads a PE file.

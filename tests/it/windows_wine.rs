@@ -120,10 +120,18 @@ fn a_windows_python_under_wine_installs_and_uses_the_windows_wheels() {
         text(&self_test)
     );
 
-    let found = wine(&python, &["-c", "import rocm_sdk; print(rocm_sdk.find_libraries('amdhip64')[0].name)"], &[]);
-    assert_eq!(String::from_utf8_lossy(&found.stdout).trim(), "amdhip64_7.dll", "{}", text(&found));
+    // Names as real Windows builds spell them: `lib`-prefixed hipBLAS, whose neighbour
+    // `libhipblaslt.dll` must not be taken for it.
+    let names = "import rocm_sdk; print(' '.join(p.name for p in rocm_sdk.find_libraries('amdhip64', 'hipblas', 'hipblaslt', 'hiprtc')))";
+    let found = wine(&python, &["-c", names], &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&found.stdout).trim(),
+        "amdhip64_7.dll libhipblas.dll libhipblaslt.dll hiprtc0702.dll",
+        "{}",
+        text(&found)
+    );
 
-    // hipblas.dll imports amdhip64_7.dll from core's bin/: by full path alone it cannot load.
+    // libhipblas.dll imports amdhip64_7.dll from core's bin/: by full path alone it cannot load.
     let plain = "import ctypes, rocm_sdk; ctypes.CDLL(str(rocm_sdk.find_libraries('hipblas')[0]))";
     let refused = wine(&python, &["-c", plain], &[]);
     assert!(!refused.status.success(), "a DLL importing another package's DLL loaded by path alone");

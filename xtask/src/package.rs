@@ -154,6 +154,9 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     let plan =
         packager::plan(&config, &progress).with_context(|| format!("packaging {}", config.artifacts_dir.display()))?;
     let plan_seconds = started.elapsed().as_secs_f64();
+    if let (Some(pe_file), false) = (&plan.build_os_evidence, output.quiet) {
+        eprintln!("note: {}", crate::summary::windows_build_line(pe_file, &config.artifacts_dir));
+    }
     // From here on an interrupt may clean the destination's temp files: only while this
     // run holds its lock, since those of another run are not ours.
     let lock = Arc::new(

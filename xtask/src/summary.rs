@@ -17,6 +17,9 @@ pub fn render_plan(plan: &Plan) -> Result<String, packager::Error> {
     let mut out = String::new();
     let mode = if plan.kpack_split { "kpack-split" } else { "legacy" };
     let _ = writeln!(out, "version {} ({mode}), families: {}", plan.version, plan.families.available.join(", "));
+    if let Some(pe_file) = &plan.build_os_evidence {
+        let _ = writeln!(out, "{}", windows_build_line(pe_file, Path::new("")));
+    }
     for package in &plan.packages {
         let platform = package.platform_dir.as_deref().unwrap_or("");
         let _ = writeln!(out, "\n{} ({} files{})", package.dist_name, package.files.len(), devel_count(package));
@@ -45,6 +48,17 @@ pub fn render_plan(plan: &Plan) -> Result<String, packager::Error> {
         let _ = writeln!(out, "  override {}: {} wins over {}", override_.rel, override_.winner, override_.loser);
     }
     Ok(out)
+}
+
+/// Why a build is packaged as a Windows build, in one line (SPEC §7).
+pub fn windows_build_line(pe_file: &Path, artifacts_dir: &Path) -> String {
+    let shown = pe_file.strip_prefix(artifacts_dir).unwrap_or(pe_file);
+    format!(
+        "a Windows build: {} is a PE file and no artifact has ELF programs or libraries \
+         (win_amd64 wheels, PE files copied unchanged, no launchers, no profiler wheel; \
+         --build-os linux says otherwise)",
+        shown.display()
+    )
 }
 
 fn devel_count(package: &packager::plan::PackagePlan) -> String {

@@ -326,3 +326,22 @@ fn a_terminal_gets_stage_spinners_and_output_bars() {
     assert!(screen.contains("rocm_sdk_core-7.12.0.dev0") && screen.contains("KiB/"), "no output bar:\n{screen}");
     assert!(screen.contains("compressed"), "no summary table:\n{screen}");
 }
+
+#[test]
+fn a_windows_build_is_said_in_one_line_naming_the_file_that_told() {
+    let temp = tempfile::tempdir().expect("test step");
+    let artifacts = temp.path().join("windows");
+    run(xtask(temp.path()).args(["example", "--windows", "--out"]).arg(&artifacts));
+    let output = run(&mut package(temp.path(), &artifacts, &[]));
+    let stderr = String::from_utf8(output.stderr).expect("test step");
+    let said: Vec<&str> = stderr.lines().filter(|line| line.starts_with("note: a Windows build: ")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("bin/amd_comgr_3.dll is a PE file") && said[0].contains("win_amd64"), "{stderr}");
+    assert!(dist_files(temp.path()).iter().all(|file| !file.ends_with(".whl") || file.ends_with("-win_amd64.whl")));
+
+    let quiet = run(&mut package(temp.path(), &artifacts, &["-q"]));
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("Windows"), "-q prints only errors");
+    let plan = run(package(temp.path(), &artifacts, &[]).arg("--plan"));
+    let stdout = String::from_utf8(plan.stdout).expect("test step");
+    assert!(stdout.lines().nth(1).is_some_and(|line| line.starts_with("a Windows build: ")), "{stdout}");
+}

@@ -183,7 +183,7 @@ class LibraryEntry:
         so_pattern,
         posix_relpath="lib",
         *,
-        dll_pattern="",
+        dll_name="",
         optional=False,
         deps=(),
     ):
@@ -191,13 +191,31 @@ class LibraryEntry:
         self.package = ALL_PACKAGES[package_name]
         self.so_pattern = so_pattern
         self.posix_relpath = posix_relpath
-        self.dll_pattern = dll_pattern
+        # The DLL's name as the build spells it, without `lib`, version or `.dll`; empty
+        # for a library a Windows build does not have (SPEC §7).
+        self.dll_name = dll_name
+        # The reference's glob, kept for code that reads this table: it finds both
+        # spellings real builds use, and neighbours too, which `is_dll` then refuses.
+        self.dll_pattern = "*%s*.dll" % dll_name if dll_name else ""
+        self._dll_re = (
+            re.compile(r"(?:lib)?%s(?:[-_.]?[0-9][0-9._-]*)?\.dll" % re.escape(dll_name), re.IGNORECASE)
+            if dll_name
+            else None
+        )
         self.windows_relpath = "bin"
         self.optional = optional
         self.deps = list(deps)
         if shortname in ALL_LIBRARIES:
             raise ValueError("library already defined: " + shortname)
         ALL_LIBRARIES[shortname] = self
+
+    def is_dll(self, file_name):
+        """Whether `file_name` is this library's DLL on Windows. Builds spell a DLL with or
+        without `lib` (HIP SDK ships `libhipblas.dll`, TheRock has shipped `hipblas.dll`)
+        and may add a version (`amdhip64_7.dll`, `hiprtc0702.dll`); a neighbour whose name
+        merely starts with ours (`libhipblaslt.dll`, `hiprtc-builtins0702.dll`) is not it.
+        Windows file names are case-insensitive, so the match is too."""
+        return self._dll_re is not None and self._dll_re.fullmatch(file_name) is not None
 
     def __repr__(self):
         return "%s(so_pattern=%s, package=%s)" % (self.shortname, self.so_pattern, self.package)
@@ -402,31 +420,31 @@ else:
 PackageEntry("profiler", "rocm-profiler", pure_py_package_name="rocm_profiler")
 
 # Library table (SPEC §4): shortname, package, posix glob, directory.
-LibraryEntry("amdhip64", "core", "libamdhip64.so*", dll_pattern="amdhip64*.dll")
+LibraryEntry("amdhip64", "core", "libamdhip64.so*", dll_name="amdhip64")
 LibraryEntry("hipfile", "core", "libhipfile.so*")
-LibraryEntry("hiprtc", "core", "libhiprtc.so*", dll_pattern="hiprtc0*.dll")
+LibraryEntry("hiprtc", "core", "libhiprtc.so*", dll_name="hiprtc")
 LibraryEntry("roctx64", "core", "libroctx64.so*")
 LibraryEntry("rocprofiler-sdk", "core", "librocprofiler-sdk.so*")
 LibraryEntry("rocprofiler-sdk-roctx", "core", "librocprofiler-sdk-roctx.so*")
 LibraryEntry("roctracer64", "core", "libroctracer64.so*")
 LibraryEntry("rocm_sysdeps_liblzma", "core", "librocm_sysdeps_liblzma.so.*", "lib/rocm_sysdeps/lib")
-LibraryEntry("rocm-openblas", "core", "librocm-openblas.so.*", "lib/host-math/lib", dll_pattern="rocm-openblas*.dll")
-LibraryEntry("amd_comgr", "core", "libamd_comgr.so*", dll_pattern="amd_comgr*.dll")
-LibraryEntry("rocm_kpack", "core", "librocm_kpack.so*")
+LibraryEntry("rocm-openblas", "core", "librocm-openblas.so.*", "lib/host-math/lib", dll_name="rocm-openblas")
+LibraryEntry("amd_comgr", "core", "libamd_comgr.so*", dll_name="amd_comgr")
+LibraryEntry("rocm_kpack", "core", "librocm_kpack.so*", dll_name="rocm_kpack")
 LibraryEntry("rocm_smi64", "core", "librocm_smi64.so*")
 LibraryEntry("rocdecode", "core", "librocdecode.so*")
 LibraryEntry("rocjpeg", "core", "librocjpeg.so*")
 LibraryEntry("amd_smi", "core", "libamd_smi.so*")
 LibraryEntry("rocdxg", "core", "librocdxg*.so*", optional=True)
 LibraryEntry("rpp", "libraries", "librpp.so*")
-# The libraries TheRock builds for Windows too, by the DLL names it gives them.
-_WINDOWS_DLLS = {name: name + "*.dll" for name in ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsolver")}
+# The libraries TheRock builds for Windows too (the reference's table names their DLLs).
+_WINDOWS_LIBRARIES = ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsolver")
 for _name in ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsparselt", "hipsolver", "rccl"):
-    LibraryEntry(_name, "libraries", "lib%s.so*" % _name, dll_pattern=_WINDOWS_DLLS.get(_name, ""))
+    LibraryEntry(_name, "libraries", "lib%s.so*" % _name, dll_name=_name if _name in _WINDOWS_LIBRARIES else "")
 del _name
-LibraryEntry("miopen", "libraries", "libMIOpen.so*", dll_pattern="MIOpen*.dll")
-LibraryEntry("origami", "libraries", "liborigami.so*")
-LibraryEntry("hipdnn", "libraries", "libhipdnn_backend.so*", dll_pattern="hipdnn_backend*.dll")
+LibraryEntry("miopen", "libraries", "libMIOpen.so*", dll_name="MIOpen")
+LibraryEntry("origami", "libraries", "liborigami.so*", dll_name="origami")
+LibraryEntry("hipdnn", "libraries", "libhipdnn_backend.so*", dll_name="hipdnn_backend")
 
 # The entry of the package this copy of `_dist_info.py` ships in (None for a device module).
 THIS_PACKAGE_ENTRY = ALL_PACKAGES.get(THIS_PACKAGE_LOGICAL_NAME)  # type: Optional[PackageEntry]

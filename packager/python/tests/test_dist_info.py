@@ -63,6 +63,59 @@ class MatchingTest(unittest.TestCase):
         self.assertEqual(info.ALL_LIBRARIES["miopen"].package.logical_name, "libraries")
 
 
+# `bin/` of Windows builds as they ship: TheRock's (`amdhip64_7.dll`, `hiprtc0702.dll`
+# beside `hiprtc-builtins0702.dll`, `amd_comgr_3.dll`, `libhipblaslt.dll`) and HIP SDK
+# 7.1's `lib`-prefixed BLAS DLLs, plus libraries the table does not name.
+WINDOWS_BIN = [
+    "amd_comgr_3.dll", "amdhip64_7.dll", "hipInfo.exe", "hipblas.dll", "hipdnn_backend.dll",
+    "hipfft.dll", "hiprand.dll", "hiprtc-builtins0702.dll", "hiprtc0702.dll", "hipsolver.dll",
+    "hipsparse.dll", "hsa-runtime64.dll", "libhipblas.dll", "libhipblaslt.dll", "MIOpen.dll",
+    "origami.dll", "rocblas.dll", "rocm-openblas.dll", "rocm_kpack.dll", "rocsolver.dll",
+    "rocsparse.dll",
+]
+
+
+class WindowsDllTest(unittest.TestCase):
+    def matches(self, shortname, names):
+        entry = support.load_dist_info().ALL_LIBRARIES[shortname]
+        return sorted(name for name in names if entry.is_dll(name))
+
+    def test_each_windows_library_finds_its_own_dll_and_no_neighbour(self):
+        expected = {
+            "amdhip64": ["amdhip64_7.dll"],
+            "hiprtc": ["hiprtc0702.dll"],
+            "amd_comgr": ["amd_comgr_3.dll"],
+            "rocm-openblas": ["rocm-openblas.dll"],
+            "rocm_kpack": ["rocm_kpack.dll"],
+            "hipblas": ["hipblas.dll", "libhipblas.dll"],
+            "hipblaslt": ["libhipblaslt.dll"],
+            "hipfft": ["hipfft.dll"],
+            "hiprand": ["hiprand.dll"],
+            "hipsparse": ["hipsparse.dll"],
+            "hipsolver": ["hipsolver.dll"],
+            "miopen": ["MIOpen.dll"],
+            "origami": ["origami.dll"],
+            "hipdnn": ["hipdnn_backend.dll"],
+        }
+        info = support.load_dist_info()
+        with_dll = sorted(name for name, entry in info.ALL_LIBRARIES.items() if entry.dll_name)
+        self.assertEqual(with_dll, sorted(expected))
+        for shortname, dlls in expected.items():
+            self.assertEqual(self.matches(shortname, WINDOWS_BIN), dlls, shortname)
+
+    def test_both_spellings_versions_and_case(self):
+        for name in ("libhipblas.dll", "hipblas.dll", "HIPBLAS.DLL", "libhipblas-3.dll", "hipblas_3.dll", "hipblas0702.dll"):
+            self.assertEqual(self.matches("hipblas", [name]), [name], name)
+        for name in ("libhipblaslt.dll", "hipblas_fortran.dll", "hipblas.lib", "libhipblas.so.3", "xhipblas.dll"):
+            self.assertEqual(self.matches("hipblas", [name]), [], name)
+        self.assertEqual(self.matches("amd_comgr", ["amd_comgr0701.dll", "amd_comgr_drivers.dll"]), ["amd_comgr0701.dll"])
+
+    def test_the_reference_glob_is_kept_for_readers(self):
+        info = support.load_dist_info()
+        self.assertEqual(info.ALL_LIBRARIES["hipblas"].dll_pattern, "*hipblas*.dll")
+        self.assertEqual(info.ALL_LIBRARIES["rccl"].dll_pattern, "")
+
+
 class ResolveTest(support.TempDirTest):
     def resolve(self, env=None, gpu_lines=None, **options):
         path = support.write(self.tmp / "_dist_info.py", support.dist_info_source(**options))

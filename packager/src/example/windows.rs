@@ -43,12 +43,16 @@ const CORE_HIP: &str = "core/clr/stage";
 const LLVM: &str = "compiler/amd-llvm/stage";
 const HOST_BLAS: &str = "third-party/host-blas/stage";
 const HIPBLAS: &str = "math-libs/BLAS/hipBLAS/stage";
+const KPACK: &str = "core/kpack/stage";
+const HIPINFO: &str = "core/hipInfo/stage";
 const AMDHIP64: (&str, &str) = ("amdhip64", "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll");
 
-/// DLLs named like the real ones (`amdhip64_7.dll`, `hiprtc0702.dll` beside
-/// `hiprtc-builtins0702.dll`, which `hiprtc0*.dll` must not match), every libraries DLL
-/// the runtime's table names on Windows (each importing the HIP runtime from core's
-/// `bin/`), and an executable behind every console script Windows gets.
+/// DLLs named as real Windows builds name them (`amdhip64_7.dll`, `hiprtc0702.dll` beside
+/// `hiprtc-builtins0702.dll`, `amd_comgr_3.dll`; hipBLAS and hipBLASLt `lib`-prefixed as
+/// TheRock and HIP SDK 7.1 ship them, so `hipblas` must find `libhipblas.dll` and not
+/// `libhipblaslt.dll`), every libraries DLL the runtime's table names on Windows (each
+/// importing the HIP runtime from core's `bin/`), and an executable behind every console
+/// script a Windows build has: the reference's Windows lists (`hipInfo`, no `roc-obj*`).
 fn files() -> Vec<Pe> {
     let dll = |artifact, prefix, file: &str, id: &str, import_library: Option<&str>, calls| Pe {
         artifact,
@@ -74,10 +78,12 @@ fn files() -> Vec<Pe> {
         dll("core-hip_lib_generic", CORE_HIP, "hiprtc-builtins0702.dll", "hiprtc_builtins", None, None),
         dll("amd-llvm_lib_generic", LLVM, "amd_comgr_3.dll", "amd_comgr", Some("amd_comgr.lib"), None),
         dll("host-blas_lib_generic", HOST_BLAS, "rocm-openblas.dll", "rocm_openblas", None, None),
+        dll("core-kpack_lib_generic", KPACK, "rocm_kpack.dll", "rocm_kpack", Some("rocm_kpack.lib"), None),
     ];
     for (file, id) in [
-        ("hipblas.dll", "hipblas"),
-        ("hipblaslt.dll", "hipblaslt"),
+        ("libhipblas.dll", "hipblas"),
+        ("libhipblaslt.dll", "hipblaslt"),
+        ("origami.dll", "origami"),
         ("hipfft.dll", "hipfft"),
         ("hiprand.dll", "hiprand"),
         ("hipsparse.dll", "hipsparse"),
@@ -94,9 +100,10 @@ fn files() -> Vec<Pe> {
     for tool in ["amdclang", "amdclang++", "amdclang-cpp", "amdclang-cl", "amdflang", "amdlld", "offload-arch"] {
         files.push(exe("amd-llvm_lib_generic", LLVM, &format!("lib/llvm/bin/{tool}"), tool));
     }
-    for tool in ["hipcc", "hipconfig", "hipify-clang", "roc-obj", "roc-obj-extract", "roc-obj-ls"] {
+    for tool in ["hipcc", "hipconfig", "hipify-clang"] {
         files.push(exe("core-hip_run_generic", CORE_HIP, &format!("bin/{tool}"), tool));
     }
+    files.push(exe("core-hipinfo_run_generic", HIPINFO, "bin/hipInfo", "hipInfo"));
     files
 }
 

@@ -279,6 +279,9 @@ pub struct Plan {
     pub version: String,
     /// Told from the build's binaries, or given (`--build-os`); SPEC §7.
     pub build_os: BuildOs,
+    /// Why a build was told to be for Windows: its first PE file (no ELF file was found).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_os_evidence: Option<PathBuf>,
     pub kpack_split: bool,
     pub families: FamilyPlan,
     #[serde(skip)]
@@ -329,8 +332,9 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
             return Err(PlanError::NotATargetId { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());
         }
     }
-    let build_os = crate::build_os::detect(catalog, config.build_os)
+    let detected = crate::build_os::detect(catalog, config.build_os)
         .map_err(|mixed| PlanError::MixedBuildOs { elf: mixed.elf, pe: mixed.pe })?;
+    let build_os = detected.os;
     let families = families::plan_families(catalog, &config.families)?;
     let mut dist_info = families::dist_info(&families, config, catalog.kpack_split());
     dist_info.windows = build_os == BuildOs::Windows;
@@ -382,6 +386,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     Ok(Plan {
         version: config.version.clone(),
         build_os,
+        build_os_evidence: detected.pe_file,
         kpack_split: catalog.kpack_split(),
         families,
         dist_info,

@@ -13,8 +13,11 @@ import sys
 from pathlib import Path
 
 # Console script -> (path inside the tree, runs from core only). The packager declares
-# one entry point per key, calling the function named by `function_name(key)`.
+# one entry point per key of the sections for the build's platform, calling the function
+# named by `function_name(key)`; on Windows only for a tool the build has (`.exe`), as a
+# Windows build lacks some (the reference's Windows lists: rocminfo only when built).
 TOOLS = {
+    # Every platform.
     "amdclang": ("lib/llvm/bin/amdclang", False),
     "amdclang++": ("lib/llvm/bin/amdclang++", False),
     "amdclang-cpp": ("lib/llvm/bin/amdclang-cpp", False),
@@ -27,14 +30,16 @@ TOOLS = {
     "hipcc": ("bin/hipcc", False),
     "hipconfig": ("bin/hipconfig", False),
     "hipify-clang": ("bin/hipify-clang", False),
+    "rocminfo": ("bin/rocminfo", True),
+    # Windows only.
+    "hipInfo": ("bin/hipInfo", True),
+    # Linux only.
     "roc-obj": ("bin/roc-obj", False),
     "roc-obj-extract": ("bin/roc-obj-extract", False),
     "roc-obj-ls": ("bin/roc-obj-ls", False),
-    # Linux only.
     "amd-smi": ("bin/amd-smi", True),
     "hipify-perl": ("bin/hipify-perl", False),
     "rocm_agent_enumerator": ("bin/rocm_agent_enumerator", True),
-    "rocminfo": ("bin/rocminfo", True),
     "rocm-smi": ("bin/rocm-smi", True),
     "roccoremerge": ("bin/roccoremerge", False),
     "rocgdb": ("bin/rocgdb", False),

@@ -22,7 +22,8 @@ __all__ = [
 # Short name -> loaded `ctypes.CDLL`; read by code outside this project.
 _ALL_CDLLS = {}
 
-# Windows finds a library by `bin/` + its `dll_pattern`, and has no RPATH (SPEC §7).
+# Windows finds a library in `bin/` by its DLL name (`LibraryEntry.is_dll`), and has no
+# RPATH (SPEC §7).
 _WINDOWS = os.name == "nt"
 # Handles of `os.add_dll_directory`: a directory stays searched while its handle lives.
 _DLL_DIRECTORIES = {}
@@ -70,10 +71,15 @@ def _find_library(shortname):
     directory = _library_dir(entry)
     # Several matches are the versioned names of one library; the shortest sorts first.
     matches = sorted(directory.glob(pattern))
+    wanted = "'%s'" % pattern
+    if _WINDOWS:
+        # The glob also finds neighbours (`libhipblaslt.dll` for hipblas): keep the DLL itself.
+        matches = [path for path in matches if entry.is_dll(path.name)]
+        wanted = "'%s.dll' or 'lib%s.dll' (a version may follow the name)" % (entry.dll_name, entry.dll_name)
     if not matches:
         if entry.optional:
             return None
-        raise FileNotFoundError("ROCm library '%s' not found: no '%s' in %s" % (shortname, pattern, directory))
+        raise FileNotFoundError("ROCm library '%s' not found: no %s in %s" % (shortname, wanted, directory))
     return matches[0]
 
 
