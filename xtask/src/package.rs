@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::Context;
 use packager::build_os::BuildOs;
 use packager::catalog::{therock, CatalogError};
+use packager::plan::PlanError;
 use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, PlatformTag, WheelCompression};
 use packager::report::StageTime;
 use packager::{BuildTime, PackageConfig};
@@ -204,22 +205,34 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
     if let Some(dir) = &args.dest_dir {
         check_dest_dir(dir)?;
     }
+    // The reference treats an empty --version as none given; TheRock's CI passes
+    // `--version="${{ inputs.package_version }}"`, empty unless a version was asked for.
+    let given_version = args.version.as_ref().filter(|version| !version.is_empty());
+    // Checked before the example or the artifacts are read, so the error names the version
+    // alone and not a directory that has nothing to do with it.
+    if let Some(version) = given_version {
+        packager::plan::version::check_pep440(version)
+            .map_err(|reason| packager::Error::from(PlanError::BadVersion { version: version.clone(), reason }))?;
+    }
     let (artifacts_dir, example_version) = match (&args.artifact_dir, &checkout) {
         (Some(dir), _) => (check_artifacts_dir(dir)?, None),
         (None, Some(root)) => (checkout_artifacts(root)?, None),
         (None, None) => (generate_example(output)?, Some("7.12.0.dev0".to_owned())),
     };
-    // The reference treats an empty --version as none given; TheRock's CI passes
-    // `--version="${{ inputs.package_version }}"`, empty unless a version was asked for.
-    let given_version = args.version.as_ref().filter(|version| !version.is_empty());
     let version = match (given_version, &checkout, example_version) {
         (Some(version), _, _) => version.clone(),
         (None, Some(root), _) => therock::read_version(root)?,
         (None, None, Some(version)) => version,
-        // The library's error carries the hint (`--therock-dir`); the context names `--version`.
         (None, None, None) => {
-            return Err(CatalogError::NotACheckout { path: cwd })
-                .context("no --version given, and no TheRock checkout to read version.json from")
+            return Err(crate::CliError {
+                message: format!(
+                    "no --version given, and {} is not inside a TheRock checkout to read the version from",
+                    cwd.display()
+                ),
+                hint: "pass --version (such as --version 7.12.0.dev0), or --therock-dir naming the TheRock \
+                       checkout the artifacts were built from",
+            }
+            .into())
         }
     };
     let dest_dir = match (&args.dest_dir, &checkout) {

@@ -113,18 +113,21 @@ fn fmt(sh: &Shell, _root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Cargo's own `Checking …` lines stay on: a first run checks for a minute or more, and a
+/// gate that prints nothing that long looks hung.
 fn clippy(sh: &Shell, _root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
-    cmd!(sh, "cargo clippy --workspace --all-targets --quiet -- -D warnings").run()?;
+    cmd!(sh, "cargo clippy --workspace --all-targets -- -D warnings").run()?;
     Ok(())
 }
 
 /// Every test binary, even after one fails (`--no-fail-fast`), so the closing lines can
 /// name every failing test. Cargo's stderr shares the pipe with the tests' stdout, so its
 /// `to rerun pass ...` line follows the failures it is about. Output is passed through as
-/// it comes and read back after.
+/// it comes and read back after. Cargo itself is not quiet, so compiling shows its
+/// progress and each test binary a `Running …` line; the tests print a dot each.
 fn test(_sh: &Shell, root: &Path, tally: &mut Tally) -> anyhow::Result<()> {
     let mut command = Command::new("cargo");
-    command.args(["test", "--workspace", "--no-fail-fast", "--quiet"]).current_dir(root);
+    command.args(["test", "--workspace", "--no-fail-fast", "--", "--quiet"]).current_dir(root);
     let (status, seen) = run_merged(command, &mut std::io::stdout()).context("running cargo test")?;
     let results = read_test_results(&String::from_utf8_lossy(&seen));
     tally.tests_passed += results.passed;

@@ -105,9 +105,16 @@ fn no_version_outside_a_checkout_says_so_with_one_hint() {
         first.starts_with("error: no --version given") && first.contains(&dir.path().display().to_string()),
         "{stderr}"
     );
-    assert!(stderr.ends_with("\nhint: pass --therock-dir, or run from inside a TheRock checkout\n"), "{stderr}");
+    assert!(
+        stderr.ends_with(
+            "\nhint: pass --version (such as --version 7.12.0.dev0), or --therock-dir naming the TheRock \
+             checkout the artifacts were built from\n"
+        ),
+        "{stderr}"
+    );
     assert_eq!(stderr.matches("hint:").count(), 1, "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 3, "one error line, a blank line, the hint: {stderr}");
+    assert!(!stderr.contains("version.json") && !stderr.contains("panicked"), "{stderr}");
     assert!(!dir.path().join("dist").exists(), "nothing written");
 }
 
@@ -192,4 +199,19 @@ fn a_therock_dir_that_is_not_a_checkout() {
     );
     let hint = "point --therock-dir at the root of a TheRock source checkout, the directory holding version.json";
     assert_one_error(code, &stderr, &first, hint);
+}
+
+/// A malformed `--version` is said before the example is generated or any artifact read,
+/// naming the version alone: no internal path of the bundled example.
+#[test]
+fn a_malformed_version_names_the_version_and_no_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, stderr) = package_without_version(dir.path(), &["--version".as_ref(), "7.12.0-dev0".as_ref()]);
+    assert_one_error(
+        code,
+        &stderr,
+        "version \"7.12.0-dev0\" is not a valid PEP 440 version: not in normal form: use 7.12.0.dev0",
+        "pass --version with a PEP 440 version such as 7.12.0.dev0",
+    );
+    assert!(!dir.path().join("dist").exists(), "nothing written");
 }
