@@ -11,8 +11,8 @@ use std::time::Instant;
 use anyhow::Context;
 use packager::build_os::BuildOs;
 use packager::catalog::{therock, CatalogError};
-use packager::plan::PlanError;
 use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, PlatformTag, WheelCompression};
+use packager::plan::PlanError;
 use packager::report::StageTime;
 use packager::{BuildTime, PackageConfig};
 

@@ -12,7 +12,27 @@ use packager::verify::{verify_dist, Finding, VerifyReport};
 use crate::Output;
 
 pub fn run(dist: &Path, json: bool, output: Output) -> anyhow::Result<ExitCode> {
+    if dist.exists() && !dist.is_dir() {
+        return Err(crate::CliError {
+            message: format!("--dist {} is a file, not a directory", dist.display()),
+            hint: "point --dist at the directory holding the packages (the dist/ under the --dest-dir of \
+                   `cargo xtask package`)",
+        }
+        .into());
+    }
     let report = verify_dist(dist).with_context(|| format!("verifying {}", dist.display()))?;
+    // A CI job with a mistyped path must fail, not pass with nothing checked.
+    if report.packages.is_empty() {
+        return Err(crate::CliError {
+            message: format!(
+                "no package to verify: no .whl or .tar.gz file in {} or its subdirectories",
+                dist.display()
+            ),
+            hint: "point --dist at the directory holding the packages (the dist/ under the --dest-dir of \
+                   `cargo xtask package`)",
+        }
+        .into());
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&report).context("serializing the report")?);
     } else if !output.quiet || report.n_violations() > 0 {
@@ -55,8 +75,9 @@ fn render(report: &VerifyReport, verbose: bool) -> String {
     }
     let _ = writeln!(
         text,
-        "{} packages, {} violations, {} warnings",
+        "{} packages (found in {} and its subdirectories), {} violations, {} warnings",
         report.packages.len(),
+        report.dist.display(),
         report.n_violations(),
         report.n_warnings()
     );

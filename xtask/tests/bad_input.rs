@@ -215,3 +215,31 @@ fn a_malformed_version_names_the_version_and_no_directory() {
     );
     assert!(!dir.path().join("dist").exists(), "nothing written");
 }
+
+/// `verify --dist` on a directory holding no package fails (a CI job with a mistyped path
+/// must not pass), and on a file says it is not a directory; both exit with 2 and a hint.
+#[test]
+fn verify_dist_without_packages_or_on_a_file_fails_with_a_hint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let verify = |path: &Path| {
+        let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["verify", "--dist"])
+            .arg(path)
+            .env_remove("GITHUB_ACTIONS")
+            .output()
+            .expect("run xtask");
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let hint = "point --dist at the directory holding the packages (the dist/ under the --dest-dir of \
+                `cargo xtask package`)";
+    let empty = dir.path().join("dist");
+    std::fs::create_dir_all(empty.join("nested")).expect("mkdir");
+    std::fs::write(empty.join("nested/README.txt"), "not a package\n").expect("write");
+    let (code, stderr) = verify(&empty);
+    let first = format!("no package to verify: no .whl or .tar.gz file in {} or its subdirectories", empty.display());
+    assert_one_error(code, &stderr, &first, hint);
+    let file = dir.path().join("dist.txt");
+    std::fs::write(&file, "").expect("write");
+    let (code, stderr) = verify(&file);
+    assert_one_error(code, &stderr, &format!("--dist {} is a file, not a directory", file.display()), hint);
+}
