@@ -157,7 +157,7 @@ mod tests {
              \x20      info: 1 ELF file(s) for another machine, kept as data and not checked: a/lib/arm64.so\n\
              \x20      error: [rpath] a/lib/x.so: has DT_RUNPATH `$ORIGIN`\n\
              \x20      warning: [windows-name] a/x:y: Windows cannot extract this name\n\
-             1 packages, 1 violations, 1 warnings\n"
+             1 packages (found in dist and its subdirectories), 1 violations, 1 warnings\n"
         );
     }
 }
