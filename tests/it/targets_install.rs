@@ -65,6 +65,7 @@ fn kpack_split_example_installs_loads_runs_and_uninstalls() {
         "rocm-sdk-core",
         "rocm-sdk-devel",
         "rocm-sdk-device-gfx1030",
+        "rocm-sdk-device-gfx1250",
         "rocm-sdk-device-gfx90a",
         "rocm-sdk-libraries",
     ]);
@@ -184,7 +185,7 @@ fn target_family_from_the_environment_is_a_base_target() {
     let stderr = stderr_of(&output);
     assert!(!output.status.success(), "gfx942 must be refused:\n{stderr}");
     assert!(stderr.contains("ROCM_SDK_TARGET_FAMILY=gfx942 is not available"), "{stderr}");
-    assert!(stderr.contains("(available: gfx1030, gfx90a)"), "{stderr}");
+    assert!(stderr.contains("(available: gfx1030, gfx1250, gfx1250-strict, gfx90a)"), "{stderr}");
     assert_eq!(installed(&venv), BTreeSet::new());
 
     for value in ["gfx90a", "gfx90a:xnack+", "GFX90A"] {
@@ -216,7 +217,9 @@ fn without_a_target_the_device_extra_is_not_offered() {
     let warnings = install(&venv, &["rocm[device]"], &[no_gpu]);
     assert!(warnings.contains("does not provide the extra 'device'"), "{warnings}");
     assert_eq!(installed(&venv), set(&["rocm", "rocm-sdk-core"]));
-    assert_eq!(extras(&venv), ["devel", "device-all", "device-gfx1030", "device-gfx90a", "libraries", "profiler"]);
+    // One extra per device wheel: gfx1250 and gfx1250-strict share `device-gfx1250` (SPEC §3).
+    let offered = ["devel", "device-all", "device-gfx1030", "device-gfx1250", "device-gfx90a", "libraries", "profiler"];
+    assert_eq!(extras(&venv), offered);
 
     // Core ships an `offload-arch` (the example's is a stub that names no GPU), and it is
     // now on PATH: what it prints is no detection, at install time or at run time.
@@ -240,12 +243,18 @@ fn without_a_target_the_device_extra_is_not_offered() {
 
     uninstall(&venv, &["rocm"]);
     install(&venv, &["rocm[device-all]"], &[no_gpu]);
-    let all =
-        set(&["rocm", "rocm-sdk-core", "rocm-sdk-device-gfx1030", "rocm-sdk-device-gfx90a", "rocm-sdk-libraries"]);
+    let all = set(&[
+        "rocm",
+        "rocm-sdk-core",
+        "rocm-sdk-device-gfx1030",
+        "rocm-sdk-device-gfx1250",
+        "rocm-sdk-device-gfx90a",
+        "rocm-sdk-libraries",
+    ]);
     assert_eq!(installed(&venv), all);
 
     // A GPU that `offload-arch` reports with a target id is matched by its base target.
-    uninstall(&venv, &["rocm", "rocm-sdk-device-gfx1030", "rocm-sdk-device-gfx90a"]);
+    uninstall(&venv, &["rocm", "rocm-sdk-device-gfx1030", "rocm-sdk-device-gfx1250", "rocm-sdk-device-gfx90a"]);
     let gpu_bin = temp.path().join("gpu-bin");
     fs_err::create_dir(&gpu_bin).expect("create dir");
     let fake = gpu_bin.join("offload-arch");
