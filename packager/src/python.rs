@@ -54,7 +54,8 @@ pub enum PackageRole<'a> {
         family: Option<&'a str>,
     },
     Profiler,
-    /// Kpack-split: one wheel per base target (`gfx90a`; a `:xnack±` suffix is dropped).
+    /// Kpack-split: one wheel per owner (`gfx90a`; a `:xnack±` suffix is dropped, and a
+    /// target the owner table names is its owner: `gfx1250-strict` → `gfx1250`).
     Device {
         target: &'a str,
     },
@@ -353,9 +354,10 @@ pub fn python_part(role: PackageRole<'_>, info: &DistInfo) -> PythonPart {
 }
 
 /// The module a device wheel adds to the libraries platform dir: `_device_gfx90a`. Named
-/// after the target's owner, as the wheel is, so that no two wheels ship it (SPEC §6). Characters other than ASCII
-/// lower-case letters and digits, `_` included, become `_` and two hex digits per byte, so
-/// two different targets never share a module and the name is always an identifier.
+/// after the target's owner, as the wheel is, so that no two wheels ship it (SPEC §6).
+/// Characters other than ASCII lower-case letters and digits, `_` included, become `_` and
+/// two hex digits per byte, so two different owners never share a module and the name is
+/// always an identifier.
 pub fn device_module_name(target: &str) -> String {
     let mut name = String::from("_device_");
     for byte in Target::from_target_id(target).owner().as_str().bytes() {
