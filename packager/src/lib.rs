@@ -6,8 +6,9 @@
 //! sources) → `write` (the `archive-write` crate: wheels, sdist, devel tarball,
 //! atomically) → `verify` (read a `dist/` back and check it against the contract).
 //! `python` holds the Python code we ship, `launcher` the compiled executable-symlink
-//! replacement, `example` the bundled example build. `targets` (GPU targets and families)
-//! and `platform` (the wheel platform's machine) are the vocabulary every stage shares.
+//! replacement, `example` the bundled example build. `targets` (GPU targets and families),
+//! `owners` (which device package a target's payload ships in) and `platform` (the wheel
+//! platform's machine) are the vocabulary every stage shares.
 //!
 //! Owns: every ROCm packaging rule. Must not know: how ELF tables are encoded or archives
 //! laid out (the two crates below it), or the command line (`xtask`, above it). Inside,
@@ -24,6 +25,7 @@ pub mod launcher;
 pub mod manylinux;
 pub mod manylinux_policy;
 pub mod member;
+pub mod owners;
 pub mod plan;
 pub mod platform;
 pub mod progress;

@@ -22,6 +22,13 @@ impl Target {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The target whose device package carries this target's payload (SPEC §2, grouped
+    /// by owner): itself, unless the owner table says otherwise (`gfx1250-strict` →
+    /// `gfx1250`).
+    pub fn owner(&self) -> Target {
+        Target(crate::owners::owner_name(&self.0))
+    }
 }
 
 impl fmt::Display for Target {
@@ -37,14 +44,16 @@ impl fmt::Display for Target {
 pub struct TargetId(String);
 
 impl TargetId {
-    /// `gfx` (any case) and hex digits, then any number of `:feature+` or `:feature-`.
-    /// None for anything else, families such as `gfx110X-all` included.
+    /// `gfx` (any case) and hex digits, or a target the owner table names
+    /// (`gfx1250-strict`), then any number of `:feature+` or `:feature-`. None for anything
+    /// else, families such as `gfx110X-all` and `gfx950-dcgpu` included.
     pub fn parse(name: &str) -> Option<TargetId> {
         let mut parts = name.split(':');
         let processor = parts.next()?;
-        let is_processor = processor.get(..3).is_some_and(|prefix| prefix.eq_ignore_ascii_case("gfx"))
+        let is_processor = (processor.get(..3).is_some_and(|prefix| prefix.eq_ignore_ascii_case("gfx"))
             && processor.len() > 3
-            && processor.bytes().skip(3).all(|byte| byte.is_ascii_hexdigit());
+            && processor.bytes().skip(3).all(|byte| byte.is_ascii_hexdigit()))
+            || crate::owners::is_listed_target(processor);
         let is_feature = |feature: &str| match feature.as_bytes().split_last() {
             Some((sign, name)) => {
                 matches!(sign, b'+' | b'-') && !name.is_empty() && name.iter().all(u8::is_ascii_alphanumeric)
@@ -190,6 +199,8 @@ mod tests {
             ("GFX90A", "gfx90a"),
             ("gfx90a:sramecc+:xnack-", "gfx90a"),
             ("gfx1100", "gfx1100"),
+            ("gfx1250-strict", "gfx1250-strict"),
+            ("GFX1250-STRICT:xnack-", "gfx1250-strict"),
         ] {
             let id = TargetId::parse(name).expect("valid target id");
             assert_eq!((id.as_str(), id.to_string()), (name, name.to_owned()));
@@ -207,6 +218,8 @@ mod tests {
             "gfx",
             "gfx110X-all",
             "gfx94X-dcgpu",
+            "gfx950-dcgpu",
+            "gfx1250-other",
             "dgpu-all",
             "gfx90a:",
             "gfx90a:xnack",
@@ -248,6 +261,15 @@ mod tests {
         check("Generic", "family", None);
         check("x\"; import os", "family", None);
         check("", "family", None);
+    }
+
+    #[test]
+    fn targets_know_their_owner() {
+        let owner = |id: &str| TargetId::parse(id).expect("a target id").target().owner().to_string();
+        assert_eq!(owner("gfx1250-strict"), "gfx1250");
+        assert_eq!(owner("gfx1250"), "gfx1250");
+        assert_eq!(owner("gfx90a:xnack+"), "gfx90a");
+        check("gfx1250-strict", "target id", Some("gfx1250-strict"));
     }
 
     #[test]

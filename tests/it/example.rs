@@ -132,7 +132,7 @@ fn kpack_split_example() {
     let catalog = Catalog::read(&artifacts).expect("reads");
     assert!(catalog.kpack_split());
     let families: Vec<String> = catalog.target_families().iter().map(ToString::to_string).collect();
-    assert_eq!(families, ["gfx1030", "gfx90a:xnack+", "gfx90a:xnack-"]);
+    assert_eq!(families, ["gfx1030", "gfx1250", "gfx1250-strict", "gfx90a:xnack+", "gfx90a:xnack-"]);
     // The tests install llvm and lld (.ci/run), so code objects are made, not skipped.
     assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
     assert_eq!(summary.n_code_objects, 2 * DEVICE_TARGET_IDS.len());

@@ -23,14 +23,16 @@ const CONCURRENT_INITS: usize = 8;
 const RUNTIME_VARIABLES: [&str; 4] =
     ["LD_LIBRARY_PATH", "ROCM_SDK_TARGET_FAMILY", "ROCM_SDK_PRELOAD_LIBRARIES", "ROCM_SDK_VERBOSE"];
 
-/// `venv/bin/{program}` with the runtime's environment variables removed and no GPU tools
-/// on `PATH`: what the packages do then depends on the venv alone.
+/// `venv/bin/{program}` with the runtime's environment variables removed, no GPU tools on
+/// `PATH` and the KFD topology of a machine without a GPU: what the packages do then
+/// depends on the venv alone, whatever GPUs the machine running the tests has.
 pub fn venv_command(venv: &Path, program: &str) -> Command {
     let mut command = Command::new(venv.join("bin").join(program));
     command.env("PATH", PATH_WITHOUT_GPU_TOOLS);
     for name in RUNTIME_VARIABLES {
         command.env_remove(name);
     }
+    command.env("ROCM_SDK_KFD_TOPOLOGY", support::kfd_topology("cpu_only"));
     command
 }
 

@@ -3,6 +3,7 @@
 
 mod catalog;
 mod cmake;
+mod devel_links;
 mod elf;
 mod example;
 mod hostile;
@@ -11,6 +12,7 @@ mod install;
 mod installed;
 mod manylinux;
 mod pipeline;
+mod post_release;
 mod python;
 mod rerun;
 mod runtime_api;

@@ -47,6 +47,12 @@ pub fn executable(dir: &Path, name: &str, c_src: &str, extra: &[&str]) -> PathBu
     out
 }
 
+/// A recorded KFD topology tree (`packager/python/tests/kfd_topologies/{name}`), shaped like
+/// `/sys/class/kfd/kfd/topology` of a real machine, for `ROCM_SDK_KFD_TOPOLOGY` (SPEC §4).
+pub fn kfd_topology(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../packager/python/tests/kfd_topologies").join(name)
+}
+
 /// The workspace's `target/tmp`, shared by all tests of this binary.
 pub fn target_tmp() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))

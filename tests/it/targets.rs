@@ -7,7 +7,8 @@
 //! completeness), `elf_edits` (a non-PIE executable through the pipeline; patched files
 //! need no second edit), `foreign_machines` (i386 and aarch64 libraries in an x86_64
 //! build are copied untouched), `devel_rpath` (devel-only ELF files: DT_RPATH, removals
-//! reported), `verify` (`verify_dist` on a hand-broken copy).
+//! reported), `verify` (`verify_dist` on a hand-broken copy), `owners` (two targets in one
+//! owner's device wheel).
 
 #[path = "targets_cli.rs"]
 pub(crate) mod cli;
@@ -19,6 +20,8 @@ mod elf_edits;
 mod foreign_machines;
 #[path = "targets_install.rs"]
 mod install;
+#[path = "targets_owners.rs"]
+mod owners;
 #[path = "targets_verify.rs"]
 mod verify;
 
@@ -185,6 +188,7 @@ fn one_device_wheel_per_target_with_code_objects_byte_for_byte() {
         device_wheels,
         [
             format!("rocm_sdk_device_gfx1030-{VERSION}-py3-none-linux_x86_64.whl"),
+            format!("rocm_sdk_device_gfx1250-{VERSION}-py3-none-linux_x86_64.whl"),
             format!("rocm_sdk_device_gfx90a-{VERSION}-py3-none-linux_x86_64.whl"),
         ]
     );
@@ -311,8 +315,8 @@ fn verify_passes_on_the_real_output() {
         let violations: Vec<_> = report.packages.iter().flat_map(|package| &package.violations).collect();
         assert!(violations.is_empty(), "kpack_split={kpack_split}: {violations:#?}");
         // Core, profiler, the sdist, and libraries + devel per legacy family or libraries,
-        // devel and two device wheels in kpack-split mode.
-        assert_eq!(report.packages.len(), 7, "{:?}", report.packages);
+        // devel and three device wheels (one per owner) in kpack-split mode.
+        assert_eq!(report.packages.len(), if kpack_split { 8 } else { 7 }, "{:?}", report.packages);
         // Member names Windows cannot extract are reported, without failing (SPEC §6).
         let mut windows_names: Vec<&str> = report
             .packages

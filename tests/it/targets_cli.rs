@@ -110,9 +110,9 @@ fn same_dist_whatever_the_directory_order() {
     let (files_first, files_second) = (files_below(&dist_first), files_below(&dist_second));
     let names = |files: &[(String, PathBuf)]| files.iter().map(|(rel, _)| rel.clone()).collect::<Vec<_>>();
     assert_eq!(names(&files_first), names(&files_second));
-    // Six wheels and the sdist (beside them, the packager's own lock file).
+    // Seven wheels and the sdist (beside them, the packager's own lock file).
     let n_packages = files_first.iter().filter(|(rel, _)| rel.ends_with(".whl") || rel.ends_with(".tar.gz")).count();
-    assert_eq!(n_packages, 7, "{:?}", names(&files_first));
+    assert_eq!(n_packages, 8, "{:?}", names(&files_first));
     for ((rel, a), (_, b)) in files_first.iter().zip(&files_second) {
         assert!(fs_err::read(a).expect("read") == fs_err::read(b).expect("read"), "{rel} differs between the two runs");
     }
@@ -161,11 +161,12 @@ fn completeness_works_on_targets() {
     let temp = tempfile::tempdir().expect("temp dir");
 
     // `gfx90a:xnack+` and `gfx90a:xnack-` artifacts satisfy gfx90a; the `;` list form too.
+    // Targets sharing an owner's wheel are requested, and offered, each by its own name.
     let both = temp.path().join("both");
-    let report =
-        report_of(&package(temp.path(), artifacts, &both, "-", &["--linux-amdgpu-families", "gfx90a;gfx1030"], "0"));
+    let all = ["--linux-amdgpu-families", "gfx90a;gfx1030;gfx1250-strict;gfx1250"];
+    let report = report_of(&package(temp.path(), artifacts, &both, "-", &all, "0"));
     assert_eq!(unrequested_targets(&report), Vec::<String>::new());
-    assert_eq!(advertised_targets(&both.join("dist")), "['gfx1030', 'gfx90a']");
+    assert_eq!(advertised_targets(&both.join("dist")), "['gfx1030', 'gfx1250', 'gfx1250-strict', 'gfx90a']");
 
     // A target without artifacts is an error naming it, and nothing is written.
     let missing = temp.path().join("missing");
@@ -174,7 +175,7 @@ fn completeness_works_on_targets() {
     assert!(!output.status.success(), "requesting gfx942 must fail:\n{stderr}");
     assert!(
         stderr.contains(
-            "requested GPU targets have no device artifacts: gfx942 (targets with artifacts: gfx1030, gfx90a)"
+            "requested GPU targets have no device artifacts: gfx942 (targets with artifacts: gfx1030, gfx1250, gfx1250-strict, gfx90a)"
         ),
         "{stderr}"
     );
@@ -185,10 +186,10 @@ fn completeness_works_on_targets() {
     let one = temp.path().join("one");
     let report = report_of(&package(temp.path(), artifacts, &one, "-", &["--linux-amdgpu-families", "gfx90a"], "0"));
     let one = one.join("dist");
-    assert_eq!(unrequested_targets(&report), ["gfx1030"]);
-    assert_eq!(report["counts"]["unrequested targets"], 1);
-    assert_eq!(advertised_targets(&one), "['gfx1030', 'gfx90a']");
-    for target in ["gfx1030", "gfx90a"] {
+    assert_eq!(unrequested_targets(&report), ["gfx1030", "gfx1250", "gfx1250-strict"]);
+    assert_eq!(report["counts"]["unrequested targets"], 3);
+    assert_eq!(advertised_targets(&one), "['gfx1030', 'gfx1250', 'gfx1250-strict', 'gfx90a']");
+    for target in ["gfx1030", "gfx1250", "gfx90a"] {
         wheel_of(&one, &format!("rocm_sdk_device_{target}"));
     }
     let verified = packager::verify::verify_dist(&one).expect("verify");

@@ -65,6 +65,7 @@ fn kpack_split_example_installs_loads_runs_and_uninstalls() {
         "rocm-sdk-core",
         "rocm-sdk-devel",
         "rocm-sdk-device-gfx1030",
+        "rocm-sdk-device-gfx1250",
         "rocm-sdk-device-gfx90a",
         "rocm-sdk-libraries",
     ]);
@@ -137,6 +138,7 @@ fn uninstalling_a_device_wheel_leaves_the_rest_working(venv: &Path, everything: 
     }
     assert!(!installed(venv).contains("rocm-sdk-device-gfx1030"));
     rocm_sdk(venv, &["test"]);
+    gpu_checks_name_what_is_missing(venv, Some("gfx1030"));
     let module_file = support::run(
         Command::new(venv.join("bin/python"))
             .args(["-c", "import _rocm_sdk_libraries; print(_rocm_sdk_libraries.__file__)"]),
@@ -148,7 +150,61 @@ fn uninstalling_a_device_wheel_leaves_the_rest_working(venv: &Path, everything: 
     install(venv, &["rocm-sdk-device-gfx1030"], &[]);
     assert_eq!(&installed(venv), everything);
     rocm_sdk(venv, &["test"]);
+    gpu_checks_name_what_is_missing(venv, None);
     assert!(same_inode(&libraries.join(gfx1030_file), &devel_root.join(gfx1030_file)));
+}
+
+/// `rocm-sdk doctor --json` on a recorded topology: (exit code, report).
+fn doctor(venv: &Path, tree: &str) -> (Option<i32>, serde_json::Value) {
+    let mut command = installed::venv_command(venv, "rocm-sdk");
+    command.args(["doctor", "--json"]).env("ROCM_SDK_KFD_TOPOLOGY", support::kfd_topology(tree));
+    let output = support::output(&mut command).expect("run rocm-sdk doctor");
+    assert!(output.stderr.is_empty(), "{}", stderr_of(&output));
+    (output.status.code(), serde_json::from_slice(&output.stdout).expect("doctor --json prints JSON"))
+}
+
+/// On the machine with an MI210 and an RX 6800 XT (SPEC §4): `rocm-sdk doctor` names the
+/// missing device wheel and its pip line, and exits 1; a console script and
+/// `initialize_process` warn once about it; with everything installed, all is quiet.
+fn gpu_checks_name_what_is_missing(venv: &Path, missing: Option<&str>) {
+    let tree = "two_gpus_gfx90a_gfx1030";
+    let (code, report) = doctor(venv, tree);
+    let statuses: Vec<(u64, &str)> = report["gpus"]
+        .as_array()
+        .expect("gpus")
+        .iter()
+        .map(|gpu| (gpu["node"].as_u64().unwrap_or(0), gpu["status"].as_str().unwrap_or_default()))
+        .collect();
+    let warn = [("ROCM_SDK_KFD_TOPOLOGY", support::kfd_topology(tree))];
+    let mut version = installed::venv_command(venv, "rocm-sdk");
+    version.arg("version").envs(warn.iter().map(|(key, value)| (*key, value.as_os_str())));
+    let version = support::output(&mut version).expect("run rocm-sdk version");
+    installed::assert_success(&version, "rocm-sdk version");
+    let warnings: Vec<String> = stderr_of(&version).lines().map(str::to_owned).collect();
+    let initialize = "import rocm_sdk, warnings\n\
+        with warnings.catch_warnings(record=True) as caught:\n\
+        \x20   warnings.simplefilter('always')\n\
+        \x20   rocm_sdk.initialize_process(); rocm_sdk.initialize_process()\n\
+        print(sum(issubclass(w.category, rocm_sdk.MissingDeviceCodeWarning) for w in caught))";
+    let topology = support::kfd_topology(tree);
+    let counted =
+        installed::python(venv, initialize, &[], &[("ROCM_SDK_KFD_TOPOLOGY", topology.to_str().expect("UTF-8"))]);
+    installed::assert_success(&counted, "initialize_process");
+    let count = String::from_utf8_lossy(&counted.stdout).trim().to_owned();
+    match missing {
+        Some(target) => {
+            assert_eq!((code, statuses), (Some(1), vec![(1, "covered"), (2, "missing")]), "{report:#}");
+            let line = format!("pip install 'rocm[device-{target}]'");
+            assert_eq!(report["install"], line.as_str());
+            let [warning] = warnings.as_slice() else { panic!("one warning line: {warnings:?}") };
+            assert!(warning.starts_with("rocm-sdk: warning: ") && warning.contains(&line), "{warning}");
+            assert_eq!(count, "1", "initialize_process warns once per process");
+        }
+        None => {
+            assert_eq!((code, statuses), (Some(0), vec![(1, "covered"), (2, "covered")]), "{report:#}");
+            assert_eq!((warnings, count.as_str()), (Vec::new(), "0"));
+        }
+    }
 }
 
 /// What `rocm-sdk-device-{target}` added to the libraries platform dir, relative to it, as
@@ -184,7 +240,7 @@ fn target_family_from_the_environment_is_a_base_target() {
     let stderr = stderr_of(&output);
     assert!(!output.status.success(), "gfx942 must be refused:\n{stderr}");
     assert!(stderr.contains("ROCM_SDK_TARGET_FAMILY=gfx942 is not available"), "{stderr}");
-    assert!(stderr.contains("(available: gfx1030, gfx90a)"), "{stderr}");
+    assert!(stderr.contains("(available: gfx1030, gfx1250, gfx1250-strict, gfx90a)"), "{stderr}");
     assert_eq!(installed(&venv), BTreeSet::new());
 
     for value in ["gfx90a", "gfx90a:xnack+", "GFX90A"] {
@@ -216,7 +272,15 @@ fn without_a_target_the_device_extra_is_not_offered() {
     let warnings = install(&venv, &["rocm[device]"], &[no_gpu]);
     assert!(warnings.contains("does not provide the extra 'device'"), "{warnings}");
     assert_eq!(installed(&venv), set(&["rocm", "rocm-sdk-core"]));
-    assert_eq!(extras(&venv), ["devel", "device-all", "device-gfx1030", "device-gfx90a", "libraries", "profiler"]);
+    // With only `rocm` (and core) installed, doctor says what an MI210 needs (SPEC §4).
+    let (code, report) = doctor(&venv, "mi210_gfx90a");
+    assert_eq!((code, &report["install"]), (Some(1), &serde_json::json!("pip install 'rocm[device-gfx90a]'")));
+    assert_eq!(doctor(&venv, "cpu_only").0, Some(0));
+    // `rocm-sdk targets` lists the targets the build supplied, not their owners.
+    assert_eq!(rocm_sdk(&venv, &["targets"]).trim(), "gfx1030;gfx1250;gfx1250-strict;gfx90a");
+    // One extra per device wheel: gfx1250 and gfx1250-strict share `device-gfx1250` (SPEC §3).
+    let offered = ["devel", "device-all", "device-gfx1030", "device-gfx1250", "device-gfx90a", "libraries", "profiler"];
+    assert_eq!(extras(&venv), offered);
 
     // Core ships an `offload-arch` (the example's is a stub that names no GPU), and it is
     // now on PATH: what it prints is no detection, at install time or at run time.
@@ -240,12 +304,18 @@ fn without_a_target_the_device_extra_is_not_offered() {
 
     uninstall(&venv, &["rocm"]);
     install(&venv, &["rocm[device-all]"], &[no_gpu]);
-    let all =
-        set(&["rocm", "rocm-sdk-core", "rocm-sdk-device-gfx1030", "rocm-sdk-device-gfx90a", "rocm-sdk-libraries"]);
+    let all = set(&[
+        "rocm",
+        "rocm-sdk-core",
+        "rocm-sdk-device-gfx1030",
+        "rocm-sdk-device-gfx1250",
+        "rocm-sdk-device-gfx90a",
+        "rocm-sdk-libraries",
+    ]);
     assert_eq!(installed(&venv), all);
 
     // A GPU that `offload-arch` reports with a target id is matched by its base target.
-    uninstall(&venv, &["rocm", "rocm-sdk-device-gfx1030", "rocm-sdk-device-gfx90a"]);
+    uninstall(&venv, &["rocm", "rocm-sdk-device-gfx1030", "rocm-sdk-device-gfx1250", "rocm-sdk-device-gfx90a"]);
     let gpu_bin = temp.path().join("gpu-bin");
     fs_err::create_dir(&gpu_bin).expect("create dir");
     let fake = gpu_bin.join("offload-arch");

@@ -3,10 +3,13 @@
 //! under Wine, with pip run from its own wheel. `rocm-sdk test` passes; `find_libraries`
 //! returns the DLL; `initialize_process` loads a libraries DLL that imports core's DLL
 //! (which a plain `ctypes.CDLL` cannot, as on Windows); a console script runs its `.exe`
-//! and passes its exit code on; `rocm-sdk path --cmake` expands devel.
+//! and passes its exit code on; devel expands with every link target collapsed before use
+//! (a deep file included, `devel_links`), and `rocm-sdk path --cmake` finds the tree.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use packager::example::DEEP_DEVICE_FILE;
 
 use crate::support;
 
@@ -110,6 +113,20 @@ fn a_windows_python_under_wine_installs_and_uses_the_windows_wheels() {
         &family,
     );
     assert!(install.status.success(), "pip install under Wine failed:\n{}", text(&install));
+
+    // The first expansion of devel, under `devel_links`'s recorder: a deep file, whose link
+    // target joined verbatim passes MAX_PATH, is linked in, and no path handed to the file
+    // system has a `..` (TheRock #7537).
+    let recorder = env.join("record_devel_paths.py");
+    fs_err::write(&recorder, crate::devel_links::RECORDER).expect("write the recorder");
+    let recorded = wine(&python, &[&recorder.to_string_lossy()], &[]);
+    assert!(recorded.status.success(), "expanding devel under the recorder failed:\n{}", text(&recorded));
+    let root = crate::devel_links::assert_no_parent_references(&recorded.stdout);
+    let platform = "_rocm_sdk_libraries_gfx110x_all";
+    assert!(crate::devel_links::uncollapsed_len(&root, DEEP_DEVICE_FILE, platform) > 260, "{root}");
+    let site = env.join("Lib/site-packages");
+    let deep = fs_err::read(site.join("_rocm_sdk_devel").join(DEEP_DEVICE_FILE)).expect("the deep file is in devel");
+    assert_eq!(deep, fs_err::read(site.join(platform).join(DEEP_DEVICE_FILE)).expect("the installed deep file"));
 
     let scripts = env.join("Scripts");
     let self_test = wine(&scripts.join("rocm-sdk.exe"), &["test"], &[]);

@@ -2,7 +2,8 @@
 # The packager prepends a generated header that defines the constants used below:
 # __version__, PY_PACKAGE_SUFFIX_NONCE, KPACK_SPLIT, DEVEL_TARGET_SPECIFIC,
 # DEFAULT_TARGET_FAMILY, AVAILABLE_TARGET_FAMILIES, LINUX_TARGET_FAMILIES,
-# WINDOWS_TARGET_FAMILIES, THIS_TARGET_FAMILY, THIS_PACKAGE_LOGICAL_NAME.
+# WINDOWS_TARGET_FAMILIES, DEVICE_TARGETS, TARGET_OWNERS, THIS_TARGET_FAMILY,
+# THIS_PACKAGE_LOGICAL_NAME.
 # Code outside this project imports these names (PyTorch loaders, PyInstaller hooks, JAX
 # plugins), so they keep the reference's spelling and behaviour. Standard library only;
 # Python 3.9 compatible (no `X | Y` annotations).
@@ -51,6 +52,14 @@ def base_target(name):
     return _ascii_lower(name.split(":", 1)[0].strip())
 
 
+def device_owner(name):
+    """The target whose device package carries `name`'s payload (SPEC §2, grouped by owner):
+    the base target itself, unless the owner table (TARGET_OWNERS, from the packager's
+    `target_owners.json`) says otherwise: `gfx1250-strict` -> `gfx1250`."""
+    base = base_target(name)
+    return TARGET_OWNERS.get(base, base)
+
+
 def target_identifier(name):
     """A family or target as it appears in Python identifiers: `gfx110X-all` -> `gfx110x_all`."""
     return re.sub(r"[^0-9a-z]", "_", base_target(name))
@@ -92,7 +101,8 @@ class PackageEntry:
     `dist_package_template` contains `{target_family}` when the package is GPU target
     specific. `pure_py_package_name` likewise (legacy libraries carry the family in the
     import name too). `platform_of` names another logical package whose platform directory
-    this one overlays (device wheels overlay the libraries directory).
+    this one overlays (device wheels overlay the libraries directory). `by_owner`: one
+    package per owner of the targets, not per target (device wheels, SPEC §2).
     """
 
     def __init__(
@@ -103,12 +113,14 @@ class PackageEntry:
         pure_py_package_name,
         required=False,
         platform_of=None,
+        by_owner=False,
     ):
         self.logical_name = logical_name
         self.dist_package_template = dist_package_template
         self.pure_py_package_name = pure_py_package_name
         self.required = required
         self.platform_of = platform_of
+        self.by_owner = by_owner
         # Kept for code written against the reference.
         self.template_directory = dist_package_template.replace("-{target_family}", "")
         if logical_name in ALL_PACKAGES:
@@ -129,6 +141,8 @@ class PackageEntry:
         self._require_family(target_family)
         if not self.is_target_specific:
             return self.dist_package_template
+        if self.by_owner:
+            target_family = device_owner(target_family)
         return self.dist_package_template.replace("{target_family}", target_dist_segment(target_family))
 
     def get_dist_package_require(self, target_family=None):
@@ -245,7 +259,9 @@ def match_target_family(requested, available=None):
     """The available family that `requested` names, or None.
 
     Targets are compared by base ISA, case-insensitively (issue 13): `gfx90a`, `GFX90A`
-    and `gfx90a:xnack-` all name `gfx90a`.
+    and `gfx90a:xnack-` all name `gfx90a`. In a kpack-split build a target not on offer
+    itself selects another with the same owner (SPEC §2): a `gfx1250` GPU and a build of
+    `gfx1250-strict` only share the `gfx1250` device package.
     """
     if available is None:
         available = AVAILABLE_TARGET_FAMILIES
@@ -253,6 +269,10 @@ def match_target_family(requested, available=None):
     for family in available:
         if base_target(family) == wanted:
             return family
+    if KPACK_SPLIT:
+        for family in available:
+            if device_owner(family) == device_owner(wanted):
+                return family
     return None
 
 
@@ -329,9 +349,17 @@ def resolve_target_family():
 
 def installed_target_families():
     """The families whose target-specific packages are installed here, in the order of
-    AVAILABLE_TARGET_FAMILIES: legacy libraries and devel wheels, kpack-split device wheels."""
+    AVAILABLE_TARGET_FAMILIES: legacy libraries and devel wheels, kpack-split device wheels.
+    Targets sharing one installed package (one owner, SPEC §2) count once, as the first."""
     specific = [entry for entry in ALL_PACKAGES.values() if entry.is_target_specific]
-    return [family for family in AVAILABLE_TARGET_FAMILIES if any(entry.is_installed(family) for entry in specific)]
+    found = []
+    packages = set()
+    for family in AVAILABLE_TARGET_FAMILIES:
+        names = tuple(entry.get_dist_package_name(family) for entry in specific if entry.is_installed(family))
+        if names and names not in packages:
+            packages.add(names)
+            found.append(family)
+    return found
 
 
 def resolve_runtime_target_family():
@@ -389,9 +417,36 @@ def installed_dist_version(dist_name):
         return None
 
 
-def release_without_post(version):
-    """`7.1.0.post2` -> `7.1.0`: device wheels may be re-released as post releases."""
-    return re.sub(r"[.-]?post\d*$", "", version)
+# A final release, or a post release of one, in normal form: `7.12.0`, `1!7.12.0.post3`.
+_FINAL_OR_POST = re.compile(r"^((?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*)(?:\.post[0-9]+)?$")
+
+
+def final_release(version):
+    """`7.12.0.post1` and `7.12.0` -> `7.12.0`; None for anything else (a dev, pre or
+    local version), which only ever matches itself."""
+    match = _FINAL_OR_POST.match(version)
+    return match.group(1) if match else None
+
+
+def same_release(first, second):
+    """Whether two versions are one release (TheRock's docs/packaging/versioning.md, SPEC
+    §4): equal, or the same final release up to a `.postN` (`7.12.0`, `7.12.0.post1`).
+    `7.12.1` never is, and dev and pre releases match only themselves."""
+    if first == second:
+        return True
+    release = final_release(first)
+    return release is not None and release == final_release(second)
+
+
+def release_specifier(version=None):
+    """The version specifier that admits every version of `version`'s release: `==V` for
+    a dev or pre release, `>=R,==R.*` for a final release R or its post releases, so a
+    package republished as `R.postN` joins a set of `R` (SPEC §3)."""
+    version = __version__ if version is None else version
+    release = final_release(version)
+    if release is None:
+        return "==" + version
+    return ">=%s,==%s.*" % (release, release)
 
 
 ALL_PACKAGES = {}  # type: Dict[str, PackageEntry]
@@ -406,6 +461,7 @@ if KPACK_SPLIT:
         "rocm-sdk-device-{target_family}",
         pure_py_package_name=None,
         platform_of="libraries",
+        by_owner=True,
     )
 else:
     PackageEntry(

@@ -39,14 +39,20 @@ def load_dist_info(root=ROOT):
     return module
 
 
-def _marker_for(dist_info, target):
-    """A `sys_platform` marker for a target only one platform's build includes, or None."""
-    linux = {dist_info.base_target(name) for name in dist_info.LINUX_TARGET_FAMILIES}
-    windows = {dist_info.base_target(name) for name in dist_info.WINDOWS_TARGET_FAMILIES}
-    base = dist_info.base_target(target)
-    if not linux or not windows or (base in linux) == (base in windows):
+def _marker_for(dist_info, owner):
+    """A `sys_platform` marker for a device package only one platform's build needs (none
+    of its owner's targets is in the other platform's list), or None."""
+    linux = {dist_info.device_owner(name) for name in dist_info.LINUX_TARGET_FAMILIES}
+    windows = {dist_info.device_owner(name) for name in dist_info.WINDOWS_TARGET_FAMILIES}
+    if not linux or not windows or (owner in linux) == (owner in windows):
         return None
-    return 'sys_platform == "linux"' if base in linux else 'sys_platform == "win32"'
+    return 'sys_platform == "linux"' if owner in linux else 'sys_platform == "win32"'
+
+
+def _require(dist_info, entry, family=None):
+    """`{dist name}{specifier}`: the whole release of this sdist's version, so a package
+    republished as a post release (`7.12.0.post1`) joins a set of `7.12.0` (SPEC §3)."""
+    return entry.get_dist_package_name(family) + dist_info.release_specifier()
 
 
 def compute_requirements(dist_info):
@@ -58,27 +64,29 @@ def compute_requirements(dist_info):
     family, source = dist_info.resolve_target_family()
     _log("target family %s (from %s)" % (family, source))
     packages = dist_info.ALL_PACKAGES
-    requires = [packages["core"].get_dist_package_require()]
+    requires = [_require(dist_info, packages["core"])]
     extras = {}
     for entry in packages.values():
         if entry.required or entry.logical_name == "device":
             continue
         if entry.is_target_specific and family is None:
             continue
-        extras[entry.logical_name] = [entry.get_dist_package_require(family if entry.is_target_specific else None)]
+        extras[entry.logical_name] = [_require(dist_info, entry, family if entry.is_target_specific else None)]
     if "device" in packages:
         device = packages["device"]
         # The fallback default is not a detection: without a named or detected target,
         # a plain `device` extra would install the wrong GPU's files (issue 13).
         if family is not None and source != dist_info.SOURCE_DEFAULT:
-            extras["device"] = [device.get_dist_package_require(family)]
+            extras["device"] = [_require(dist_info, device, family)]
+        # One extra per owner: targets that share a device package share its extra, and
+        # `device-all` names each package once (SPEC §2, §3).
         every = []
-        for target in sorted(dist_info.AVAILABLE_TARGET_FAMILIES, key=dist_info.base_target):
-            requirement = device.get_dist_package_require(target)
-            marker = _marker_for(dist_info, target)
+        for owner in sorted({dist_info.device_owner(target) for target in dist_info.AVAILABLE_TARGET_FAMILIES}):
+            requirement = _require(dist_info, device, owner)
+            marker = _marker_for(dist_info, owner)
             if marker is not None:
                 requirement += "; " + marker
-            extras["device-" + dist_info.target_dist_segment(target)] = [requirement]
+            extras["device-" + dist_info.target_dist_segment(owner)] = [requirement]
             every.append(requirement)
         extras["device-all"] = every
     return requires, extras

@@ -8,6 +8,7 @@ environment, so the test process's own environment never changes.
 """
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +20,8 @@ from pathlib import Path
 
 PYTHON_ROOT = Path(__file__).resolve().parent.parent
 BODY = (PYTHON_ROOT / "common" / "_dist_info_body.py").read_text(encoding="utf-8")
+# The owner table, as the packager renders it into every `_dist_info.py` (SPEC §2).
+TARGET_OWNERS = json.loads((PYTHON_ROOT / "common" / "target_owners.json").read_text(encoding="utf-8"))["owners"]
 VERSION = "7.12.0.dev0"
 
 
@@ -44,7 +47,8 @@ def dist_info_source(
         ("AVAILABLE_TARGET_FAMILIES", families),
         ("LINUX_TARGET_FAMILIES", sorted(linux)),
         ("WINDOWS_TARGET_FAMILIES", sorted(windows)),
-        ("DEVICE_TARGETS", families if kpack else []),
+        ("DEVICE_TARGETS", sorted({TARGET_OWNERS.get(f, f) for f in families}) if kpack else []),
+        ("TARGET_OWNERS", TARGET_OWNERS),
         ("THIS_TARGET_FAMILY", this_family),
         ("THIS_PACKAGE_LOGICAL_NAME", logical),
     ]
@@ -61,10 +65,16 @@ def load_dist_info(**options):
     return module
 
 
+# Recorded KFD topology trees, shaped like the kernel's (see kfd_topologies/README.md).
+TOPOLOGIES = Path(__file__).resolve().parent / "kfd_topologies"
+
+
 def clean_env(extra=None, path_dirs=()):
-    """An environment without ROCM_SDK_* and with a PATH that finds no offload-arch."""
+    """An environment without ROCM_SDK_*, with a PATH that finds no offload-arch and the
+    recorded topology of a machine without a GPU, whatever GPUs this machine has."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ROCM_SDK_")}
     env["PATH"] = os.pathsep.join(list(path_dirs) + ["/usr/bin", "/bin"])
+    env["ROCM_SDK_KFD_TOPOLOGY"] = str(TOPOLOGIES / "cpu_only")
     env.pop("PYTHONPATH", None)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if extra:

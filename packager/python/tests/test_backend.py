@@ -32,7 +32,10 @@ else:
 """
 
 
-class BackendTest(support.TempDirTest):
+class BackendSupport(support.TempDirTest):
+    """An sdist tree and calls into its backend; no tests of its own, so other modules
+    can build on it."""
+
     def make_sdist_tree(self, **options):
         root = self.tmp / "rocm"
         support.copy_tree(support.PYTHON_ROOT / "meta", root)
@@ -50,6 +53,8 @@ class BackendTest(support.TempDirTest):
     def kpack(self, **options):
         return self.make_sdist_tree(families=["gfx1030", "gfx90a"], kpack=True, **options)
 
+
+class BackendTest(BackendSupport):
     def test_nothing_is_needed_to_build(self):
         self.assertEqual(self.call(self.kpack(), "requires"), [[], []])
 

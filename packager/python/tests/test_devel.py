@@ -36,8 +36,8 @@ class DevelSite(support.TempDirTest):
 
     kpack = False
 
-    def make(self, tree=GOOD_TREE, compression="", families=("gfx110X-all",)):
-        options = {"families": list(families), "kpack": self.kpack}
+    def make(self, tree=GOOD_TREE, compression="", families=("gfx110X-all",), version=support.VERSION):
+        options = {"families": list(families), "kpack": self.kpack, "version": version}
         self.site = support.make_site(self.tmp, **options)
         core = self.site / "_rocm_sdk_core"
         support.write(core / "lib" / "libfoo.so", b"\x7fELF core library")
@@ -49,7 +49,7 @@ class DevelSite(support.TempDirTest):
         self.record = support.add_dist(
             self.site,
             "rocm-sdk-devel",
-            support.VERSION,
+            version,
             ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py", "rocm_sdk_devel/" + name],
         )
 
@@ -205,10 +205,11 @@ class DeviceLinksTest(DevelSite):
         return relpath, record
 
     def test_links_are_placed_recorded_and_idempotent(self):
-        self.make(families=["gfx1030", "gfx90a"])
+        # A device wheel republished as a post release is of the same release (SPEC §4).
+        self.make(families=["gfx1030", "gfx90a"], version="7.12.0")
         support.write(self.site / "_rocm_sdk_libraries" / "__init__.py", "")
-        relpath, record = self.add_device("gfx90a")
-        post_relpath, post_record = self.add_device("gfx1030", version=support.VERSION + ".post1")
+        relpath, record = self.add_device("gfx90a", version="7.12.0")
+        post_relpath, post_record = self.add_device("gfx1030", version="7.12.0.post1")
         self.assertEqual(self.init().returncode, 0)
         for path, rec in ((relpath, record), (post_relpath, post_record)):
             linked = self.site / DEVEL / path

@@ -23,7 +23,9 @@
 //!   several manifest prefixes, an empty manifest line and a prefix that was never built.
 //! - Legacy: libraries per family ([`LEGACY_FAMILIES`]) plus a generic one. Kpack-split:
 //!   generic libraries plus per-target device artifacts ([`DEVICE_TARGET_IDS`]) with a
-//!   per-arch `.so`, `.dat`, `.kdb`, `.co`, `.hsaco` and a `.kpack` file.
+//!   per-arch `.so`, `.dat`, `.kdb`, `.co`, `.hsaco` and a `.kpack` file, and two targets
+//!   sharing one owner's device wheel ([`OWNER_SHARED_TARGET_IDS`], `gfx1250` and
+//!   `gfx1250-strict`), one with a deep device path ([`DEEP_DEVICE_FILE`]).
 
 use super::spec::{ArtifactSpec, Elf};
 use super::ExampleOptions;
@@ -34,6 +36,19 @@ pub const LEGACY_FAMILIES: [&str; 2] = ["gfx110X-all", "gfx94X-dcgpu"];
 /// (artifact name, target id) of the kpack-split example's device artifacts.
 pub const DEVICE_TARGET_IDS: [(&str, &str); 4] =
     [("blas", "gfx90a:xnack+"), ("blas", "gfx90a:xnack-"), ("blas", "gfx1030"), ("rand", "gfx90a:xnack+")];
+
+/// (artifact name, target id) of the kpack-split example's device artifacts whose targets
+/// share one owner's device wheel (SPEC §2: `gfx1250-strict` ships in `gfx1250`'s). Their
+/// kernels are in `.kpack` archives only: LLVM before 20 cannot assemble gfx1250 code
+/// objects, and a kpack-split build carries its kernels in those archives anyway.
+pub const OWNER_SHARED_TARGET_IDS: [(&str, &str); 2] = [("blas", "gfx1250"), ("blas", "gfx1250-strict")];
+
+/// A device file deep enough that a link target spelt with one `..` per component, joined
+/// verbatim onto its place in the devel tree, passes Windows' 260-character MAX_PATH while
+/// the file's own path stays well under it (TheRock #7537). In the kpack-split example's
+/// `gfx1250` device artifact and the Windows example's libraries artifact.
+pub const DEEP_DEVICE_FILE: &str = "lib/rocblas/library/kernels/tensile/assembly/solution-libraries/contractions/\
+    TensileLibrary_Type_HH_Contraction_l_Alik_Bljk_Cijk_Dijk_fallback.dat";
 
 const HIPCC_SH: &str = include_str!("scripts/hipcc.sh");
 const ROCM_SMI_PY: &str = include_str!("scripts/rocm_smi.py");
@@ -73,6 +88,9 @@ pub(super) fn artifacts(options: &ExampleOptions) -> Vec<ArtifactSpec> {
         for (name, target_id) in DEVICE_TARGET_IDS {
             artifacts.push(device_lib(name, target_id));
         }
+        for (name, target_id) in OWNER_SHARED_TARGET_IDS {
+            artifacts.push(kpack_device_lib(name, target_id));
+        }
     } else {
         for family in LEGACY_FAMILIES {
             artifacts.extend(super::table::libraries_table_artifacts(family));
@@ -87,7 +105,7 @@ fn base(kpack_split: bool) -> ArtifactSpec {
     let build_manifest = format!(
         "{{\n  \"the_rock_commit\": \"0000000000000000000000000000000000000000\",\n  \"submodules\": [],\n  \"flags\": {{\"KPACK_SPLIT_ARTIFACTS\": {kpack_split}}}\n}}\n"
     );
-    let dist_targets = if kpack_split { "gfx1030;gfx90a" } else { "gfx1100;gfx1101;gfx942" };
+    let dist_targets = if kpack_split { "gfx1030;gfx1250;gfx1250-strict;gfx90a" } else { "gfx1100;gfx1101;gfx942" };
     let dist_info = format!("{{\"dist_amdgpu_targets\": \"{dist_targets}\"}}\n");
     // An empty line and a prefix that was never built: both are skipped (SPEC §1).
     let mut a = ArtifactSpec::new(
@@ -371,5 +389,19 @@ fn device_lib(name: &str, target_id: &str) -> ArtifactSpec {
         .code_object(&format!("{library_dir}/Kernels_{file_id}.co"), target_id)
         .code_object(&format!("{library_dir}/extop_{file_id}.hsaco"), target_id)
         .text(&format!(".kpack/{artifact_name}.kpack"), &format!("KPACK example archive for {target_id}\n"));
+    a
+}
+
+/// A kpack-split device artifact whose kernels are in its `.kpack` archive only (see
+/// [`OWNER_SHARED_TARGET_IDS`]): the archive, named after the artifact as the build names
+/// it, and per-target data. The `gfx1250` one also holds [`DEEP_DEVICE_FILE`].
+fn kpack_device_lib(name: &str, target_id: &str) -> ArtifactSpec {
+    let artifact_name = format!("{name}_lib_{target_id}");
+    let mut a = ArtifactSpec::new(&artifact_name, &["math-libs/BLAS/rocBLAS/stage"]);
+    a.text(&format!("lib/rocblas/library/TensileLibrary_{target_id}.dat"), &format!("tensile data for {target_id}\n"))
+        .text(&format!(".kpack/{artifact_name}.kpack"), &format!("KPACK example archive for {target_id}\n"));
+    if target_id == "gfx1250" {
+        a.text(DEEP_DEVICE_FILE, "a device file deep in the tree\n");
+    }
     a
 }

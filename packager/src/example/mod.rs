@@ -16,7 +16,7 @@ mod windows;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use layout::{DEVICE_TARGET_IDS, KPACK_HOLE_END, LEGACY_FAMILIES};
+pub use layout::{DEEP_DEVICE_FILE, DEVICE_TARGET_IDS, KPACK_HOLE_END, LEGACY_FAMILIES, OWNER_SHARED_TARGET_IDS};
 pub use synthetic::{write_synthetic, SyntheticOptions, SyntheticSummary};
 pub use windows::MINGW_GCC;
 

@@ -113,6 +113,8 @@ const TEXTS: &[(&str, &str, &str, &str)] = &[
     ("core-hip_dev_generic", CORE_HIP, "lib/cmake/hip/hip-config.cmake", "# example hip-config.cmake (Windows)\n"),
     ("blas_dev_gfx110X-all", HIPBLAS, "include/hipblas/hipblas.h", "#pragma once\n"),
     ("blas_dev_gfx110X-all", HIPBLAS, "lib/cmake/hipblas/hipblas-config.cmake", "# example hipblas-config.cmake\n"),
+    // Linked into the devel tree across a long `..` chain (TheRock #7537).
+    ("blas_lib_gfx110X-all", HIPBLAS, super::layout::DEEP_DEVICE_FILE, "a device file deep in the tree\n"),
 ];
 
 const BUILD_MANIFEST: &str = "{\n  \"the_rock_commit\": \"0000000000000000000000000000000000000000\",\n  \"submodules\": [],\n  \"flags\": {\"KPACK_SPLIT_ARTIFACTS\": false}\n}\n";

@@ -1,26 +1,32 @@
-//! Device packages (kpack-split, SPEC §2 "Device population"): one wheel per base target,
-//! overlaying the libraries platform dir, plus the `.devel_links/{target}.json` manifest that
-//! links its files into an expanded devel tree.
+//! Device packages (kpack-split, SPEC §2 "Device population"): one wheel per owner (a base
+//! target and the targets the owner table groups with it), overlaying the libraries
+//! platform dir, plus the `.devel_links/{target}.json` manifest that links its files into
+//! an expanded devel tree.
 
 use std::collections::BTreeSet;
 
 use super::runtime::Builder;
-use super::{rules, PackagePlan, PlanError, PlannedFile};
+use super::{owner_merge, rules, PackagePlan, PlanError, PlannedFile};
 use crate::catalog::{ArtifactName, Selection};
 use crate::config::PackageGroup;
 use crate::python::{self, PackageRole};
 use crate::relpath::{RelPath, RelPathError};
 use crate::targets::Target;
 
+/// The device wheel of `target`, an owner: its members' payloads merged, once they are
+/// known not to clash.
 pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<PackagePlan, crate::Error> {
+    owner_merge::check_members(builder, target)?;
     let predicate = |name: &ArtifactName| rules::is_device_artifact(name, target);
     let namespace = builder.select(&Selection { artifacts: &predicate, include: Vec::new(), exclude: Vec::new() })?;
     let role = PackageRole::Device { target: target.as_str() };
     let mut plan = builder.package_from(role, PackageGroup::Device, Some(target.to_string()), &namespace)?;
+    // The whole release, so a libraries wheel republished as a post release still serves
+    // this device wheel (SPEC §2).
     plan.requires_dist = vec![format!(
-        "{}=={}",
+        "{}{}",
         python::dist_name(PackageRole::Libraries { family: None }, builder.dist_info),
-        builder.dist_info.version
+        super::version::release_specifier(&builder.dist_info.version)
     )];
     let platform_dir = plan.platform_dir.clone().unwrap_or_default();
     // The devel tree mirrors everything this wheel adds to the libraries platform dir

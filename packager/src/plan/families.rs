@@ -13,8 +13,11 @@ use crate::targets::{Target, TargetFamily, TargetId};
 pub struct FamilyPlan {
     /// Legacy: the build's families as spelled by the artifacts (`gfx110X-all`), sorted.
     pub legacy_families: Vec<String>,
-    /// Kpack-split: base targets with device artifacts, sorted.
+    /// Kpack-split: the owners of the supplied targets (SPEC §2, grouped by owner), one
+    /// device wheel each, sorted.
     pub device_targets: Vec<Target>,
+    /// Kpack-split: base targets with device artifacts (`gfx1250`, `gfx1250-strict`), sorted.
+    pub supplied_targets: Vec<Target>,
     /// `AVAILABLE_TARGET_FAMILIES`.
     pub available: Vec<String>,
     pub default: Option<String>,
@@ -39,19 +42,24 @@ pub fn plan_families(catalog: &Catalog, request: &FamilyRequest) -> Result<Famil
     if catalog.kpack_split() {
         // `plan_packages` has refused kpack-split artifacts named after a family.
         let targets: BTreeSet<Target> = families.iter().filter_map(TargetFamily::target).collect();
-        plan.device_targets = targets.into_iter().collect();
-        plan.available = plan.device_targets.iter().map(|target| target.to_string()).collect();
+        let owners: BTreeSet<Target> = targets.iter().map(Target::owner).collect();
+        plan.device_targets = owners.into_iter().collect();
+        plan.supplied_targets = targets.into_iter().collect();
+        plan.available = plan.supplied_targets.iter().map(|target| target.to_string()).collect();
         let linux = requested_targets(&request.linux, request)?;
         let windows = requested_targets(&request.windows, request)?;
         let requested: BTreeSet<Target> = linux.iter().chain(&windows).flatten().cloned().collect();
-        let missing: Vec<String> =
-            requested.iter().filter(|target| !plan.device_targets.contains(target)).map(ToString::to_string).collect();
+        let missing: Vec<String> = requested
+            .iter()
+            .filter(|target| !plan.supplied_targets.contains(target))
+            .map(ToString::to_string)
+            .collect();
         if !missing.is_empty() {
             return Err(PlanError::MissingTargets { missing, available: plan.available.clone() });
         }
         if !requested.is_empty() {
             plan.unrequested_targets =
-                plan.device_targets.iter().filter(|target| !requested.contains(target)).cloned().collect();
+                plan.supplied_targets.iter().filter(|target| !requested.contains(target)).cloned().collect();
         }
         plan.requested_targets = requested.into_iter().collect();
         let names = |targets: Vec<Target>| targets.iter().map(ToString::to_string).collect::<Vec<String>>();

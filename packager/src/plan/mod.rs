@@ -9,6 +9,7 @@ mod devel;
 mod device;
 mod families;
 mod inspect;
+mod owner_merge;
 mod resolve;
 pub mod rpath;
 pub mod rules;
@@ -63,6 +64,10 @@ pub enum PlanError {
     UnknownFamily { family: String },
     #[error("{path} would be shipped by both {first} and {second}")]
     DuplicateMember { path: String, first: String, second: String },
+    /// Targets sharing an owner's device wheel (SPEC §2) must agree on every path they
+    /// both provide; `first` and `second` are the artifacts.
+    #[error("the device wheel of {owner} merges several targets, but {first} and {second} both provide {path} {what}")]
+    OwnerClash { owner: String, path: String, first: String, second: String, what: String },
     #[error("the build is incomplete, missing from {}: {}", dest.display(), missing.join(", "))]
     IncompleteOutput { dest: PathBuf, missing: Vec<String> },
     #[error("{message}")]
@@ -94,6 +99,11 @@ impl PlanError {
             Self::MissingTargets { .. } => Some("fetch the device artifacts of every requested target, or narrow --linux-amdgpu-families"),
             Self::UnknownFamily { .. } => Some("use a family or target from cmake/therock_amdgpu_targets.cmake, e.g. gfx110X-all or gfx1100"),
             Self::DuplicateMember { .. } => Some("two artifacts feeding different wheels provide this path; each installed path must belong to one wheel, so remove it from one artifact"),
+            Self::OwnerClash { .. } => Some(
+                "targets that share a device wheel (the owner table, packager/python/common/target_owners.json) keep \
+                 their payloads under target-specific names: rename the file in one artifact, or remove it from one \
+                 if both should ship the same bytes; nothing was written",
+            ),
             _ => None,
         }
     }

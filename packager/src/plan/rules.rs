@@ -103,12 +103,13 @@ pub fn is_libraries_artifact(name: &ArtifactName, family: Option<&str>) -> bool 
     LIBRARIES_ARTIFACTS.contains(&name.name.as_str()) && name.component == "lib" && family_ok
 }
 
-/// Device artifacts of one base target (kpack-split): `gfx90a:xnack+` feeds `gfx90a`.
-pub fn is_device_artifact(name: &ArtifactName, target: &Target) -> bool {
+/// Device artifacts of one owner's wheel (kpack-split, SPEC §2): `gfx90a:xnack+` feeds
+/// `gfx90a`, and `gfx1250-strict` feeds `gfx1250` (grouped by owner).
+pub fn is_device_artifact(name: &ArtifactName, owner: &Target) -> bool {
     name.name != "rpp"
         && LIBRARIES_ARTIFACTS.contains(&name.name.as_str())
         && name.component == "lib"
-        && name.target_family.target().as_ref() == Some(target)
+        && name.target_family.target().is_some_and(|target| &target.owner() == owner)
 }
 
 /// Every artifact that fed a runtime package (profiler aside) plus the devel-only ones.

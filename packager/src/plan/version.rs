@@ -1,7 +1,8 @@
 //! PEP 440 versions: every package of a build shares one version, and a bad one is refused
 //! before anything is written.
 //!
-//! Owns: parsing a version the way pip does, and its normal form. `verify --dist` judges
+//! Owns: parsing a version the way pip does, its normal form, and which versions are one
+//! release (a post release is its release, SPEC §4). `verify --dist` judges
 //! built file names with the same function, so the packager never writes a version that
 //! its own checker would flag.
 
@@ -89,6 +90,44 @@ pub fn normalize_pep440(version: &str) -> Result<String, String> {
         ));
     }
     Ok(normal)
+}
+
+/// The final release a version in normal form belongs to when it is that release or a post
+/// release of it (`7.12.0`, `7.12.0.post1` → `7.12.0`); `None` for dev, pre and local
+/// versions, which only ever match themselves (TheRock's docs/packaging/versioning.md).
+pub fn final_release(version: &str) -> Option<&str> {
+    let (release, post) = match version.rsplit_once(".post") {
+        Some((release, post)) => (release, Some(post)),
+        None => (version, None),
+    };
+    let numbers = match release.split_once('!') {
+        Some((epoch, rest)) if is_number(epoch) => rest,
+        // No epoch, or a malformed one that the check below refuses.
+        _ => release,
+    };
+    let release_ok = numbers.split('.').all(is_number);
+    let post_ok = post.is_none_or(is_number);
+    (release_ok && post_ok).then_some(release)
+}
+
+fn is_number(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit())
+}
+
+/// Whether two versions are one release (SPEC §4): equal, or the same final release up to
+/// a `.postN`. `7.12.0` and `7.12.0.post1` are; `7.12.0` and `7.12.1` never are.
+pub fn same_release(first: &str, second: &str) -> bool {
+    first == second || final_release(first).is_some_and(|release| final_release(second) == Some(release))
+}
+
+/// The version specifier a package of a set pins another with (SPEC §2, §3): `==V` for a
+/// dev or pre release, `>=R,==R.*` for a final release `R` (or its post releases), so one
+/// package republished as `R.postN` joins the set of `R`.
+pub fn release_specifier(version: &str) -> String {
+    match final_release(version) {
+        Some(release) => format!(">={release},=={release}.*"),
+        None => format!("=={version}"),
+    }
 }
 
 /// `007` → `7`, `000` → `0`.
@@ -200,6 +239,28 @@ mod tests {
             assert_eq!(normalize_pep440(version).as_deref(), Ok(normal), "{version:?}");
             assert_eq!(check_pep440(version), Err(format!("not in normal form: use {normal}")));
         }
+    }
+
+    #[test]
+    fn post_releases_are_their_release() {
+        for (first, second, same) in [
+            ("7.12.0", "7.12.0.post1", true),
+            ("7.12.0.post1", "7.12.0.post2", true),
+            ("1!7.12.0", "1!7.12.0.post3", true),
+            ("7.12.0", "7.12.1", false),
+            ("7.12.0", "7.12.0.1", false),
+            ("7.12.0.dev0", "7.12.0.post1.dev0", false),
+            ("7.12.0rc1", "7.12.0rc1.post1", false),
+            ("7.12.0+abc", "7.12.0.post1", false),
+            ("7.12.0.dev0", "7.12.0.dev0", true),
+        ] {
+            assert_eq!(same_release(first, second), same, "{first} {second}");
+            assert_eq!(same_release(second, first), same, "{second} {first}");
+        }
+        assert_eq!(release_specifier("7.12.0"), ">=7.12.0,==7.12.0.*");
+        assert_eq!(release_specifier("7.12.0.post2"), ">=7.12.0,==7.12.0.*");
+        assert_eq!(release_specifier("7.12.0.dev0"), "==7.12.0.dev0");
+        assert_eq!(release_specifier("7.12.0rc1"), "==7.12.0rc1");
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub const META_PACKAGE: &[(&str, &str)] = &[
     ("_devel_integrity.py", include_str!("../../python/meta/rocm_sdk/_devel_integrity.py")),
     ("_devel_tree.py", include_str!("../../python/meta/rocm_sdk/_devel_tree.py")),
     ("_device_links.py", include_str!("../../python/meta/rocm_sdk/_device_links.py")),
+    ("_doctor.py", include_str!("../../python/meta/rocm_sdk/_doctor.py")),
+    ("_kfd_topology.py", include_str!("../../python/meta/rocm_sdk/_kfd_topology.py")),
     ("_record.py", include_str!("../../python/meta/rocm_sdk/_record.py")),
     ("tests/__init__.py", include_str!("../../python/meta/rocm_sdk/tests/__init__.py")),
     ("tests/base_test.py", include_str!("../../python/meta/rocm_sdk/tests/base_test.py")),

@@ -129,6 +129,7 @@ fn python_computes_the_names_rust_gives_the_packages() {
         legacy_info(&["gfx110X-all"]),
         legacy_info(&["gfx110X-all", "gfx94X-dcgpu"]),
         kpack_info(&["gfx1030", "gfx90a"], "_n1"),
+        kpack_info(&["gfx1030", "gfx1250", "gfx1250-strict", "gfx90a"], ""),
     ];
     for info in infos {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -186,6 +187,21 @@ fn names_follow_the_package_table() {
     assert_eq!(dist_name(PackageRole::Devel { family: Some("gfx90a") }, &kpack), "rocm-sdk-devel");
     assert_eq!(platform_dir_name(PackageRole::Profiler, &kpack).as_deref(), Some("_rocm_profiler_v2"));
     assert_eq!(platform_dir_name(PackageRole::Meta, &kpack), None);
+}
+
+/// A device wheel, its module and its `TARGET` are named after the owner (SPEC §2), and
+/// every `_dist_info.py` carries the owner table as the JSON file has it.
+#[test]
+fn device_names_follow_the_owner() {
+    let info = kpack_info(&["gfx1250", "gfx1250-strict"], "");
+    for target in ["gfx1250", "gfx1250-strict"] {
+        assert_eq!(dist_name(PackageRole::Device { target }, &info), "rocm-sdk-device-gfx1250");
+        assert_eq!(device_module_name(target), "_device_gfx1250");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write_dist_info(dir.path(), PackageRole::Core, &info);
+    let table: serde_json::Value = serde_json::from_str(crate::owners::TABLE_JSON).expect("JSON");
+    assert_eq!(evaluate(&path, &["TARGET_OWNERS"])[0], table["owners"]);
 }
 
 /// Target ids name things after their target: identifiers and dist segments drop the

@@ -1,6 +1,6 @@
-//! Rules about the set of packages as a whole (SPEC §2 "Validations", SPEC §6): one version,
-//! consistent `==` pins, no member path in two wheels, one file per file name, and a
-//! complete kpack-split set.
+//! Rules about the set of packages as a whole (SPEC §2 "Validations", SPEC §6): one release
+//! (a post release is its release, SPEC §4), consistent pins, no member path in two wheels,
+//! one file per file name, and a complete kpack-split set with one device wheel per owner.
 //!
 //! Owns: cross-package checks over read archives. Does not own: reading them (`archive`).
 
@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use super::archive::Archive;
 use super::metadata::{available_target_families, file_name_form, normalize_name};
 use super::report::{ArchiveKind, Check, Findings};
+use crate::plan::version::{final_release, same_release};
 use crate::targets::Target;
 
 /// Files found under one name: keeps the first of each name, merging byte-identical copies
@@ -90,10 +91,14 @@ fn check_offered(archives: &[Archive], findings: &mut Findings) {
         let Some(families) = sdist.dist_info_py.as_deref().and_then(available_target_families) else { continue };
         let mut offered: Vec<String> = families.iter().map(|family| file_name_form(family)).collect();
         offered.extend(families.iter().map(|family| file_name_form(Target::from_target_id(family).as_str())));
-        for wheel in
-            archives.iter().filter(|archive| archive.kind == ArchiveKind::Wheel && archive.version == sdist.version)
-        {
+        offered.extend(families.iter().map(|family| device_wheel_target(family)));
+        let same_set = |archive: &Archive| match (&archive.version, &sdist.version) {
+            (Some(version), Some(sdist_version)) => same_release(version, sdist_version),
+            (version, sdist_version) => version == sdist_version,
+        };
+        for wheel in archives.iter().filter(|archive| archive.kind == ArchiveKind::Wheel && same_set(archive)) {
             let Some(name) = wheel.name.as_deref() else { continue };
+            check_device_owner(wheel, name, findings);
             let family = ["rocm_sdk_libraries_", "rocm_sdk_devel_", "rocm_sdk_device_"]
                 .iter()
                 .find_map(|prefix| name.strip_prefix(prefix));
@@ -113,6 +118,32 @@ fn check_offered(archives: &[Archive], findings: &mut Findings) {
     }
 }
 
+/// The device wheel name part of a target: its owner's (SPEC §2, grouped by owner),
+/// `gfx1250-strict` → `gfx1250`.
+fn device_wheel_target(target: &str) -> String {
+    file_name_form(Target::from_target_id(target).owner().as_str())
+}
+
+/// A device wheel named after a target that the owner table puts in another target's
+/// wheel: no install selects it (SPEC §2).
+fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
+    let Some(target) = name.strip_prefix("rocm_sdk_device_") else { return };
+    let owned: Vec<(String, String)> =
+        crate::owners::owner_overrides().into_iter().filter(|(listed, _)| file_name_form(listed) == target).collect();
+    for (listed, owner) in owned {
+        findings.violation(
+            &wheel.file,
+            None,
+            Check::Completeness,
+            format!(
+                "the payload of {listed} ships in its owner's wheel, rocm_sdk_device_{} (target_owners.json), \
+                 never in a wheel of its own",
+                file_name_form(&owner)
+            ),
+        );
+    }
+}
+
 fn check_one_version(archives: &[Archive], findings: &mut Findings) {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for version in archives.iter().filter_map(|archive| archive.version.as_deref()) {
@@ -120,8 +151,9 @@ fn check_one_version(archives: &[Archive], findings: &mut Findings) {
     }
     // The most common version is taken as the set's; ties go to the first in sort order.
     let Some((&majority, _)) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else { return };
+    // A post release of the set's release belongs to it (SPEC §4): one package republished.
     for archive in archives {
-        if let Some(version) = archive.version.as_deref().filter(|version| *version != majority) {
+        if let Some(version) = archive.version.as_deref().filter(|version| !same_release(version, majority)) {
             findings.violation(
                 &archive.file,
                 None,
@@ -129,6 +161,15 @@ fn check_one_version(archives: &[Archive], findings: &mut Findings) {
                 format!("version {version} differs from the rest of the set ({majority})"),
             );
         }
+    }
+}
+
+/// Whether a `Requires-Dist` pin admits `version`, as pip reads it: `==V` exactly, `==R.*`
+/// the final release `R` and its post releases (what the packager writes, SPEC §2).
+fn pin_admits(pinned: &str, version: &str) -> bool {
+    match pinned.strip_suffix(".*") {
+        Some(release) => final_release(version) == Some(release),
+        None => pinned == version,
     }
 }
 
@@ -142,7 +183,7 @@ fn check_pins(archives: &[Archive], findings: &mut Findings) {
     for archive in archives {
         for (name, pinned, requirement) in super::metadata::exact_pins(&archive.headers) {
             let Some(available) = versions.get(&name) else { continue };
-            if !available.contains(&pinned.as_str()) {
+            if !available.iter().any(|version| pin_admits(&pinned, version)) {
                 findings.violation(
                     &archive.file,
                     None,
@@ -159,15 +200,29 @@ fn check_pins(archives: &[Archive], findings: &mut Findings) {
 
 /// SPEC §6: no two wheels ship one member path, device overlays included.
 fn check_duplicate_paths(archives: &[Archive], findings: &mut Findings) {
-    let mut owners: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for archive in archives.iter().filter(|archive| archive.kind == ArchiveKind::Wheel) {
-        for path in &archive.installed {
-            owners.entry(path.as_str()).or_default().push(archive.file.as_str());
+    // Two versions of one distribution (a release and its post release) replace each other
+    // when installed: only wheels of different distributions can clash.
+    let wheels: Vec<&Archive> = archives.iter().filter(|archive| archive.kind == ArchiveKind::Wheel).collect();
+    let distributions: Vec<String> = wheels
+        .iter()
+        .map(|wheel| wheel.name.as_deref().map(normalize_name).unwrap_or_else(|| wheel.file.clone()))
+        .collect();
+    let mut owners: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for (wheel, distribution) in wheels.iter().zip(&distributions) {
+        for path in &wheel.installed {
+            owners.entry(path.as_str()).or_default().push((wheel.file.as_str(), distribution.as_str()));
         }
     }
-    for (path, files) in owners.into_iter().filter(|(_, files)| files.len() > 1) {
-        for file in &files {
-            let others: Vec<&str> = files.iter().copied().filter(|other| other != file).collect();
+    for (path, files) in owners {
+        for (file, distribution) in &files {
+            let others: Vec<&str> = files
+                .iter()
+                .filter(|(_, other_distribution)| other_distribution != distribution)
+                .map(|(other_file, _)| *other_file)
+                .collect();
+            if others.is_empty() {
+                continue;
+            }
             findings.violation(
                 file,
                 Some(path),
@@ -185,7 +240,7 @@ fn check_kpack_completeness(archives: &[Archive], findings: &mut Findings) {
         archives.iter().any(|archive| {
             archive.kind == ArchiveKind::Wheel
                 && archive.name.as_deref() == Some(name)
-                && archive.version.as_deref() == Some(version)
+                && archive.version.as_deref().is_some_and(|found| same_release(found, version))
         })
     };
     for libraries in archives
@@ -205,7 +260,7 @@ fn check_kpack_completeness(archives: &[Archive], findings: &mut Findings) {
         let sdist = archives.iter().find(|archive| {
             archive.kind == ArchiveKind::Sdist
                 && archive.name.as_deref() == Some("rocm")
-                && archive.version.as_deref() == Some(version)
+                && archive.version.as_deref().is_some_and(|found| same_release(found, version))
         });
         let Some(sdist) = sdist else {
             findings.violation(
@@ -225,18 +280,18 @@ fn check_kpack_completeness(archives: &[Archive], findings: &mut Findings) {
             );
             continue;
         };
-        let mut bases: Vec<String> =
-            targets.iter().map(|target| file_name_form(Target::from_target_id(target).as_str())).collect();
-        bases.sort();
-        bases.dedup();
-        for base in bases {
-            let device = format!("rocm_sdk_device_{base}");
+        // One device wheel per owner: its members' targets are all in it (SPEC §2).
+        let mut owners: Vec<String> = targets.iter().map(|target| device_wheel_target(target)).collect();
+        owners.sort();
+        owners.dedup();
+        for owner in owners {
+            let device = format!("rocm_sdk_device_{owner}");
             if !wheel_named(&device, version) {
                 findings.violation(
                     file,
                     None,
                     Check::Completeness,
-                    format!("the sdist offers target {base}, but there is no {device}-{version} wheel"),
+                    format!("the sdist offers target {owner}, but there is no {device}-{version} wheel"),
                 );
             }
         }

@@ -98,9 +98,20 @@ def _devel_root(script):
     return devel.root
 
 
+def _warn_about_missing_device_code():
+    """Names, once, a GPU of this machine whose device package is not installed (SPEC §4).
+    Never stops the tool: without `rocm` (core installed alone) there is nothing to check."""
+    try:
+        from rocm_sdk import _doctor
+    except ImportError:
+        return
+    _doctor.warn_on_stderr("rocm-sdk-core")
+
+
 def run(script):
     """Execs the tool behind `script` with this process's arguments; never returns."""
     relpath, system_info = TOOLS[script]
+    _warn_about_missing_device_code()
     core = _core_root()
     if core is None:
         _fail(script, "the platform package of rocm-sdk-core is missing; reinstall rocm-sdk-core")

@@ -11,8 +11,10 @@ import re
 from pathlib import Path
 
 from ._dist_info import ALL_LIBRARIES, __version__
+from ._doctor import MissingDeviceCodeWarning
 
 __all__ = [
+    "MissingDeviceCodeWarning",
     "__version__",
     "find_libraries",
     "initialize_process",
@@ -188,8 +190,18 @@ def initialize_process(
           `*` matches anything, or a compiled regular expression. A mismatch warns.
         fail_on_version_mismatch: raise RuntimeError on a mismatch instead of warning.
     Unknown keyword arguments are accepted and ignored, so newer callers keep working.
+
+    In a kpack-split install, a GPU of this machine whose device package is not installed
+    is named once per process in a `MissingDeviceCodeWarning` (never an error), with the
+    `pip install` line that adds it (SPEC §4).
     """
     del kwargs
+    import warnings
+
+    from . import _doctor
+
+    # Level 4: the caller of initialize_process (lambda, warn_once, initialize_process).
+    _doctor.warn_once(lambda message: warnings.warn(message, MissingDeviceCodeWarning, stacklevel=4))
     if preload_shortnames:
         preload_libraries(*preload_shortnames, rtld_global=rtld_global)
 
@@ -212,7 +224,7 @@ def initialize_process(
         else:
             shown = str(check_version)
             pattern = re.compile("^" + re.escape(shown).replace(r"\*", ".*") + "$")
-        if not pattern.match(__version__):
+        if not _version_matches(check_version, pattern, __version__):
             # The first sentence is the reference's, word for word (SPEC §4): code outside
             # this project, the reference's own tests among it, matches on it.
             message = (
@@ -225,8 +237,24 @@ def initialize_process(
                     "(pip install --force-reinstall 'rocm==VERSION'), or rebuild it against %s."
                     % __version__
                 )
-            import warnings
-
             warnings.warn(
                 message + " This incompatibility may result in unexpected behavior.", stacklevel=2
             )
+
+
+def _version_matches(check_version, pattern, version):
+    """Whether the installed `version` is the one `check_version` asks for. A post release
+    is its release (SPEC §4, TheRock's docs/packaging/versioning.md): `7.12.0` matches an
+    installed `7.12.0.post1` and `7.12.0.post1` an installed `7.12.0`; `7.12.1` never
+    matches `7.12.0`, and dev and pre releases match only as written."""
+    from . import _dist_info
+
+    if pattern.match(version):
+        return True
+    release = _dist_info.final_release(version)
+    if release is None:
+        return False
+    if pattern.match(release):
+        return True
+    # A version asked for as a string (not a compiled pattern): compare it as a release.
+    return isinstance(check_version, str) and _dist_info.same_release(check_version, version)

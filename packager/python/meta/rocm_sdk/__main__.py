@@ -18,6 +18,7 @@ Typical use after `pip install "rocm[libraries,devel]"`:
   rocm-sdk test              check that the installation works
   rocm-sdk path --cmake      the directory to add to CMAKE_PREFIX_PATH
   rocm-sdk path --bin        the directory holding hipcc, amdclang and friends
+  rocm-sdk doctor            what this machine's GPUs still need, with the pip line
 """
 
 
@@ -82,6 +83,12 @@ def _do_targets(args):
         return _fail("cannot read the GPU targets from %s: %s" % (path, error))
     print(targets)
     return 0
+
+
+def _do_doctor(args):
+    from . import _doctor
+
+    return _doctor.run(as_json=args.json)
 
 
 def test_module_names():
@@ -173,6 +180,18 @@ def build_parser():
     init.add_argument("--quiet", action="store_true", help="print nothing on success")
     init.set_defaults(func=_do_init)
 
+    doctor = commands.add_parser(
+        "doctor",
+        help="say what this machine's GPUs still need from the installed ROCm packages",
+        description="Find the GPUs of this machine in the KFD topology (as rocm_agent_enumerator "
+        "does; ROCM_SDK_KFD_TOPOLOGY names another topology directory) and say, for each, its "
+        "target, the package that carries its device code, whether it is installed, and the "
+        "pip line that adds what is missing; and whether the devel tree is expanded. Exits 0 "
+        "when every GPU is covered, 1 otherwise.",
+    )
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.set_defaults(func=_do_doctor)
+
     test = commands.add_parser(
         "test",
         help="check that the installed ROCm packages work",
@@ -186,6 +205,11 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command != "doctor":
+        # `doctor` reports the same itself (SPEC §4).
+        from . import _doctor
+
+        _doctor.warn_on_stderr("rocm-sdk")
     return args.func(args)
 
 

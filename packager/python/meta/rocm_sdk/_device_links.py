@@ -59,12 +59,12 @@ def reconcile(devel):
         return 0
     libraries_name = di.ALL_PACKAGES["libraries"].get_py_package_name()
     libraries_dir = os.path.join(str(devel.site_dir), libraries_name)
-    wanted_release = di.release_without_post(di.__version__)
     placed = 0
     for target, json_path in device_link_files(libraries_dir):
         dist_name = di.ALL_PACKAGES["device"].get_dist_package_name(target)
         version = di.installed_dist_version(dist_name)
-        if version is None or di.release_without_post(version) != wanted_release:
+        # The same release: a device wheel republished as a post release counts (SPEC §4).
+        if version is None or not di.same_release(version, di.__version__):
             di._log("skipping device links of %s (installed version %s)" % (dist_name, version))
             continue
         record_path = _record.find_record(dist_name)

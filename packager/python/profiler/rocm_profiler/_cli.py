@@ -34,10 +34,21 @@ def _fail(script, reason):
     sys.exit(127)
 
 
+def _warn_about_missing_device_code():
+    """Names, once, a GPU of this machine whose device package is not installed (SPEC §4);
+    never stops the tool."""
+    try:
+        from rocm_sdk import _doctor
+    except ImportError:
+        return
+    _doctor.warn_on_stderr("rocm-profiler")
+
+
 def run(script):
     """Execs the tool behind `script` with this process's arguments; never returns."""
     from ._dist_info import ALL_PACKAGES
 
+    _warn_about_missing_device_code()
     spec = importlib.util.find_spec(ALL_PACKAGES["profiler"].get_py_package_name())
     if spec is None or spec.origin is None:
         _fail(script, "the platform package of rocm-profiler is missing; reinstall rocm-profiler")

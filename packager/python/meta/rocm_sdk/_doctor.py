@@ -1,0 +1,217 @@
+"""What each GPU of this machine needs from the installed ROCm packages (SPEC §4): the
+report of `rocm-sdk doctor`, and the runtime's warning about a GPU without device code.
+
+A kpack-split install without the device package of a GPU's target fails at its first
+kernel launch (`hipErrorInvalidImage`) with nothing pointing at the cause (TheRock #7564,
+#7839, #7620). Here each GPU the KFD topology lists (`_kfd_topology`) is matched to the
+package that carries its device code: in a kpack-split build the device package of its
+target's owner (`rocm-sdk-device-gfx1250` for `gfx1250` and `gfx1250-strict`), in a
+legacy build the libraries package of its family. Works with only `rocm` (and core)
+installed; reads nothing but the topology and installed distributions' metadata.
+
+Owns: the report, its text and JSON forms, and the once-per-process warning. Does not
+own: detecting GPUs (`_kfd_topology`), names and families (`_dist_info`).
+"""
+
+import sys
+
+from . import _dist_info as di
+from . import _kfd_topology
+
+STATUS_COVERED = "covered"
+STATUS_MISSING = "missing"
+STATUS_UNSUPPORTED = "unsupported"
+
+_WARNED = False
+
+
+class MissingDeviceCodeWarning(RuntimeWarning):
+    """A GPU of this machine has no installed device package (SPEC §4). Never an error:
+    filter it with `warnings.filterwarnings("ignore", category=...)` where it does not
+    matter."""
+
+
+def pip_line(extras):
+    """`pip install 'rocm[device-gfx1151]'`, the line that adds `extras`."""
+    return "pip install 'rocm[%s]'" % ",".join(sorted(set(extras)))
+
+
+def _installed_release(dist_name):
+    """The installed version of `dist_name` when it is this release (SPEC §4: a post
+    release is its release), else None."""
+    version = di.installed_dist_version(dist_name)
+    if version is not None and di.same_release(version, di.__version__):
+        return version
+    return None
+
+
+def _kpack_gpu(agent):
+    owner = di.device_owner(agent.target)
+    offered = di.match_target_family(agent.target)
+    report = {"node": agent.node, "target": agent.target, "owner": owner, "covered_by": [], "missing": []}
+    if offered is None:
+        report.update(status=STATUS_UNSUPPORTED, extra=None, install=None)
+        return report
+    name = di.ALL_PACKAGES["device"].get_dist_package_name(owner)
+    version = _installed_release(name)
+    extra = "device-" + di.target_dist_segment(owner)
+    if version is not None:
+        report["covered_by"].append({"name": name, "version": version})
+        report.update(status=STATUS_COVERED, extra=extra, install=None)
+    else:
+        report["missing"].append(name)
+        report.update(status=STATUS_MISSING, extra=extra, install=pip_line([extra]))
+    return report
+
+
+def _legacy_gpu(agent):
+    family = di.family_for_gpu(agent.target)
+    report = {"node": agent.node, "target": agent.target, "owner": family, "covered_by": [], "missing": []}
+    if family is None:
+        report.update(status=STATUS_UNSUPPORTED, extra=None, install=None)
+        return report
+    name = di.ALL_PACKAGES["libraries"].get_dist_package_name(family)
+    version = _installed_release(name)
+    if version is not None:
+        report["covered_by"].append({"name": name, "version": version})
+        report.update(status=STATUS_COVERED, extra="libraries", install=None)
+    else:
+        # The sdist picks the family when it is built: name it, and bypass pip's cache of
+        # an earlier choice (SPEC §3).
+        report["missing"].append(name)
+        install = "ROCM_SDK_TARGET_FAMILY=%s pip install --no-cache-dir 'rocm[libraries]'" % family
+        report.update(status=STATUS_MISSING, extra="libraries", install=install)
+    return report
+
+
+def _devel_state():
+    from . import _devel
+
+    try:
+        devel = _devel.find_devel_package()
+    except ModuleNotFoundError:
+        return {"installed": False, "expanded": False, "root": None}
+    except ValueError as error:
+        return {"installed": None, "expanded": False, "root": None, "error": str(error)}
+    expanded = devel.is_expanded()
+    return {"installed": True, "expanded": expanded, "root": str(devel.root) if expanded else None}
+
+
+def diagnose(root=None):
+    """The whole report as plain data (the `--json` shape, SPEC §4)."""
+    root = _kfd_topology.topology_root() if root is None else root
+    agents = _kfd_topology.detect_agents(root)
+    gpu = _kpack_gpu if di.KPACK_SPLIT else _legacy_gpu
+    gpus = [gpu(agent) for agent in agents]
+    missing_extras = [report["extra"] for report in gpus if report["status"] == STATUS_MISSING]
+    if di.KPACK_SPLIT:
+        install = pip_line(missing_extras) if missing_extras else None
+    else:
+        install = next((report["install"] for report in gpus if report["install"]), None)
+    return {
+        "version": di.__version__,
+        "kpack_split": bool(di.KPACK_SPLIT),
+        "topology": root,
+        "offered_targets": list(di.AVAILABLE_TARGET_FAMILIES),
+        "gpus": gpus,
+        "devel": _devel_state(),
+        "missing": sorted({name for report in gpus for name in report["missing"]}),
+        "install": install,
+        "ok": all(report["status"] == STATUS_COVERED for report in gpus),
+    }
+
+
+def _gpu_line(report):
+    owner = "" if report["owner"] in (None, report["target"]) else " (its packages: %s)" % report["owner"]
+    head = "GPU %s (KFD node %d)%s: " % (report["target"], report["node"], owner)
+    if report["status"] == STATUS_COVERED:
+        return head + "covered by " + ", ".join("%s %s" % (p["name"], p["version"]) for p in report["covered_by"])
+    if report["status"] == STATUS_MISSING:
+        return head + "missing %s; add it with: %s" % (", ".join(report["missing"]), report["install"])
+    return head + "this ROCm build has no device code for it (it offers %s)" % (
+        ", ".join(di.AVAILABLE_TARGET_FAMILIES) or "none"
+    )
+
+
+def render_text(report):
+    """The report as `rocm-sdk doctor` prints it."""
+    mode = "kpack-split" if report["kpack_split"] else "legacy"
+    lines = ["ROCm %s (%s build), GPUs from %s" % (report["version"], mode, report["topology"])]
+    if not report["gpus"]:
+        lines.append("no GPU found: nothing needs device code")
+    lines += [_gpu_line(gpu) for gpu in report["gpus"]]
+    devel = report["devel"]
+    if devel.get("error"):
+        lines.append("devel: " + devel["error"])
+    elif not devel["installed"]:
+        lines.append("devel: not installed (add it with: pip install 'rocm[devel]')")
+    elif devel["expanded"]:
+        lines.append("devel: installed, expanded at %s" % devel["root"])
+    else:
+        lines.append("devel: installed, not expanded yet (`rocm-sdk init` expands it)")
+    if report["install"]:
+        lines.append("to add what is missing: " + report["install"])
+    elif report["ok"]:
+        lines.append("everything this machine's GPUs need is installed")
+    return "\n".join(lines) + "\n"
+
+
+def missing_device_code_message(root=None):
+    """The runtime's warning, or None (SPEC §4): only in a kpack-split install (its
+    libraries package installed) on a machine with a GPU whose target the build offers
+    and whose device package is not installed. Targets the build does not offer are
+    `rocm-sdk doctor`'s to report: there is nothing to install for them."""
+    if not di.KPACK_SPLIT or not di.ALL_PACKAGES["libraries"].is_installed():
+        return None
+    root = _kfd_topology.topology_root() if root is None else root
+    gpus = [_kpack_gpu(agent) for agent in _kfd_topology.detect_agents(root)]
+    missing = [gpu for gpu in gpus if gpu["status"] == STATUS_MISSING]
+    if not missing:
+        return None
+    names = ", ".join("%s (KFD node %d)" % (gpu["target"], gpu["node"]) for gpu in missing)
+    return (
+        "no ROCm device package is installed for the GPU %s of this machine, so the ROCm libraries "
+        "cannot run kernels on it (hipErrorInvalidImage); add it with: %s (`rocm-sdk doctor` says more)"
+        % (names, pip_line([gpu["extra"] for gpu in missing]))
+    )
+
+
+def warn_once(emit):
+    """Calls `emit(message)` with the missing-device-code message, once per process and
+    only when there is one. Never raises: a check that fails is logged and skipped."""
+    global _WARNED
+    if _WARNED:
+        return
+    _WARNED = True
+    try:
+        message = missing_device_code_message()
+    except Exception as error:  # A diagnosis must never break the program it runs in.
+        di._log("cannot check the GPUs' device packages: %s" % error)
+        return
+    if message is not None:
+        emit(message)
+
+
+def warn_on_stderr(program):
+    """`warn_once` for a console script: one `{program}: warning: ...` line on stderr."""
+    warn_once(lambda message: print("%s: warning: %s" % (program, message), file=sys.stderr))
+
+
+def exit_code(report):
+    return 0 if report["ok"] else 1
+
+
+def _json(report):
+    import json
+
+    return json.dumps(report, indent=2, sort_keys=True) + "\n"
+
+
+def run(as_json=False, out=None):
+    """`rocm-sdk doctor [--json]`: prints the report; returns 0 when every GPU is covered."""
+    out = sys.stdout if out is None else out
+    report = diagnose()
+    out.write(_json(report) if as_json else render_text(report))
+    return exit_code(report)
+
+
