@@ -438,6 +438,20 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_block_goes_above_what_relocations_reach() {
+        let space = AddressSpace { page: 0x1000, occupied: vec![load(0, 0x7990), load(0x8dd8, 0x1b70)] };
+        let mut reach = Reach::default();
+        reach.include(0x9000, 15_030);
+        let shape = |writable| BlockShape { len: 0x300, table: TablePlace::GrownInPlace, writable };
+        // Offset 0x9480 keeps its place in the page (0x480) wherever the block goes.
+        assert_eq!(above(&space, 0x9480, shape(true), &reach), Some(0xb480));
+        assert_eq!(above(&space, 0x9480, shape(false), &reach), Some(0xd480));
+        // A reach too far to honour is left to the lint: the block still goes somewhere.
+        reach.include(u64::MAX - 1, 0);
+        assert_eq!(above(&space, 0x9480, shape(false), &reach), Some(0xb480));
+    }
+
+    #[test]
     fn page_sizes_follow_the_machine() {
         assert_eq!(page_size(62), 0x1000);
         assert_eq!(page_size(EM_AARCH64), 0x10000);

@@ -35,7 +35,7 @@ impl Reach {
         self.span.map_or(0, |(_, highest)| highest.saturating_add(1))
     }
 
-    fn include(&mut self, offset: u64, size: u64) {
+    pub(crate) fn include(&mut self, offset: u64, size: u64) {
         let end = offset.saturating_add(size);
         self.span = Some(match self.span {
             None => (offset, end),
