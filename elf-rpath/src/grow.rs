@@ -9,7 +9,7 @@
 //!  +-------------------+ 0           +-------------------+ 0
 //!  | ELF header        |             | ELF header        | e_phnum + 1 (e_phoff -> copy if moved)
 //!  | PHT (n entries)   |  first      | PHT (n+1 entries) | grown in place over unused bytes, or
-//!  | .dynsym .dynstr   |  PT_LOAD    | .dynsym .dynstr   | left unused; the first PT_LOAD of a
+//!  | .dynsym .dynstr   |  PT_LOAD    | .dynsym .dynstr   | moved; the first PT_LOAD of a
 //!  | .text ...         |             | .text ...         | non-PIE executable stays read-only
 //!  | .dynamic          |  RW load,   | .dynamic          | rewritten in place when its slots take
 //!  | .got ...          |  RELRO      | .got ...          | the RPATH entry: still RELRO, still RW
@@ -27,10 +27,13 @@
 //! - `V` is free address space congruent to `O` modulo the page size: above the memory
 //!   image, in a hole of it, or below a non-PIE program's image (`layout` chooses, keeping
 //!   old kernels' `AT_PHDR` rule where a program needs it). The file grows by the block plus
-//!   less than 16 bytes, however far its segments are spread in memory (a PIE whose `.bss`
-//!   reaches past the end of the file and whose table must move is the one exception).
+//!   less than 16 bytes, however far its segments are spread in memory (the exceptions, in
+//!   `layout`: a table in the block of a file without `PT_PHDR`, and a PIE whose image
+//!   reaches past the end of the file when its table must move).
 //! - The program header table grows in place when the bytes after it are unused (an earlier
-//!   patchelf run leaves such room); otherwise its copy opens the block.
+//!   patchelf run leaves such room), or moves into the unused tail of a read-only load's
+//!   last page, which grows to map it (`layout::table_place`); otherwise its copy opens
+//!   the block.
 //! - `.dynamic` stays where it is whenever its slots take the new entries (GNU ld leaves
 //!   spare `DT_NULL`s, and an existing RPATH/RUNPATH entry is retagged): it keeps its
 //!   `PT_GNU_RELRO` protection and its writable load. Otherwise it moves into the block,
