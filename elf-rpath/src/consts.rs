@@ -24,6 +24,7 @@ pub const PT_DYNAMIC: u32 = 2;
 pub const PT_INTERP: u32 = 3;
 pub const PT_NOTE: u32 = 4;
 pub const PT_PHDR: u32 = 6;
+pub const PF_X: u32 = 1;
 pub const PF_W: u32 = 2;
 pub const PF_R: u32 = 4;
 
@@ -46,8 +47,12 @@ pub const DF_1_PIE: u64 = 0x0800_0000;
 
 pub const SHT_SYMTAB: u32 = 2;
 pub const SHT_STRTAB: u32 = 3;
+pub const SHT_RELA: u32 = 4;
 pub const SHT_DYNAMIC: u32 = 6;
 pub const SHT_NOBITS: u32 = 8;
+pub const SHT_REL: u32 = 9;
 pub const SHT_DYNSYM: u32 = 11;
 pub const SHF_WRITE: u64 = 1;
 pub const SHF_ALLOC: u64 = 2;
+/// `st_shndx` of an absolute symbol (aarch64's GNU ld defines `_DYNAMIC` so).
+pub const SHN_ABS: u16 = 0xfff1;

@@ -1,68 +1,89 @@
 //! The grown layout: when the new RPATH does not fit in place, append one new `PT_LOAD`
-//! holding copies of the program header table, `.dynamic` and `.dynstr`, and repoint the
-//! headers at the copies. Every original byte keeps its offset, so the edit is a few
-//! same-length overwrites plus an appended block, which `SplicedReader` streams.
+//! holding a copy of `.dynstr` with the RPATH added (and, when they cannot stay, the program
+//! header table and `.dynamic`), and repoint the headers at the copies. Every original byte
+//! keeps its offset, so the edit is a few same-length overwrites plus an appended block,
+//! which `SplicedReader` streams.
 //!
 //! ```text
 //!  before                            after
 //!  +-------------------+ 0           +-------------------+ 0
-//!  | ELF header        |             | ELF header        | e_phoff -> new PHT, e_phnum + 1
-//!  | PHT (n entries)   |  first      | old PHT (unused)  |
-//!  | .dynsym .dynstr   |  PT_LOAD    | .dynsym .dynstr   | untouched, so the first PT_LOAD of a
+//!  | ELF header        |             | ELF header        | e_phnum + 1 (e_phoff -> copy if moved)
+//!  | PHT (n entries)   |  first      | PHT (n+1 entries) | grown in place over unused bytes, or
+//!  | .dynsym .dynstr   |  PT_LOAD    | .dynsym .dynstr   | moved; the first PT_LOAD of a
 //!  | .text ...         |             | .text ...         | non-PIE executable stays read-only
-//!  | .dynamic          |  RW load    | old .dynamic      | no longer referenced
+//!  | .dynamic          |  RW load,   | .dynamic          | rewritten in place when its slots take
+//!  | .got ...          |  RELRO      | .got ...          | the RPATH entry: still RELRO, still RW
 //!  | .data ...         |             | .data ...         |
-//!  | section headers   |             | section headers   | .dynamic/.dynstr headers -> copies
+//!  | section headers   |             | section headers   | .dynstr (.dynamic) headers -> copies
 //!  +-------------------+ end         +-------------------+ old end
-//!                                    | zero padding      | less than a page, up to O
-//!                                    +-------------------+ O   (page aligned)
-//!                                    | PHT (n+1 entries) | <- PT_PHDR; new PT_LOAD (R+W) covers
-//!                                    | .dynamic copy     | <- PT_DYNAMIC; O..new end at vaddr V
+//!                                    | < 16 bytes of 0   |
+//!                                    +-------------------+ O
+//!                                    | PHT (n+1 entries) | <- PT_PHDR, if it could not grow in place
+//!                                    | .dynamic copy     | <- PT_DYNAMIC, if it could not stay
 //!                                    | .dynstr + RPATH   | <- DT_STRTAB, DT_STRSZ, DT_RPATH
-//!                                    +-------------------+ new end
+//!                                    +-------------------+ new end; new PT_LOAD maps O.. at V
 //! ```
 //!
 //! - `V` is free address space congruent to `O` modulo the page size: above the memory
-//!   image or in a hole of it (`layout` chooses, keeping old kernels' `AT_PHDR` rule where
-//!   a program needs it). The file grows by the block plus less than a page, however far
-//!   its segments are spread in memory (a program whose `.bss` reaches past the end of the
-//!   file is the one exception: see `layout`).
-//! - The new `PT_LOAD` is writable when it holds `.dynamic`: ld.so writes `DT_DEBUG`, and
-//!   glibc before 2.35 relocates `.dynamic` entries in place. `.dynamic` stays where it is
-//!   (and the new load is read-only) when it is alone in a load an earlier tool made for it
-//!   and its slots take the new entries. The new load is listed among the loads in address
-//!   order (ld.so and the kernel size the mapping from the first and last).
+//!   image, in a hole of it, or below a non-PIE program's image (`layout` chooses, keeping
+//!   old kernels' `AT_PHDR` rule where a program needs it). The file grows by the block plus
+//!   less than 16 bytes, however far its segments are spread in memory (the exceptions, in
+//!   `layout`: a table in the block of a file without `PT_PHDR`, and a PIE whose image
+//!   reaches past the end of the file when its table must move).
+//! - The program header table grows in place when the bytes after it are unused (an earlier
+//!   patchelf run leaves such room), or moves into the unused tail of a read-only load's
+//!   last page, which grows to map it (`layout::table_place`); otherwise its copy opens
+//!   the block.
+//! - `.dynamic` stays where it is whenever its slots take the new entries (GNU ld leaves
+//!   spare `DT_NULL`s, and an existing RPATH/RUNPATH entry is retagged): it keeps its
+//!   `PT_GNU_RELRO` protection and its writable load. Otherwise it moves into the block,
+//!   which is then writable: ld.so writes `DT_DEBUG`, and glibc before 2.35 relocates
+//!   `.dynamic` entries in place. A read-only block stays clear of what relocations reach
+//!   (`reach`). The new load is listed among the loads in address order (ld.so and the
+//!   kernel size the mapping from the first and last).
 //! - The old `.dynstr` bytes are copied unchanged and the RPATH appended after them, so every
 //!   existing string offset (NEEDED, SONAME, symbol and version names) stays valid.
 //! - The section headers of `.dynamic` and `.dynstr`, and the symbols defined in them
 //!   (`_DYNAMIC`, section symbols), follow the copies (`symbols`), so `eu-elflint` finds the
 //!   file as consistent as before. A writable load that an earlier grown layout (ours or
-//!   patchelf's) left holding only the old tables becomes read-only.
+//!   patchelf's) left holding only the old tables becomes read-only, unless a relocation
+//!   reaches into it.
 //! - Works the same on a file whose table an earlier patchelf run already moved: `e_phoff`
 //!   is read wherever it points, and the copy is made from there.
 //!
 //! Owns: the grown layout. Does not own: choosing it (`rpath`).
 
-use super::layout::{self, align_up};
+use super::layout::{self, align_up, BlockShape, TablePlace};
 use super::parse::{
     Dynamic, ElfFile, ProgramHeader, SectionHeader, DT_STRSZ, DT_STRTAB, PF_R, PF_W, PT_DYNAMIC, PT_LOAD, PT_PHDR,
     SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_NOBITS, SHT_STRTAB,
 };
 use super::patch::{diff_patch, encode_dynamic, sorted_patches, with_rpath};
+use super::reach::{relocation_reach, Reach};
 use super::source::Source;
 use super::splice::EditStrategy;
 use super::symbols::{moved_symbol_patches, MovedSection};
 use super::{ElfError, Refusal, RpathEdit};
 
+/// The size of one program header (Elf64_Phdr).
+const PHDR_SIZE: u64 = 56;
+
+/// Where `.dynamic` is after the edit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DynamicPlace {
+    /// Rewritten where it is: its slots take the new entries.
+    Kept,
+    /// Copied, with one more slot, into the block.
+    InBlock,
+}
+
 /// The appended block's contents, laid out from offset 0 of the block.
 struct Block {
     phnum: u16,
+    table: TablePlace,
+    /// The new table's size (`phnum` entries), wherever it is.
     pht_size: u64,
-    /// Whether `.dynamic` moves into the block. It stays, rewritten where it is, when its
-    /// slots take the new entries and it is the only writable section of its load: a load
-    /// an earlier grown layout (ours or patchelf's) made for it, which would otherwise be
-    /// left writable with nothing writable in it.
-    moves_dynamic: bool,
+    dynamic: DynamicPlace,
     dynamic_at: u64,
     dynamic_size: u64,
     slots: u64,
@@ -83,10 +104,12 @@ pub(crate) fn plan_grown(
     let Some((dynstr_offset, dynstr)) = &elf.dynstr else {
         return Err(refuse("the dynamic section has no DT_STRTAB to extend".into()));
     };
-    let keep_dynamic = alone_in_its_load(elf, dynamic, sections);
-    let block = block_layout(elf, dynamic, dynstr, rpath, keep_dynamic)
+    let table = layout::table_place(source.len(), elf, dynamic, sections);
+    let block = block_layout(elf, dynamic, dynstr, rpath, table)
         .ok_or_else(|| refuse("too many program headers to add one".into()))?;
-    let place = layout::place_block(source, elf, block.len)?;
+    let reach = relocation_reach(source, sections)?;
+    let shape = BlockShape { len: block.len, table, writable: block.dynamic == DynamicPlace::InBlock };
+    let place = layout::place_block(source, elf, shape, &reach)?;
     let mut entries = with_rpath(&dynamic.entries, dynstr.len() as u64);
     for entry in &mut entries {
         match entry.tag {
@@ -96,28 +119,41 @@ pub(crate) fn plan_grown(
         }
     }
     let moved = moved_sections(sections, dynamic, *dynstr_offset, &block, place.vaddr);
-    let phdrs = new_program_headers(elf, sections, &moved, &block, place);
+    let phdrs = new_program_headers(elf, sections, &moved, &block, place, &reach);
+    let table_bytes: Vec<u8> = phdrs.iter().flat_map(|phdr| phdr.to_elf64_le()).collect();
 
     let padding = place.offset - source.len();
     let mut appended = vec![0u8; padding as usize];
     appended.reserve(block.len as usize);
-    for phdr in &phdrs {
-        appended.extend_from_slice(&phdr.to_elf64_le());
-    }
     let mut patches = Vec::new();
-    if block.moves_dynamic {
-        appended.resize((padding + block.dynamic_at) as usize, 0);
-        appended.extend_from_slice(&encode_dynamic(&entries, block.slots));
-    } else {
-        let old = encode_dynamic(&dynamic.entries, dynamic.slots);
-        patches.extend(diff_patch(dynamic.offset, &old, &encode_dynamic(&entries, dynamic.slots)));
+    let table_offset = match block.table {
+        TablePlace::InBlock => {
+            appended.extend_from_slice(&table_bytes);
+            place.offset
+        }
+        TablePlace::GrownInPlace => elf.header.phoff,
+        TablePlace::InSlack { offset, .. } => offset,
+    };
+    if block.table != TablePlace::InBlock {
+        let old = source.read(table_offset, block.pht_size, "program header table")?;
+        patches.extend(diff_patch(table_offset, &old, &table_bytes));
+    }
+    match block.dynamic {
+        DynamicPlace::InBlock => {
+            appended.resize((padding + block.dynamic_at) as usize, 0);
+            appended.extend_from_slice(&encode_dynamic(&entries, block.slots));
+        }
+        DynamicPlace::Kept => {
+            let old = encode_dynamic(&dynamic.entries, dynamic.slots);
+            patches.extend(diff_patch(dynamic.offset, &old, &encode_dynamic(&entries, dynamic.slots)));
+        }
     }
     appended.resize((padding + block.dynstr_at) as usize, 0);
     appended.extend_from_slice(&block.dynstr);
 
     let old_header = source.read(0, 64, "ELF header")?;
     let mut new_header = old_header.clone();
-    new_header[32..40].copy_from_slice(&place.offset.to_le_bytes());
+    new_header[32..40].copy_from_slice(&table_offset.to_le_bytes());
     new_header[56..58].copy_from_slice(&block.phnum.to_le_bytes());
     patches.extend(diff_patch(0, &old_header, &new_header));
     for section in moved.iter().filter(|section| section.moves) {
@@ -143,45 +179,40 @@ pub(crate) fn plan_grown(
     })
 }
 
-/// Block layout: PHT, then `.dynamic` (16-aligned) if it moves, then `.dynstr` with the
-/// RPATH appended. The old `.dynstr` is copied unchanged, so every existing string offset
-/// stays valid.
-fn block_layout(elf: &ElfFile, dynamic: &Dynamic, dynstr: &[u8], rpath: &str, keep_dynamic: bool) -> Option<Block> {
+/// Block layout: the table copy if it moves, then `.dynamic` (16-aligned) if it moves,
+/// then `.dynstr` with the RPATH appended. The old `.dynstr` is copied unchanged, so every
+/// existing string offset stays valid.
+fn block_layout(elf: &ElfFile, dynamic: &Dynamic, dynstr: &[u8], rpath: &str, table: TablePlace) -> Option<Block> {
     let count = elf.phdrs.len() + 1;
     // 0xffff would mean "the count is elsewhere" (PN_XNUM).
     let phnum = u16::try_from(count).ok().filter(|phnum| *phnum < 0xffff)?;
-    let pht_size = count as u64 * 56;
+    let pht_size = count as u64 * PHDR_SIZE;
     let entries = with_rpath(&dynamic.entries, dynstr.len() as u64).len() as u64;
     // One DT_NULL must stay to end the array.
-    let moves_dynamic = entries + 1 > dynamic.slots || !keep_dynamic;
+    let place = if entries < dynamic.slots { DynamicPlace::Kept } else { DynamicPlace::InBlock };
     let slots = dynamic.slots.max(entries + 1);
-    let (dynamic_at, dynamic_size) = if moves_dynamic { (align_up(pht_size, 16)?, slots * 16) } else { (pht_size, 0) };
+    let table_len = if table == TablePlace::InBlock { pht_size } else { 0 };
+    let (dynamic_at, dynamic_size) = match place {
+        DynamicPlace::InBlock => (align_up(table_len, 16)?, slots * 16),
+        DynamicPlace::Kept => (table_len, 0),
+    };
     let dynstr_at = dynamic_at + dynamic_size;
     let mut new_dynstr = dynstr.to_vec();
     new_dynstr.extend_from_slice(rpath.as_bytes());
     new_dynstr.push(0);
     let len = dynstr_at + new_dynstr.len() as u64;
-    Some(Block { phnum, pht_size, moves_dynamic, dynamic_at, dynamic_size, slots, dynstr_at, dynstr: new_dynstr, len })
-}
-
-/// Whether `.dynamic` is the only writable section of the load that maps it. Unknown
-/// (no section headers) counts as no: the table then moves, as it always may.
-fn alone_in_its_load(elf: &ElfFile, dynamic: &Dynamic, sections: &[SectionHeader]) -> bool {
-    let Some(load) = elf.phdrs.iter().find(|phdr| {
-        phdr.p_type == PT_LOAD
-            && phdr.offset <= dynamic.offset
-            && dynamic.offset < phdr.offset.saturating_add(phdr.filesz)
-    }) else {
-        return false;
-    };
-    let inside = |addr: u64| addr >= load.vaddr && addr < load.vaddr.saturating_add(load.memsz);
-    let mut writable = sections.iter().filter(|section| {
-        section.flags & (SHF_ALLOC | SHF_WRITE) == SHF_ALLOC | SHF_WRITE
-            && (section.size > 0 || section.sh_type == SHT_NOBITS)
-            && inside(section.addr)
-    });
-    let only_dynamic = writable.all(|section| section.sh_type == SHT_DYNAMIC && section.offset == dynamic.offset);
-    !sections.is_empty() && only_dynamic
+    Some(Block {
+        phnum,
+        table,
+        pht_size,
+        dynamic: place,
+        dynamic_at,
+        dynamic_size,
+        slots,
+        dynstr_at,
+        dynstr: new_dynstr,
+        len,
+    })
 }
 
 /// The `.dynamic` and `.dynstr` section headers that describe the tables being copied, and
@@ -202,7 +233,7 @@ fn moved_sections(
             && section.flags & SHF_ALLOC != 0
             && Some(section.addr) == old_strtab
             && section.offset == dynstr_offset;
-        if is_dynamic && !block.moves_dynamic {
+        if is_dynamic && block.dynamic == DynamicPlace::Kept {
             moved.push(MovedSection {
                 index,
                 old_addr: section.addr,
@@ -226,21 +257,25 @@ fn moved_sections(
     moved
 }
 
-/// The new table: `PT_PHDR` and `PT_DYNAMIC` point into the block, the block's `PT_LOAD`
-/// sits among the loads in address order (ld.so and the kernel size the mapping from the
-/// first and last), and a writable load left without a writable section loses `PF_W`.
+/// The new table: `PT_PHDR` and `PT_DYNAMIC` describe the moved tables, the block's
+/// `PT_LOAD` sits among the loads in address order (ld.so and the kernel size the mapping
+/// from the first and last), and a writable load left without a writable section loses
+/// `PF_W` unless a relocation reaches into it (eu-elflint would call that a text
+/// relocation). Every other flag stays as the linker set it.
 fn new_program_headers(
     elf: &ElfFile,
     sections: &[SectionHeader],
     moved: &[MovedSection],
     block: &Block,
     place: layout::Placement,
+    reach: &Reach,
 ) -> Vec<ProgramHeader> {
+    let dynamic_moves = block.dynamic == DynamicPlace::InBlock;
     // Writable when it holds `.dynamic`: ld.so writes DT_DEBUG, and glibc before 2.35
     // relocates `.dynamic` entries in place.
     let new_load = ProgramHeader {
         p_type: PT_LOAD,
-        flags: if block.moves_dynamic { PF_R | PF_W } else { PF_R },
+        flags: if dynamic_moves { PF_R | PF_W } else { PF_R },
         offset: place.offset,
         vaddr: place.vaddr,
         paddr: place.vaddr,
@@ -253,6 +288,10 @@ fn new_program_headers(
         .or_else(|| elf.phdrs.iter().rposition(|phdr| phdr.p_type == PT_LOAD).map(|last| last + 1))
         .unwrap_or(elf.phdrs.len());
     let first_load = elf.phdrs.iter().position(|phdr| phdr.p_type == PT_LOAD);
+    let slack = match block.table {
+        TablePlace::InSlack { load, offset } => Some((load, offset)),
+        TablePlace::GrownInPlace | TablePlace::InBlock => None,
+    };
     let mut phdrs = Vec::with_capacity(elf.phdrs.len() + 1);
     for (index, phdr) in elf.phdrs.iter().enumerate() {
         if index == insert_at {
@@ -260,15 +299,35 @@ fn new_program_headers(
         }
         let mut phdr = *phdr;
         match phdr.p_type {
-            PT_PHDR => place_segment(&mut phdr, place.offset, place.vaddr, block.pht_size),
-            PT_DYNAMIC if block.moves_dynamic => place_segment(
+            PT_PHDR => match block.table {
+                TablePlace::InBlock => place_segment(&mut phdr, place.offset, place.vaddr, block.pht_size),
+                TablePlace::InSlack { load, offset } => {
+                    let holder = &elf.phdrs[load];
+                    place_segment(&mut phdr, offset, holder.vaddr + (offset - holder.offset), block.pht_size)
+                }
+                TablePlace::GrownInPlace => {
+                    phdr.filesz = block.pht_size;
+                    phdr.memsz = block.pht_size;
+                }
+            },
+            // The load whose unused tail now holds the table maps it.
+            PT_LOAD if slack.is_some_and(|(load, _)| load == index) => {
+                let table_end = slack.map_or(0, |(_, offset)| offset + block.pht_size);
+                phdr.filesz = table_end - phdr.offset;
+                phdr.memsz = phdr.filesz;
+            }
+            PT_DYNAMIC if dynamic_moves => place_segment(
                 &mut phdr,
                 place.offset + block.dynamic_at,
                 place.vaddr + block.dynamic_at,
                 block.dynamic_size,
             ),
             // The first load never changes (a non-PIE program's must stay as linked).
-            PT_LOAD if Some(index) != first_load && left_without_writable_section(&phdr, sections, moved) => {
+            PT_LOAD
+                if Some(index) != first_load
+                    && left_without_writable_section(&phdr, sections, moved)
+                    && !reach.touches(phdr.vaddr, phdr.vaddr.saturating_add(phdr.memsz)) =>
+            {
                 phdr.flags &= !PF_W;
             }
             _ => {}

@@ -9,7 +9,8 @@
 //! Modules: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy,
 //! in-place edit, self-check), `grow` (the appended-segment layout), `layout` (where the
 //! appended segment goes, and where loaders find the header table), `patch` (the dynamic
-//! tables' bytes, for both layouts), `symbols` (symbols that follow moved tables),
+//! tables' bytes, for both layouts), `reach` (where relocations write, by eu-elflint's
+//! measure), `symbols` (symbols that follow moved tables),
 //! `references` (who else points into `.dynstr`), `splice` (streaming an edit).
 
 pub mod consts;
@@ -17,6 +18,7 @@ mod grow;
 mod layout;
 mod parse;
 mod patch;
+mod reach;
 mod references;
 mod rpath;
 mod source;

@@ -28,7 +28,7 @@
 
 use super::layout;
 use super::parse::{
-    self, section_headers, DynEntry, Dynamic, ElfFile, ProgramHeader, DT_RPATH, DT_RUNPATH, PT_DYNAMIC, PT_LOAD,
+    self, section_headers, DynEntry, Dynamic, ElfFile, ProgramHeader, DT_RPATH, DT_RUNPATH, PF_W, PT_DYNAMIC, PT_LOAD,
 };
 use super::patch::{diff_patch, encode_dynamic, sorted_patches, with_rpath};
 use super::references::other_references_inside;
@@ -102,10 +102,7 @@ pub(crate) fn check_edit(base: &FileSource, before: &ElfFile, edit: &RpathEdit, 
         return Err(failed("its kind, SONAME, NEEDED or interpreter changed".into()));
     }
     check_loads(&edited, &after.phdrs).map_err(|error| failed(error.to_string()))?;
-    let first_load = |phdrs: &[ProgramHeader]| phdrs.iter().find(|phdr| phdr.p_type == PT_LOAD).copied();
-    if first_load(&before.phdrs) != first_load(&after.phdrs) {
-        return Err(failed("the first PT_LOAD changed".into()));
-    }
+    check_kept_loads(&before.phdrs, &after.phdrs).map_err(failed)?;
     // Where the kernel and ld.so find the program header table: what held before must hold
     // after. Only a program needs old kernels' `AT_PHDR` rule; a library whose table an
     // earlier tool moved elsewhere is edited as it is (SPEC §6).
@@ -127,6 +124,32 @@ pub(crate) fn check_edit(base: &FileSource, before: &ElfFile, edit: &RpathEdit, 
     let again = plan_edit(&edited, &after, rpath)?;
     if !again.is_unchanged() {
         return Err(failed("planning the same change again would change the file again".into()));
+    }
+    Ok(())
+}
+
+/// Every original `PT_LOAD` is still there: same offset, address and alignment, flags
+/// less at most `PF_W` (an emptied one), and sizes grown only by the same amount (a
+/// read-only load whose unused tail now holds the program header table). The first
+/// `PT_LOAD` does not become writable (kernels before 5.18 refuse such a program, SPEC §6):
+/// a block may become the first load only read-only.
+fn check_kept_loads(before: &[ProgramHeader], after: &[ProgramHeader]) -> Result<(), String> {
+    let loads =
+        |phdrs: &[ProgramHeader]| phdrs.iter().filter(|phdr| phdr.p_type == PT_LOAD).copied().collect::<Vec<_>>();
+    let (old, new) = (loads(before), loads(after));
+    let kept_as = |was: &ProgramHeader, now: &ProgramHeader| {
+        let place = |load: &ProgramHeader| (load.offset, load.vaddr, load.paddr, load.align);
+        let grown = now.filesz.checked_sub(was.filesz);
+        place(was) == place(now)
+            && (now.flags == was.flags || now.flags == was.flags & !PF_W)
+            && grown.is_some_and(|grown| now.memsz.checked_sub(was.memsz) == Some(grown))
+    };
+    if let Some(lost) = old.iter().find(|was| !new.iter().any(|now| kept_as(was, now))) {
+        return Err(format!("the PT_LOAD at {:#x} changed", lost.vaddr));
+    }
+    let writable = |loads: &[ProgramHeader]| loads.first().is_some_and(|first| first.flags & PF_W != 0);
+    if writable(&new) && !writable(&old) {
+        return Err("the first PT_LOAD became writable".into());
     }
     Ok(())
 }

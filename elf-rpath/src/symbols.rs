@@ -1,11 +1,12 @@
 //! Keeps symbol tables true when the grown layout moves `.dynamic` and `.dynstr`: a symbol
 //! defined in a moved section (`_DYNAMIC`, the section symbols) gets the section's new
-//! address, so `.symtab` and `.dynsym` agree with the program headers (`eu-elflint`
-//! checks that `_DYNAMIC` is `PT_DYNAMIC`'s address). patchelf leaves them stale.
+//! address, and so does an absolute `_DYNAMIC` (aarch64's form), so `.symtab` and `.dynsym`
+//! agree with the program headers (`eu-elflint` checks that `_DYNAMIC` is `PT_DYNAMIC`'s
+//! address). patchelf leaves them stale.
 //!
 //! Owns: those `st_value` patches. Does not own: the moves themselves (`grow`).
 
-use super::parse::{SectionHeader, SHT_DYNSYM, SHT_SYMTAB};
+use super::parse::{SectionHeader, SHN_ABS, SHT_DYNSYM, SHT_SYMTAB};
 use super::source::Source;
 use super::splice::BytePatch;
 use super::ElfError;
@@ -13,6 +14,7 @@ use super::ElfError;
 /// Symbols read per positioned read, so a large `.symtab` never sits in memory whole.
 const SYMBOLS_PER_READ: u64 = 4096;
 const SYMBOL_SIZE: u64 = 24;
+const STT_FILE: u8 = 4;
 
 /// One section whose symbols must point into it after the edit, by its index in the
 /// section header table.
@@ -66,9 +68,16 @@ fn new_value(
     symbol: &[u8],
     moved: &[MovedSection],
 ) -> Result<Option<u64>, ElfError> {
-    let shndx = usize::from(u16::from_le_bytes([symbol[6], symbol[7]]));
-    let Some(section) = moved.iter().find(|section| section.index == shndx) else { return Ok(None) };
+    let shndx = u16::from_le_bytes([symbol[6], symbol[7]]);
     let value = u64::from_le_bytes(symbol[8..16].try_into().unwrap_or_default());
+    // Every source file's STT_FILE symbol is absolute too: never `_DYNAMIC`, skipped unread.
+    if shndx == SHN_ABS && symbol[4] & 0xf != STT_FILE {
+        // aarch64's GNU ld defines `_DYNAMIC` as an absolute symbol, not in `.dynamic`.
+        let Some(dynamic) = moved.iter().find(|section| section.is_dynamic) else { return Ok(None) };
+        let follows = value != dynamic.new_addr && is_named_dynamic(source, names, symbol)?;
+        return Ok(follows.then_some(dynamic.new_addr));
+    }
+    let Some(section) = moved.iter().find(|section| section.index == usize::from(shndx)) else { return Ok(None) };
     let new = if (section.old_addr..=section.old_addr.saturating_add(section.old_size)).contains(&value) {
         section.new_addr.wrapping_add(value - section.old_addr)
     } else if section.is_dynamic && is_named_dynamic(source, names, symbol)? {

