@@ -84,6 +84,9 @@ mod tests {
     #[test]
     fn the_codec_versions_were_found_in_the_lock_file() {
         assert!(!CODEC_VERSIONS.contains("unknown"), "{CODEC_VERSIONS}");
-        assert!(CODEC_VERSIONS.starts_with("libdeflater 1.") && CODEC_VERSIONS.contains("libdeflate-sys 1."), "{CODEC_VERSIONS}");
+        assert!(
+            CODEC_VERSIONS.starts_with("libdeflater 1.") && CODEC_VERSIONS.contains("libdeflate-sys 1."),
+            "{CODEC_VERSIONS}"
+        );
     }
 }

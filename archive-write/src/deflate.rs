@@ -220,7 +220,12 @@ impl Pipeline {
 
     /// Queues one chunk of the current member (`last`: it ends the member); writes older
     /// results when the window is full.
-    pub fn push_chunk<W: Write + Seek>(&mut self, input: Vec<u8>, last: bool, zip: &mut ZipWriter<W>) -> io::Result<()> {
+    pub fn push_chunk<W: Write + Seek>(
+        &mut self,
+        input: Vec<u8>,
+        last: bool,
+        zip: &mut ZipWriter<W>,
+    ) -> io::Result<()> {
         let member = self.queue.back_mut().ok_or_else(|| io::Error::other("chunk without a member"))?;
         member.push(input, last)?;
         self.n_chunks += 1;

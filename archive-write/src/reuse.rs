@@ -69,7 +69,9 @@ pub fn try_copy<'a, E>(
     read_error: impl Fn(std::io::Error) -> E,
 ) -> Result<Option<Copy>, E> {
     let Some(previous) = previous else { return Ok(None) };
-    let Some(candidate) = previous.candidate(&header.name, header.fingerprint, methods(header)) else { return Ok(None) };
+    let Some(candidate) = previous.candidate(&header.name, header.fingerprint, methods(header)) else {
+        return Ok(None);
+    };
     if known_len.is_some_and(|len| len != candidate.size()) {
         return Ok(None);
     }
@@ -77,7 +79,12 @@ pub fn try_copy<'a, E>(
     if !candidate.matches(&digest, crc) {
         return Ok(None);
     }
-    Ok(previous.verified_copy(&candidate).map(|(sums, source)| Copy { method: candidate.method(), sums, source, digest }))
+    Ok(previous.verified_copy(&candidate).map(|(sums, source)| Copy {
+        method: candidate.method(),
+        sums,
+        source,
+        digest,
+    }))
 }
 
 /// The methods a member coded as `header` asks may have: a deflated member is stored

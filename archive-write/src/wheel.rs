@@ -13,8 +13,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::atomic::{AtomicFile, Hashed, HashingWriter};
-use super::codec::fingerprint;
 use super::chunk::{Coding, CHUNK_SIZE};
+use super::codec::fingerprint;
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
@@ -274,14 +274,7 @@ fn write_members<W: Write + std::io::Seek>(
                     pipeline.begin(header, member_coding, size_bound);
                     let reader = open_member(data)?;
                     let progress = Some((progress, file_name));
-                    counts.add_compressed(stream_member(
-                        &mut pipeline,
-                        zip,
-                        reader,
-                        known_len(data),
-                        progress,
-                        dest,
-                    )?);
+                    counts.add_compressed(stream_member(&mut pipeline, zip, reader, known_len(data), progress, dest)?);
                 }
             }
         }
