@@ -8,10 +8,10 @@
 //! Owns: reading deflate block structure. Does not own: coding (`deflate`), whose output
 //! is the only input here; an invalid stream is an error, never a panic.
 //!
-//! The walk costs a few percent of coding the chunk: the symbols of every block must be
+//! The walk costs about a tenth of coding the chunk: the symbols of every block must be
 //! decoded to find where it ends (deflate has no block lengths), so the hot loop keeps
-//! its bit buffer in locals and decodes a literal or a whole match per step with no
-//! branch between the two.
+//! its bit buffer in locals and takes a literal, or a length with its distance, per
+//! table lookup.
 
 use std::io;
 
@@ -381,13 +381,18 @@ impl Tables {
                 break;
             }
             let code_bits = u32::from(entry & 63);
+            // A literal's step must not wait for a distance lookup: the branch costs less
+            // than the load would (measured: a quarter less time on ROCm libraries).
+            if entry < LENGTH {
+                buffer >>= code_bits;
+                count -= code_bits;
+                continue;
+            }
             let distance = self.distance_table[((buffer >> code_bits) & ((1 << DISTANCE_BITS) - 1)) as usize];
-            // 1 for a length, 0 for a literal, which then consumes no distance bits.
-            let is_length = u32::from(entry >> 6);
-            if distance == SLOW && is_length == 1 {
+            if distance == SLOW {
                 break;
             }
-            let step = code_bits + u32::from(distance & 63) * is_length;
+            let step = code_bits + u32::from(distance & 63);
             buffer >>= step;
             count -= step;
         }
