@@ -1,5 +1,5 @@
-//! Records the versions of the deflate crates this build links (flate2 and its zlib-rs
-//! backend), read from the workspace's Cargo.lock: they are part of the codec
+//! Records the versions of the deflate crates this build links (libdeflater and the
+//! libdeflate C library its `libdeflate-sys` builds), read from the workspace's Cargo.lock: they are part of the codec
 //! fingerprint stored in every wheel (`codec`), so wheels written by another compressor
 //! version are never taken as copies of what this one would write (SPEC §8).
 
@@ -20,5 +20,9 @@ fn main() {
             // `codec`); the probe still tells compressors apart.
             .unwrap_or_else(|| "unknown".to_owned())
     };
-    println!("cargo:rustc-env=ARCHIVE_WRITE_CODEC=flate2 {} zlib-rs {}", version("flate2"), version("zlib-rs"));
+    println!(
+        "cargo:rustc-env=ARCHIVE_WRITE_CODEC=libdeflater {} libdeflate-sys {}",
+        version("libdeflater"),
+        version("libdeflate-sys")
+    );
 }

@@ -3,18 +3,19 @@
 //! later run copies a member's coded bytes only when its own fingerprint for the member's
 //! coding is the same, so the output stays what a cold run writes.
 //!
-//! Owns: what goes into the fingerprint: the coding and level, the chunking constants,
-//! the versions of the deflate crates linked (from Cargo.lock, `build.rs`), and the bytes
-//! the compressor actually makes of a fixed probe (a compressor that codes differently
+//! Owns: what goes into the fingerprint: the coding and level, the chunking constants and
+//! the store rule, the versions of the deflate crates linked (libdeflate, from Cargo.lock,
+//! `build.rs`), and the bytes the compressor actually makes of a fixed probe, as a chunk
+//! that ends its member and as one made continuable (a compressor that codes differently
 //! under the same version numbers still gets another fingerprint). Does not own: where
 //! the fingerprint is written (`zip`) or read back (`previous`).
 
 use std::sync::OnceLock;
 
-use super::deflate::{code_chunk, Coding, CHUNK_SIZE, DICTIONARY_SIZE};
+use super::chunk::{code_first_chunk, Coding, CHUNK_SIZE, MIN_GAIN_DIVISOR};
 
-/// Bump when the way members are cut, primed, flushed or ended changes.
-const LAYOUT_VERSION: u32 = 1;
+/// Bump when the way members are cut, coded, joined or ended changes.
+const LAYOUT_VERSION: u32 = 2;
 /// The deflate crates linked, as `build.rs` read them from Cargo.lock.
 const CODEC_VERSIONS: &str = env!("ARCHIVE_WRITE_CODEC");
 /// Bytes of the probe coded once per level per process (about a millisecond at level 9).
@@ -36,16 +37,16 @@ pub fn fingerprint(coding: Coding) -> u32 {
 fn compute(coding: Coding) -> u32 {
     let mut crc = crc32fast::Hasher::new();
     let settings = format!(
-        "rocm-packager archive-write layout {LAYOUT_VERSION}, chunk {CHUNK_SIZE}, dictionary {DICTIONARY_SIZE}, \
+        "rocm-packager archive-write layout {LAYOUT_VERSION}, chunk {CHUNK_SIZE}, stored below 1/{MIN_GAIN_DIVISOR}, \
          {CODEC_VERSIONS}, {coding:?}"
     );
     crc.update(settings.as_bytes());
-    let probe = probe();
-    let (dictionary, input) = probe.split_at(DICTIONARY_SIZE);
     // A probe that cannot be coded gives a fingerprint no coded member can have.
-    match code_chunk(input.to_vec(), dictionary, coding) {
-        Ok(chunk) => crc.update(&chunk.data),
-        Err(error) => crc.update(error.to_string().as_bytes()),
+    for last in [true, false] {
+        match code_first_chunk(probe(), coding, last) {
+            Ok(chunk) => crc.update(&chunk.data),
+            Err(error) => crc.update(error.to_string().as_bytes()),
+        }
     }
     crc.finalize()
 }
@@ -54,11 +55,11 @@ fn compute(coding: Coding) -> u32 {
 /// probe exercises literals, matches and the dictionary.
 fn probe() -> Vec<u8> {
     let mut state: u64 = 0x5EED_C0DE;
-    let mut out = Vec::with_capacity(DICTIONARY_SIZE + PROBE_LEN);
-    while out.len() < DICTIONARY_SIZE + PROBE_LEN {
+    let mut out = Vec::with_capacity(PROBE_LEN);
+    while out.len() < PROBE_LEN {
         state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         let noise = state >> 61 == 0;
-        for i in 0..(64 + (state >> 54) as usize).min(DICTIONARY_SIZE + PROBE_LEN - out.len()) {
+        for i in 0..(64 + (state >> 54) as usize).min(PROBE_LEN - out.len()) {
             state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             out.push(if noise { (state >> 56) as u8 } else { b"hipModuleLaunchKernel rocblas_gemm_ex "[i % 38] });
         }
@@ -83,6 +84,9 @@ mod tests {
     #[test]
     fn the_codec_versions_were_found_in_the_lock_file() {
         assert!(!CODEC_VERSIONS.contains("unknown"), "{CODEC_VERSIONS}");
-        assert!(CODEC_VERSIONS.starts_with("flate2 1.") && CODEC_VERSIONS.contains("zlib-rs 0."), "{CODEC_VERSIONS}");
+        assert!(
+            CODEC_VERSIONS.starts_with("libdeflater 1.") && CODEC_VERSIONS.contains("libdeflate-sys 1."),
+            "{CODEC_VERSIONS}"
+        );
     }
 }

@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub mod atomic;
+mod chunk;
 mod codec;
 mod deflate;
+mod final_block;
 mod member;
 mod metadata;
 mod options;

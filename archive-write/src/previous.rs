@@ -71,6 +71,14 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// The method the old member was coded with, which its copy keeps.
+    pub fn method(&self) -> Method {
+        match self.entry.method {
+            0 => Method::Stored,
+            _ => Method::Deflated,
+        }
+    }
+
     /// The size the new bytes must have.
     pub fn size(&self) -> u64 {
         self.line.size
@@ -118,12 +126,14 @@ impl Previous {
         Arc::clone(&self.file)
     }
 
-    /// The old member `name` if it was coded with `fingerprint` and `method` and RECORD
-    /// agrees with its entry; the caller then hashes the new bytes and asks [`Candidate::matches`].
-    pub fn candidate(&self, name: &str, fingerprint: u32, method: Method) -> Option<Candidate> {
+    /// The old member `name` if it was coded with `fingerprint`, in one of the `methods`
+    /// that coding gives (deflate stores what it cannot shrink), and RECORD agrees with its
+    /// entry; the caller then hashes the new bytes and asks [`Candidate::matches`].
+    pub fn candidate(&self, name: &str, fingerprint: u32, methods: &[Method]) -> Option<Candidate> {
         let entry = *self.entries.get(name)?;
         let line = *self.record.get(name)?;
-        let same_coding = entry.reuse.is_some_and(|(old, _)| old == fingerprint) && entry.method == method.code();
+        let same_coding = entry.reuse.is_some_and(|(old, _)| old == fingerprint)
+            && methods.iter().any(|method| method.code() == entry.method);
         (same_coding && line.size == entry.uncompressed).then(|| Candidate { name: name.to_owned(), entry, line })
     }
 

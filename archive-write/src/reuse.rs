@@ -11,10 +11,11 @@ use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
-use super::deflate::{CodedSource, MemberDigest, CHUNK_SIZE};
+use super::chunk::CHUNK_SIZE;
+use super::deflate::{CodedSource, MemberDigest};
 use super::member::{known_len, open_member, to_io};
 use super::previous::Previous;
-use super::zip::{EntryHeader, EntrySums};
+use super::zip::{EntryHeader, EntrySums, Method};
 use super::{Member, MemberData};
 
 /// Bytes of a wheel's members whose coded form was copied, and bytes coded by this run.
@@ -48,8 +49,10 @@ impl ReuseCounts {
     }
 }
 
-/// A member to copy: its final sums, where its coded bytes come from, and its digest.
+/// A member to copy: its method, final sums, where its coded bytes come from, and its
+/// digest.
 pub struct Copy {
+    pub method: Method,
     pub sums: EntrySums,
     pub source: Box<dyn CodedSource>,
     pub digest: MemberDigest,
@@ -66,7 +69,9 @@ pub fn try_copy<'a, E>(
     read_error: impl Fn(std::io::Error) -> E,
 ) -> Result<Option<Copy>, E> {
     let Some(previous) = previous else { return Ok(None) };
-    let Some(candidate) = previous.candidate(&header.name, header.fingerprint, header.method) else { return Ok(None) };
+    let Some(candidate) = previous.candidate(&header.name, header.fingerprint, methods(header)) else {
+        return Ok(None);
+    };
     if known_len.is_some_and(|len| len != candidate.size()) {
         return Ok(None);
     }
@@ -74,7 +79,21 @@ pub fn try_copy<'a, E>(
     if !candidate.matches(&digest, crc) {
         return Ok(None);
     }
-    Ok(previous.verified_copy(&candidate).map(|(sums, source)| Copy { sums, source, digest }))
+    Ok(previous.verified_copy(&candidate).map(|(sums, source)| Copy {
+        method: candidate.method(),
+        sums,
+        source,
+        digest,
+    }))
+}
+
+/// The methods a member coded as `header` asks may have: a deflated member is stored
+/// when deflate cannot shrink it (`chunk`).
+fn methods(header: &EntryHeader) -> &'static [Method] {
+    match header.method {
+        Method::Stored => &[Method::Stored],
+        Method::Deflated => &[Method::Deflated, Method::Stored],
+    }
 }
 
 /// What [`prehash`] found of one member's new bytes: their RECORD digest and CRC-32, or
@@ -94,7 +113,7 @@ pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[Entry
             if matches!(member.data, MemberData::DevelTar(_)) {
                 return None;
             }
-            let candidate = previous.candidate(&header.name, header.fingerprint, header.method)?;
+            let candidate = previous.candidate(&header.name, header.fingerprint, methods(header))?;
             if known_len(&member.data).is_some_and(|len| len != candidate.size()) {
                 return None;
             }
@@ -107,12 +126,12 @@ pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[Entry
 /// [`try_copy`] for a member whose bytes [`prehash`] hashed already.
 pub fn try_copy_hashed(previous: Option<&Previous>, header: &EntryHeader, hashed: (MemberDigest, u32)) -> Option<Copy> {
     let previous = previous?;
-    let candidate = previous.candidate(&header.name, header.fingerprint, header.method)?;
+    let candidate = previous.candidate(&header.name, header.fingerprint, methods(header))?;
     let (digest, crc) = hashed;
     if !candidate.matches(&digest, crc) {
         return None;
     }
-    previous.verified_copy(&candidate).map(|(sums, source)| Copy { sums, source, digest })
+    previous.verified_copy(&candidate).map(|(sums, source)| Copy { method: candidate.method(), sums, source, digest })
 }
 
 /// Reads `reader` to its end: its RECORD digest and CRC-32. `expected` sizes the buffer,

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::atomic::{AtomicFile, Hashed, HashingWriter};
+use super::chunk::{Coding, CHUNK_SIZE};
 use super::codec::fingerprint;
-use super::deflate::{self, Coding, FinishedMember, MemberDigest, Pipeline, CHUNK_SIZE, DICTIONARY_SIZE};
+use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
     check_platform_tag, file_name_version, normalize_dist_name, render_core_metadata, render_entry_points,
@@ -146,9 +147,10 @@ pub fn stage_wheel(
     uncompressed_bytes += record.len() as u64;
     reuse.add_compressed(record.len() as u64);
     let size_bound = deflate::size_bound(record.len() as u64);
-    let (parts, sums) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
-    let header = entry_header(names.record(), coding(options), false);
-    zip.write_entry(header, sums, size_bound, &parts).map_err(write_error)?;
+    let (data, sums, record_coding) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
+    let mut header = entry_header(names.record(), coding(options), false);
+    header.method = record_coding.method();
+    zip.write_entry(header, sums, size_bound, &[data]).map_err(write_error)?;
     let (buffered, _) = zip.finish().map_err(write_error)?;
     let (_, hashed) =
         buffered.into_inner().map_err(|error| write_error(error.into_error()))?.into_parts().map_err(write_error)?;
@@ -195,7 +197,8 @@ struct WriteContext<'a> {
 }
 
 /// Whether a member of this coding is worth copying: a stored member's copy costs what
-/// storing it does (xz devel tarballs are stored), so only deflated members are copied.
+/// storing it does (xz devel tarballs are stored), so only members to be deflated are
+/// copied (those deflate could not shrink too: copying spares coding their first chunk).
 fn worth_copying(coding: Coding) -> bool {
     coding != Coding::Stored
 }
@@ -250,7 +253,7 @@ fn write_members<W: Write + std::io::Seek>(
                     pipeline.begin(header, member_coding, size_bound);
                     let (reader, producer) =
                         tar::spawn_devel_tarball(scope, tar_spec, &member.name, progress, file_name);
-                    let streamed = stream_member(&mut pipeline, zip, reader, None, member_coding, None, dest);
+                    let streamed = stream_member(&mut pipeline, zip, reader, None, None, dest);
                     let produced = join_producer(producer, &member.name);
                     // A failing producer ends the stream early, so the reader saw no error; a
                     // failing reader (a full disk) makes the producer fail with a broken pipe,
@@ -271,15 +274,7 @@ fn write_members<W: Write + std::io::Seek>(
                     pipeline.begin(header, member_coding, size_bound);
                     let reader = open_member(data)?;
                     let progress = Some((progress, file_name));
-                    counts.add_compressed(stream_member(
-                        &mut pipeline,
-                        zip,
-                        reader,
-                        known_len(data),
-                        member_coding,
-                        progress,
-                        dest,
-                    )?);
+                    counts.add_compressed(stream_member(&mut pipeline, zip, reader, known_len(data), progress, dest)?);
                 }
             }
         }
@@ -298,11 +293,12 @@ fn join_producer(
 fn push_copy<W: Write + std::io::Seek>(
     pipeline: &mut Pipeline,
     zip: &mut ZipWriter<W>,
-    header: EntryHeader,
+    mut header: EntryHeader,
     size_bound: u64,
     copy: Copy,
     dest: &Path,
 ) -> Result<(), WriteError> {
+    header.method = copy.method;
     pipeline
         .push_copied(header, size_bound, copy.sums, copy.source, copy.digest, zip)
         .map_err(|error| from_io(error, dest, false))
@@ -315,35 +311,36 @@ fn stream_member<W: Write + std::io::Seek>(
     zip: &mut ZipWriter<W>,
     mut reader: impl Read,
     size_hint: Option<u64>,
-    coding: Coding,
     progress: Option<(&dyn Progress, &str)>,
     dest: &Path,
 ) -> Result<u64, WriteError> {
     let mut hasher = Sha256::new();
     let mut len = 0u64;
-    let mut dictionary = Vec::new();
-    loop {
+    let mut read = |len: u64| {
         let left = size_hint.map(|size| size.saturating_sub(len));
-        let buffer = read_chunk(&mut reader, left).map_err(|error| from_io(error, dest, true))?;
+        read_chunk(&mut reader, left).map_err(|error| from_io(error, dest, true))
+    };
+    // One chunk is read ahead, so each chunk is known to be its member's last or not when
+    // it is queued (only the last one keeps its final block); an empty member is one
+    // empty chunk.
+    let mut buffer = read(0)?;
+    loop {
         let n = buffer.len();
-        if n == 0 {
-            break;
-        }
         hasher.update(&buffer);
         len += n as u64;
         if let Some((progress, file_name)) = progress {
             progress.advance(file_name, n as u64);
         }
-        let next_dictionary = match coding {
-            Coding::Stored => Vec::new(),
-            Coding::Deflate { .. } => buffer[n.saturating_sub(DICTIONARY_SIZE)..].to_vec(),
+        let next = match n < CHUNK_SIZE {
+            true => Vec::new(),
+            false => read(len)?,
         };
-        pipeline
-            .push_chunk(buffer, std::mem::replace(&mut dictionary, next_dictionary), zip)
-            .map_err(|error| from_io(error, dest, false))?;
-        if n < CHUNK_SIZE {
+        let last = next.is_empty();
+        pipeline.push_chunk(buffer, last, zip).map_err(|error| from_io(error, dest, false))?;
+        if last {
             break;
         }
+        buffer = next;
     }
     pipeline
         .end(MemberDigest { sha256: hasher.finalize().into(), len })

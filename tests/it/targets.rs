@@ -239,6 +239,35 @@ fn member_owners(dist: &Path) -> BTreeMap<String, Vec<String>> {
     owners
 }
 
+/// Every member of every wheel, device wheels included, is deflated only where deflate
+/// shrinks it by at least 1 %, and stored otherwise (SPEC §5): the device wheels' kpack
+/// archives and small tables are stored. Python's zipfile reads every member back.
+#[test]
+fn members_deflate_only_when_it_gains() {
+    let build = build(true);
+    let mut stored_in_device_wheels = 0;
+    for wheel in wheels(&build.dist) {
+        let mut archive = zip::ZipArchive::new(fs_err::File::open(&wheel).expect("open wheel")).expect("zip");
+        for index in 0..archive.len() {
+            let member = archive.by_index_raw(index).expect("member");
+            let name = member.name().map(|name| name.to_string()).unwrap_or_default();
+            let (size, coded) = (member.size(), member.compressed_size());
+            match member.compression() {
+                zip::CompressionMethod::Stored => {
+                    assert_eq!(coded, size, "{name}");
+                    stored_in_device_wheels += usize::from(file_name(&wheel).starts_with("rocm_sdk_device_"));
+                }
+                zip::CompressionMethod::Deflated => assert!(coded * 100 <= size * 99, "{name}: {size} → {coded}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        let test =
+            "import sys, zipfile; bad = zipfile.ZipFile(sys.argv[1]).testzip(); sys.exit(bad and 'bad member: ' + bad)";
+        support::run(std::process::Command::new("python3").args(["-c", test]).arg(&wheel));
+    }
+    assert!(stored_in_device_wheels > 0, "no device wheel stores anything");
+}
+
 #[test]
 fn no_member_path_in_two_wheels() {
     for kpack_split in [false, true] {

@@ -43,8 +43,9 @@ pub fn file(name: &str, path: &Path, executable: bool) -> Member {
     Member { name: name.into(), data: packager::member::file(std::sync::Arc::from(path), len, None), executable }
 }
 
-/// A wheel with a Python package, a console script, a compiled executable, and a
-/// multi-chunk data file read from disk.
+/// A wheel with a Python package, a console script, a compiled executable, a multi-chunk
+/// data file read from disk, and a multi-chunk archive of compressed code (as a kpack
+/// archive is) that deflate cannot shrink, so the wheel stores it.
 pub fn demo_spec(fixtures: &Path) -> WheelSpec {
     let hello = crate::support::executable(
         fixtures,
@@ -56,6 +57,8 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
     // Three and a half chunks of mixed data, so the member is split and joined.
     let content: Vec<u8> = (0..3_600_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8 & 0x1F).collect();
     fs_err::write(&data, content).expect("write data");
+    let kpack = fixtures.join("kernels.kpack");
+    fs_err::write(&kpack, compressed_code()).expect("write the archive");
     WheelSpec {
         metadata: metadata("demo-pkg"),
         platform_tag: "linux_x86_64".into(),
@@ -65,9 +68,23 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
             bytes("demo_pkg/__init__.py", "VALUE = 42\n"),
             file("demo_pkg/bin/hello", &hello, true),
             file("demo_pkg/data/table.bin", &data, false),
+            file("demo_pkg/data/kernels.kpack", &kpack, false),
             bytes("demo_pkg/empty.txt", ""),
         ],
     }
+}
+
+/// About 2 MiB of compressed machine code: the test binary's first 8 MiB through xz
+/// (gzip's output still deflates by about 1 %).
+fn compressed_code() -> Vec<u8> {
+    use std::io::Read;
+    let mut code = Vec::new();
+    let exe = fs_err::File::open(std::env::current_exe().expect("the test binary")).expect("open the test binary");
+    exe.take(8 << 20).read_to_end(&mut code).expect("read the test binary");
+    let mut compressed = Vec::new();
+    liblzma::read::XzEncoder::new(code.as_slice(), 0).read_to_end(&mut compressed).expect("compress");
+    assert!(compressed.len() > 3 << 19, "the test binary compresses to {} bytes: too few chunks", compressed.len());
+    compressed
 }
 
 pub fn python(venv: &Path) -> PathBuf {

@@ -1,19 +1,21 @@
-//! `cargo xtask bench`: packages a synthetic TheRock-shaped build in a child process (the
-//! real CLI, this very binary re-run as `package`) and reports wall time, CPU, peak RSS,
-//! peak extra disk, bytes in and out, and our time as a multiple of the compression floor
-//! (issue 8). Then reruns `package` into the same destination after a few changes, which
-//! copies what did not change from the wheels there (issue 20). Optionally runs the
-//! reference packager on the same tree.
+//! `cargo xtask bench`: packages a synthetic TheRock-shaped build (or a real artifacts
+//! directory, `--artifact-dir`) in a child process (the real CLI, this very binary re-run
+//! as `package`) and reports wall time, CPU, peak RSS, peak extra disk, bytes in and out,
+//! our time as a multiple of the compression floors (libdeflate's, and zlib-rs's), and
+//! `dist/` against what stock zlib at level 6 makes of the same payload. Then reruns
+//! `package` into the same destination after a few changes, which copies what did not
+//! change from the wheels there. Optionally runs the reference packager on the same tree.
 //!
-//! Owns: orchestrating runs, caching generated trees under `target/bench/`, the table and
-//! `--json`. Does not own: generating the tree (`packager::example::write_synthetic`).
+//! Owns: orchestrating runs, caching generated trees under `target/bench/`, `--json`. Does
+//! not own: generating the tree (`packager::example::write_synthetic`), the table (`render`).
 
 mod floor;
 mod measure;
 mod output_floor;
+mod render;
 mod rerun;
+mod zlib;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -25,6 +27,11 @@ use crate::Output;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
+    /// A real artifacts directory to package instead of a synthetic build (e.g. ROCm
+    /// libraries laid out as TheRock artifacts). It is only read: the reruns that change
+    /// files are skipped, and --size and --sizes do not apply.
+    #[arg(long, value_name = "DIR")]
+    pub artifact_dir: Option<PathBuf>,
     /// Payload size of the synthetic build (e.g. 2GiB, 512MiB, 16MiB).
     #[arg(long, default_value = "2GiB", value_parser = parse_size)]
     pub size: u64,
@@ -82,19 +89,27 @@ pub struct SizeRun {
     pub dist_bytes: u64,
     /// Peak extra disk minus the dist: what the run used transiently beyond its output.
     pub transient_disk_bytes: i64,
-    /// Each input file deflated once.
+    /// Each input file deflated once by libdeflate at our level, in 4 MiB chunks: the floor.
+    pub libdeflate_floor: floor::Floor,
+    /// Our wall time divided by the libdeflate floor's.
+    pub libdeflate_ratio: f64,
+    /// Each input file deflated once by zlib-rs (about zlib-ng), the earlier floor.
     pub floor: floor::Floor,
-    /// Our wall time divided by the floor's.
+    /// Our wall time divided by the zlib-rs floor's.
     pub floor_ratio: f64,
+    /// Each input file as one stream of stock zlib at level 6 (the reference's encoder).
+    pub zlib6: floor::Floor,
+    /// Our `dist/` bytes divided by zlib 6's bytes of the payload: at most 1 is the goal.
+    pub dist_to_zlib6: f64,
     /// What the outputs carry, each with its own codec, repeats included.
     pub output_floor: floor::Floor,
     /// Our wall time divided by the output floor's: the overhead we own.
     pub output_floor_ratio: f64,
-    /// Our user + system CPU divided by the floor's: less sensitive to a busy machine.
+    /// Our user + system CPU divided by the libdeflate floor's: steadier on a busy machine.
     pub cpu_ratio: f64,
-    /// Our wall time divided by the floor's CPU spread over every thread: the floor's wall
-    /// time on an idle machine, since its chunks keep every core busy. On a shared machine
-    /// the floor's own wall time varies with the load; this does not.
+    /// Our wall time divided by the libdeflate floor's CPU spread over every thread: the
+    /// floor's wall time on an idle machine, since its chunks keep every core busy. On a
+    /// shared machine the floor's own wall time varies with the load; this does not.
     pub ideal_floor_ratio: f64,
     pub seconds_per_gib: f64,
     /// User + system CPU per GiB of input: flat across sizes even when the machine is busy.
@@ -113,8 +128,8 @@ pub struct ReferenceRun {
     pub ratio_to_ours: f64,
 }
 
-const GIB: f64 = (1u64 << 30) as f64;
-const MIB: f64 = (1u64 << 20) as f64;
+pub(crate) const GIB: f64 = (1u64 << 30) as f64;
+pub(crate) const MIB: f64 = (1u64 << 20) as f64;
 /// Bump when the generator's output changes, so cached trees are regenerated.
 const GENERATOR_VERSION: u32 = 1;
 
@@ -138,26 +153,43 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
         wheel_compression_level: args.wheel_compression_level,
         runs: Vec::new(),
     };
-    for size in sizes {
-        let run = bench_size(&args, &work_dir, size, output)?;
+    let trees = match &args.artifact_dir {
+        Some(dir) => vec![real_tree(dir)?],
+        None => sizes.into_iter().map(|size| synthetic_tree(&work_dir, size, output)).collect::<anyhow::Result<_>>()?,
+    };
+    for tree in trees {
+        let run = bench_tree(&args, &work_dir, tree, output)?;
         if !output.quiet && !args.json {
-            eprintln!("{}", render_run(&run));
+            eprintln!("{}", render::render_run(&run));
         }
         report.runs.push(run);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).context("serialising the bench report")?);
     } else {
-        print!("{}", render(&report));
+        print!("{}", render::render(&report));
     }
     let all_ok = report.runs.iter().all(|run| run.package.success);
     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> anyhow::Result<SizeRun> {
-    let (tree, input, generation_seconds) = synthetic_tree(work_dir, size, output)?;
-    let artifacts = tree.join("artifacts");
-    let run_dir = work_dir.join(format!("run-{}", size_label(size)));
+/// A tree to package: its artifacts directory and what it holds.
+struct Tree {
+    artifacts: PathBuf,
+    input: SyntheticSummary,
+    /// Seconds spent generating it; `None` when cached or real.
+    generation_seconds: Option<f64>,
+    requested_bytes: u64,
+    /// Generated by the bench (so the reruns may change its files and put them back).
+    synthetic: bool,
+}
+
+fn bench_tree(args: &BenchArgs, work_dir: &Path, tree: Tree, output: Output) -> anyhow::Result<SizeRun> {
+    let Tree { artifacts, input, generation_seconds, requested_bytes: size, synthetic } = tree;
+    let run_dir = work_dir.join(match synthetic {
+        true => format!("run-{}", size_label(size)),
+        false => "run-artifact-dir".to_owned(),
+    });
     if run_dir.exists() {
         fs_err::remove_dir_all(&run_dir)?;
     }
@@ -166,9 +198,12 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
     // The floor first: it also brings the tree into the page cache, so neither side of
     // the ratio pays for cold reads.
     if !output.quiet && !args.json {
-        eprintln!("bench: floor over {} ...", human_bytes(input.payload_bytes));
+        eprintln!("bench: floors over {} ...", render::human_bytes(input.payload_bytes));
     }
-    let floor = floor::measure_floor(&artifacts, args.wheel_compression_level)?;
+    let level = args.wheel_compression_level;
+    let libdeflate_floor = floor::measure_floor(&artifacts, floor::Codec::Libdeflate { level })?;
+    let floor = floor::measure_floor(&artifacts, floor::Codec::ZlibRs { level })?;
+    let zlib6 = floor::measure_floor(&artifacts, floor::Codec::Zlib { level: 6 })?;
     let plan_json = run_dir.join("plan.json");
     let mut plan_command = package_command(args, &artifacts, &run_dir);
     plan_command.arg("--plan").arg("--json").arg(&plan_json);
@@ -186,7 +221,7 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
         output_floor::measure_output_floor(&payload, args.wheel_compression_level, args.devel_tarball_xz_preset)?;
 
     if !output.quiet && !args.json {
-        eprintln!("bench: packaging {} ...", human_bytes(input.payload_bytes));
+        eprintln!("bench: packaging {} ...", render::human_bytes(input.payload_bytes));
     }
     // Archives land in `{dest-dir}/dist/`, ours and the reference's alike (SPEC §2).
     let dest = run_dir.join("packages");
@@ -211,7 +246,8 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
                 command.arg("--dest-dir").arg(&dest).arg("--json").arg(report);
                 command
             };
-            rerun::measure_reruns(&artifacts, &run_dir, &package, &run_dir.join("report.json"), &command)?
+            let cold_report = run_dir.join("report.json");
+            rerun::measure_reruns(&artifacts, &run_dir, &package, &cold_report, &command, synthetic)?
         }
     };
 
@@ -232,17 +268,22 @@ fn bench_size(args: &BenchArgs, work_dir: &Path, size: u64, output: Output) -> a
         generation_seconds,
         load_average,
         transient_disk_bytes: package.peak_extra_disk_bytes as i64 - dist_bytes as i64,
+        libdeflate_ratio: package.wall_seconds / libdeflate_floor.wall_seconds.max(1e-9),
         floor_ratio: package.wall_seconds / floor.wall_seconds.max(1e-9),
+        dist_to_zlib6: dist_bytes as f64 / zlib6.compressed_bytes.max(1) as f64,
         output_floor_ratio: package.wall_seconds / output_floor.wall_seconds.max(1e-9),
         output_floor,
-        cpu_ratio: package.cpu_seconds() / floor.cpu_seconds.max(1e-9),
-        ideal_floor_ratio: package.wall_seconds * floor.threads as f64 / floor.cpu_seconds.max(1e-9),
+        cpu_ratio: package.cpu_seconds() / libdeflate_floor.cpu_seconds.max(1e-9),
+        ideal_floor_ratio: package.wall_seconds * libdeflate_floor.threads as f64
+            / libdeflate_floor.cpu_seconds.max(1e-9),
         seconds_per_gib: package.wall_seconds / gib.max(1e-12),
         cpu_seconds_per_gib: package.cpu_seconds() / gib.max(1e-12),
         input_mib_per_second: (gib * 1024.0) / package.wall_seconds.max(1e-9),
         dist_bytes,
         package,
+        libdeflate_floor,
         floor,
+        zlib6,
         reruns,
         reference,
     })
@@ -273,23 +314,26 @@ fn package_command(args: &BenchArgs, artifacts: &Path, run_dir: &Path) -> Comman
 
 /// The cached tree for `size`, generated when missing: `{work}/synthetic-{size}-v{N}/`
 /// with `artifacts/` and `summary.json` (written last, so an interrupted generation is redone).
-fn synthetic_tree(
-    work_dir: &Path,
-    size: u64,
-    output: Output,
-) -> anyhow::Result<(PathBuf, SyntheticSummary, Option<f64>)> {
+fn synthetic_tree(work_dir: &Path, size: u64, output: Output) -> anyhow::Result<Tree> {
     let tree = work_dir.join(format!("synthetic-{}-v{GENERATOR_VERSION}", size_label(size)));
     let summary_path = tree.join("summary.json");
+    let made = |input, generation_seconds| Tree {
+        artifacts: tree.join("artifacts"),
+        input,
+        generation_seconds,
+        requested_bytes: size,
+        synthetic: true,
+    };
     if let Ok(text) = std::fs::read_to_string(&summary_path) {
         if let Ok(summary) = serde_json::from_str::<SyntheticSummary>(&text) {
-            return Ok((tree, summary, None));
+            return Ok(made(summary, None));
         }
     }
     if tree.exists() {
         fs_err::remove_dir_all(&tree)?;
     }
     if !output.quiet {
-        eprintln!("bench: generating a {} synthetic build in {} ...", human_bytes(size), tree.display());
+        eprintln!("bench: generating a {} synthetic build in {} ...", render::human_bytes(size), tree.display());
     }
     let started = Instant::now();
     let options = SyntheticOptions { payload_bytes: size, seed: 0x5EED_0000 + size };
@@ -298,7 +342,43 @@ fn synthetic_tree(
     let seconds = started.elapsed().as_secs_f64();
     let text = serde_json::to_string_pretty(&summary).context("serialising the summary")?;
     fs_err::write(&summary_path, text)?;
-    Ok((tree, summary, Some(seconds)))
+    Ok(made(summary, Some(seconds)))
+}
+
+/// Files at least this large count as large libraries in a real tree's summary.
+const LARGE_FILE_BYTES: u64 = 64 << 20;
+
+/// A real artifacts directory: what it holds, read without changing anything.
+fn real_tree(dir: &Path) -> anyhow::Result<Tree> {
+    anyhow::ensure!(
+        dir.is_dir(),
+        "--artifact-dir {}: not a directory; pass an artifacts directory (one folder per artifact)",
+        dir.display()
+    );
+    let artifacts = fs_err::canonicalize(dir)?;
+    let files = floor::regular_files(&artifacts)?;
+    let input = SyntheticSummary {
+        n_files: files.len() as u64,
+        payload_bytes: files.iter().map(|(_, len)| len).sum(),
+        n_symlinks: count_symlinks(&artifacts)?,
+        n_large_libraries: files.iter().filter(|(_, len)| *len >= LARGE_FILE_BYTES).count() as u64,
+        largest_file_bytes: files.iter().map(|(_, len)| *len).max().unwrap_or(0),
+    };
+    Ok(Tree { artifacts, requested_bytes: input.payload_bytes, input, generation_seconds: None, synthetic: false })
+}
+
+fn count_symlinks(dir: &Path) -> anyhow::Result<u64> {
+    let mut count = 0;
+    for entry in fs_err::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            count += 1;
+        } else if kind.is_dir() {
+            count += count_symlinks(&entry.path())?;
+        }
+    }
+    Ok(count)
 }
 
 /// The reference packager of a TheRock checkout.
@@ -353,211 +433,9 @@ fn size_label(bytes: u64) -> String {
     format!("{}MiB", bytes >> 20)
 }
 
-fn human_bytes(bytes: u64) -> String {
-    if bytes as f64 >= GIB {
-        format!("{:.2} GiB", bytes as f64 / GIB)
-    } else {
-        format!("{:.1} MiB", bytes as f64 / MIB)
-    }
-}
-
-fn human_signed(bytes: i64) -> String {
-    if bytes < 0 {
-        format!("-{}", human_bytes(bytes.unsigned_abs()))
-    } else {
-        human_bytes(bytes as u64)
-    }
-}
-
-/// One size as a few lines (printed on stderr as each size finishes).
-fn render_run(run: &SizeRun) -> String {
-    let mut out = String::new();
-    let cost = &run.package;
-    let _ = writeln!(
-        out,
-        "bench: {} in {} files ({} symlinks, largest {}), load {:.2}",
-        human_bytes(run.input.payload_bytes),
-        run.input.n_files,
-        run.input.n_symlinks,
-        human_bytes(run.input.largest_file_bytes),
-        run.load_average[0]
-    );
-    let _ = writeln!(
-        out,
-        "  package: {:.2} s wall, {:.2} s CPU ({:.2} user + {:.2} sys), peak RSS {}, peak extra disk {}, dist {}",
-        cost.wall_seconds,
-        cost.cpu_seconds(),
-        cost.user_seconds,
-        cost.sys_seconds,
-        human_bytes(cost.peak_rss_bytes),
-        human_bytes(cost.peak_extra_disk_bytes),
-        human_bytes(run.dist_bytes)
-    );
-    let _ = writeln!(
-        out,
-        "  floor: {:.2} s wall, {:.2} s CPU on {} threads ({} → {}), ratio {:.2} (CPU ratio {:.2}, to the idle-machine floor {:.2})",
-        run.floor.wall_seconds,
-        run.floor.cpu_seconds,
-        run.floor.threads,
-        human_bytes(run.floor.input_bytes),
-        human_bytes(run.floor.compressed_bytes),
-        run.floor_ratio,
-        run.cpu_ratio,
-        run.ideal_floor_ratio
-    );
-    let _ = writeln!(
-        out,
-        "  output floor: {:.2} s wall, {:.2} s CPU ({} → {}), ratio {:.2}",
-        run.output_floor.wall_seconds,
-        run.output_floor.cpu_seconds,
-        human_bytes(run.output_floor.input_bytes),
-        human_bytes(run.output_floor.compressed_bytes),
-        run.output_floor_ratio
-    );
-    out
-}
-
-/// The summary table on stdout.
-fn render(report: &BenchReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "profile {}, {} threads, wheel deflate level {}, devel tarball {}",
-        report.profile,
-        report.threads,
-        report.wheel_compression_level,
-        if report.devel_tarball_compression { "xz" } else { "uncompressed" }
-    );
-    let _ = writeln!(
-        out,
-        "{:>10} {:>8} {:>8} {:>9} {:>10} {:>11} {:>10} {:>8} {:>9} {:>6} {:>9} {:>10} {:>8} {:>9} {:>6} {:>9} {:>7} {:>6} {:>6}",
-        "input",
-        "wall s",
-        "CPU s",
-        "peak RSS",
-        "peak disk",
-        "transient",
-        "dist",
-        "floor s",
-        "floor CPU",
-        "ratio",
-        "CPU ratio",
-        "idle ratio",
-        "out fl s",
-        "out ratio",
-        "s/GiB",
-        "CPU s/GiB",
-        "MiB/s",
-        "load",
-        "ref x"
-    );
-    for run in &report.runs {
-        let reference = run.reference.as_ref().map_or("-".to_owned(), |r| format!("{:.2}", r.ratio_to_ours));
-        let status = if run.package.success { "" } else { "  FAILED" };
-        let _ = writeln!(
-            out,
-            "{:>10} {:>8.2} {:>8.2} {:>9} {:>10} {:>11} {:>10} {:>8.2} {:>9.2} {:>6.2} {:>9.2} {:>10.2} {:>8.2} {:>9.2} {:>6.2} {:>9.2} {:>7.1} {:>6.2} {:>6}{status}",
-            human_bytes(run.input.payload_bytes),
-            run.package.wall_seconds,
-            run.package.cpu_seconds(),
-            human_bytes(run.package.peak_rss_bytes),
-            human_bytes(run.package.peak_extra_disk_bytes),
-            human_signed(run.transient_disk_bytes),
-            human_bytes(run.dist_bytes),
-            run.floor.wall_seconds,
-            run.floor.cpu_seconds,
-            run.floor_ratio,
-            run.cpu_ratio,
-            run.ideal_floor_ratio,
-            run.output_floor.wall_seconds,
-            run.output_floor_ratio,
-            run.seconds_per_gib,
-            run.cpu_seconds_per_gib,
-            run.input_mib_per_second,
-            run.load_average[0],
-            reference,
-        );
-    }
-    for run in &report.runs {
-        out.push_str(&render_reruns(run));
-    }
-    let _ = writeln!(out, "\ncolumns:");
-    for (column, meaning) in LEGEND {
-        let _ = writeln!(out, "  {column:>10}  {meaning}");
-    }
-    out
-}
-
-/// The reruns of one size: wall time, CPU, and how many bytes were copied or compressed.
-fn render_reruns(run: &SizeRun) -> String {
-    let mut out = String::new();
-    if run.reruns.is_empty() {
-        return out;
-    }
-    let _ = writeln!(out, "\nreruns into the same destination, {}:", human_bytes(run.input.payload_bytes));
-    let _ = writeln!(out, "{:<42} {:>8} {:>8} {:>10} {:>11}", "scenario", "wall s", "CPU s", "reused", "compressed");
-    for rerun in &run.reruns {
-        let _ = writeln!(
-            out,
-            "{:<42} {:>8.2} {:>8.2} {:>10} {:>11}",
-            rerun.scenario,
-            rerun.cost.wall_seconds,
-            rerun.cost.cpu_seconds(),
-            human_bytes(rerun.reused_bytes),
-            human_bytes(rerun.compressed_bytes)
-        );
-    }
-    out
-}
-
-/// What each column of the table means, printed under it: the headers are abbreviations.
-const LEGEND: &[(&str, &str)] = &[
-    ("input", "payload bytes of the synthetic build"),
-    ("wall s", "wall time of the `package` run"),
-    ("CPU s", "its user + system CPU time"),
-    ("peak RSS", "its peak resident memory"),
-    ("peak disk", "most disk space it used at once (other writers on the machine add to it)"),
-    ("transient", "peak disk minus the dist: space used beyond the output"),
-    ("dist", "bytes of the packages written"),
-    ("floor s", "wall time to deflate each input file once on all cores (no packaging logic)"),
-    ("floor CPU", "CPU time of that floor"),
-    ("ratio", "wall s / floor s: 1.0 would be as fast as compression alone"),
-    ("CPU ratio", "CPU s / floor CPU: steadier than `ratio` on a busy machine"),
-    ("idle ratio", "wall s / (floor CPU spread over every thread): `ratio` as on an idle machine"),
-    ("out fl s", "output floor: wall time to compress what the outputs carry, each with its codec"),
-    ("out ratio", "wall s / out fl s: the overhead that is ours"),
-    ("s/GiB", "wall seconds per GiB of input"),
-    ("CPU s/GiB", "CPU seconds per GiB of input"),
-    ("MiB/s", "input MiB packaged per wall second"),
-    ("load", "1-minute load average before the run (the machine may be shared)"),
-    ("ref x", "with --reference: the reference packager's wall time / ours"),
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Every header of the table has a line in the legend under it, in the same order.
-    #[test]
-    fn the_legend_explains_every_column() {
-        let report = BenchReport {
-            profile: "dev",
-            threads: 2,
-            devel_tarball_compression: false,
-            wheel_compression_level: 6,
-            runs: Vec::new(),
-        };
-        let text = render(&report);
-        let header = text.lines().nth(1).expect("a header line");
-        let mut rest = header;
-        for (column, _) in LEGEND {
-            let at = rest.find(column).unwrap_or_else(|| panic!("{column} is not in order in {header:?}"));
-            rest = &rest[at + column.len()..];
-        }
-        assert!(rest.trim().is_empty(), "a column without a legend: {rest:?}");
-        let legend: Vec<&str> = text.lines().skip_while(|line| *line != "columns:").skip(1).collect();
-        assert_eq!(legend.len(), LEGEND.len(), "{text}");
-    }
 
     #[test]
     fn sizes() {

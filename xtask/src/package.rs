@@ -61,7 +61,7 @@ pub struct PackageArgs {
     /// Store wheel members uncompressed.
     #[arg(long, overrides_with = "wheel_compression")]
     pub no_wheel_compression: bool,
-    /// Deflate level of wheel members (0-9).
+    /// Deflate level of wheel members (0-9, zlib's scale); members it cannot shrink by 1 % are stored.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub wheel_compression_level: u32,
     /// Compress the devel tarball with xz (`_devel.tar.xz`); alone, as the reference spells

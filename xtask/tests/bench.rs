@@ -32,11 +32,17 @@ fn bench_reports_sane_fields() {
     assert!(number("/package/peak_rss_bytes") > 4.0 * 1048576.0);
     let dist = number("/dist_bytes");
     assert!(dist > 0.0 && dist < payload, "dist {dist} payload {payload}");
-    // The floor compressed every byte of the tree, to a smaller size.
-    assert_eq!(number("/floor/input_bytes"), payload);
-    assert!(number("/floor/compressed_bytes") < payload);
-    assert!(number("/floor/wall_seconds") > 0.0);
-    assert!(number("/floor_ratio") > 0.0 && number("/ideal_floor_ratio") > 0.0);
+    // Each floor compressed every byte of the tree, to a smaller size: libdeflate's (the
+    // floor), zlib-rs's (the earlier one) and stock zlib 6's (the size dist/ is held to).
+    for floor in ["/libdeflate_floor", "/floor", "/zlib6"] {
+        assert_eq!(number(&format!("{floor}/input_bytes")), payload, "{floor}");
+        assert!(number(&format!("{floor}/compressed_bytes")) < payload, "{floor}");
+        assert!(number(&format!("{floor}/wall_seconds")) > 0.0, "{floor}");
+    }
+    assert!(run["libdeflate_floor"]["codec"].as_str().is_some_and(|codec| codec.starts_with("libdeflate 6")));
+    assert!(run["zlib6"]["codec"].as_str().is_some_and(|codec| codec.starts_with("zlib 6")));
+    assert!(number("/libdeflate_ratio") > 0.0 && number("/floor_ratio") > 0.0 && number("/ideal_floor_ratio") > 0.0);
+    assert_eq!(number("/dist_to_zlib6"), dist / number("/zlib6/compressed_bytes"));
     assert!(number("/seconds_per_gib") > 0.0 && number("/cpu_seconds_per_gib") > 0.0);
     assert!(run["reference"].is_null());
 
@@ -65,6 +71,53 @@ fn bench_reports_sane_fields() {
     // is removed without --keep.
     assert!(work.path().join("synthetic-16MiB-v1/summary.json").is_file());
     assert!(!work.path().join("run-16MiB/packages").exists());
+}
+
+/// `--artifact-dir` packages a real artifacts directory (here the bundled example) instead
+/// of a generated one: the floors and the run cover its bytes, and of the reruns only the
+/// one that changes nothing runs, so the tree is left as it was.
+#[test]
+fn bench_takes_a_real_artifacts_directory_and_leaves_it_unchanged() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let artifacts = work.path().join("artifacts");
+    let example = Command::new(env!("CARGO_BIN_EXE_xtask")).args(["-q", "example", "--out"]).arg(&artifacts).output();
+    assert!(example.expect("run xtask example").status.success());
+    let listing = |dir: &std::path::Path| -> Vec<(String, u64, bool)> {
+        let mut out = Vec::new();
+        let mut pending = vec![dir.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            for entry in fs_err::read_dir(&dir).expect("list") {
+                let entry = entry.expect("entry");
+                let metadata = fs_err::symlink_metadata(entry.path()).expect("stat");
+                if metadata.is_dir() {
+                    pending.push(entry.path());
+                }
+                out.push((entry.path().display().to_string(), metadata.len(), metadata.is_file()));
+            }
+        }
+        out.sort();
+        out
+    };
+    let before = listing(&artifacts);
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--json", "--work-dir"])
+        .arg(work.path().join("bench"))
+        .arg("--artifact-dir")
+        .arg(&artifacts)
+        .output()
+        .expect("run xtask bench");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench failed:\n{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let run = &report["runs"][0];
+    let payload: u64 = before.iter().filter(|(_, _, file)| *file).map(|(_, len, _)| len).sum();
+    assert_eq!(run["input"]["payload_bytes"].as_u64(), Some(payload), "{run}");
+    assert_eq!(run["libdeflate_floor"]["input_bytes"].as_u64(), Some(payload), "{run}");
+    assert_eq!(run["package"]["success"], true, "{}", run["package"]["error"]);
+    let scenarios: Vec<&str> =
+        run["reruns"].as_array().expect("reruns").iter().filter_map(|r| r["scenario"].as_str()).collect();
+    assert_eq!(scenarios, ["cold", "nothing changed"]);
+    assert_eq!(listing(&artifacts), before, "the bench changed the tree");
 }
 
 /// `--reference` runs the checkout's `build_tools/build_python_packages.py` on the same

@@ -215,8 +215,9 @@ fn positive_flags_undo_their_negative_forms() {
     };
     const STORED: u64 = 0;
     const DEFLATED: u64 = 8;
+    // Deflated, but for the members deflate cannot shrink by 1 % (tiny files), stored.
     let dest = package_into("deflated", &["--no-wheel-compression", "--wheel-compression"]);
-    assert_eq!(compress_types(&dest.join("dist")), [DEFLATED]);
+    assert_eq!(compress_types(&dest.join("dist")), [STORED, DEFLATED]);
     let dest = package_into("stored", &["--wheel-compression", "--no-wheel-compression"]);
     assert_eq!(compress_types(&dest.join("dist")), [STORED]);
 

@@ -1,7 +1,7 @@
 //! The output floor: compressing exactly the bytes the outputs carry, with the packager's
 //! codecs and settings, on all cores, with no packaging logic. Read from the run's plan
-//! (`package --plan --json`): every wheel member's source is deflated (chunked, as the
-//! input floor does), and every devel tree is either deflated too (an uncompressed
+//! (`package --plan --json`): every wheel member's source is deflated (libdeflate, chunked,
+//! as the libdeflate floor does), and every devel tree is either deflated too (an uncompressed
 //! `_devel.tar` is a deflated wheel member) or xz-compressed as one stream with the
 //! packager's own encoder settings. Unlike the input floor, a file that goes into two
 //! outputs (a generic library in each family's libraries wheel, a header in each family's
@@ -14,10 +14,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::floor::{measure_files, process_cpu_seconds, Codec, Floor};
 use anyhow::Context;
-use rayon::prelude::*;
-
-use super::floor::{compress_chunk, process_cpu_seconds, Floor};
 
 /// The payload of every output, as the plan names it.
 #[derive(Debug, Default)]
@@ -59,33 +57,20 @@ fn source_of(file: &serde_json::Value, base: &Path) -> Option<(PathBuf, u64)> {
     Some((base.join(source), len))
 }
 
-/// Compresses `payload` as the outputs do: deflate at `level` in 1 MiB chunks on all
-/// cores, then each xz stream with the packager's encoder (its threads, block size and
-/// memory budget) at `xz_preset`.
+/// Compresses `payload` as the outputs do: libdeflate at `level` in chunks on all cores,
+/// then each xz stream with the packager's encoder (its threads, block size and memory
+/// budget) at `xz_preset`.
 pub fn measure_output_floor(payload: &OutputPayload, level: u32, xz_preset: u32) -> anyhow::Result<Floor> {
-    const CHUNK: u64 = 1 << 20;
-    let chunks: Vec<(&Path, u64, u64)> = payload
-        .deflated
-        .iter()
-        .flat_map(|(path, len)| {
-            (0..len.div_ceil(CHUNK).max(1))
-                .map(move |chunk| (path.as_path(), chunk * CHUNK, (len - chunk * CHUNK).min(CHUNK)))
-        })
-        .collect();
     let started = Instant::now();
     let cpu_before = process_cpu_seconds();
-    let mut compressed_bytes = chunks
-        .par_iter()
-        // One task per chunk: rayon splits a slice by count, and a run of a large file's
-        // chunks would otherwise land on one thread while the other finishes small files.
-        .with_max_len(1)
-        .map(|&(path, offset, len)| compress_chunk(path, offset, len, level))
-        .try_reduce(|| 0, |a, b| Ok(a + b))?;
+    let deflated = measure_files(&payload.deflated, Codec::Libdeflate { level })?;
+    let mut compressed_bytes = deflated.compressed_bytes;
     for stream in &payload.xz_streams {
         compressed_bytes += xz_stream_len(stream, xz_preset)?;
     }
     let input_bytes = payload.deflated.iter().chain(payload.xz_streams.iter().flatten()).map(|(_, len)| len).sum();
     Ok(Floor {
+        codec: format!("{}; xz preset {xz_preset} for an xz devel tarball", deflated.codec),
         wall_seconds: started.elapsed().as_secs_f64(),
         cpu_seconds: process_cpu_seconds() - cpu_before,
         n_files: (payload.deflated.len() + payload.xz_streams.iter().map(Vec::len).sum::<usize>()) as u64,

@@ -1,9 +1,10 @@
-//! Rerun figures (SPEC §8, issue 20): after the cold run, `package` again into the same
+//! Rerun figures (SPEC §8): after the cold run, `package` again into the same
 //! destination, which then holds the cold run's wheels to copy from: with nothing
-//! changed, after one large library is rewritten with new bytes of the same size and the
-//! same modification time, and after a file is added and another removed. The tree is put
-//! back as it was afterwards; while it is changed its `summary.json` is away, so an
-//! interrupted bench regenerates the tree rather than measure a changed one later.
+//! changed, and, in a tree the bench generated, after one large library is rewritten with
+//! new bytes of the same size and the same modification time, and after a file is added
+//! and another removed. The tree is put back as it was afterwards; while it is changed its
+//! `summary.json` is away, so an interrupted bench regenerates the tree rather than
+//! measure a changed one later. A real tree (`--artifact-dir`) is never changed.
 //!
 //! Owns: the changes and their undoing, and reading each run's reuse counts from its
 //! `--json` report. Does not own: measuring a process (`measure`), the table (`bench`).
@@ -32,13 +33,15 @@ pub struct Rerun {
 const REWRITTEN_BYTES: u64 = 1 << 20;
 
 /// `cold` is the cold run already measured, whose report is `cold_report`; `command`
-/// makes a `package` command into the same destination.
+/// makes a `package` command into the same destination. `change_files`: the tree is the
+/// bench's own, so the reruns that change files run too.
 pub fn measure_reruns(
     artifacts: &Path,
     run_dir: &Path,
     cold: &ProcessCost,
     cold_report: &Path,
     command: &dyn Fn(&Path) -> Command,
+    change_files: bool,
 ) -> anyhow::Result<Vec<Rerun>> {
     let (reused_bytes, compressed_bytes) = reuse_counts(cold_report)?;
     let mut reruns = vec![Rerun { scenario: "cold", cost: cold.clone(), reused_bytes, compressed_bytes }];
@@ -52,6 +55,9 @@ pub fn measure_reruns(
         Ok(Rerun { scenario, cost, reused_bytes, compressed_bytes })
     };
     reruns.push(run("nothing changed", 1)?);
+    if !change_files {
+        return Ok(reruns);
+    }
 
     let summary = artifacts.parent().context("the tree holds the artifacts")?.join("summary.json");
     let summary_text = fs_err::read_to_string(&summary)?;
