@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 
 use super::archive::Archive;
 use super::devel::DevelKind;
-use super::elf_checks::origin_rest;
-use super::glibc::is_system_library;
+use super::elf_checks::{origin_rest, search_path_entries};
 use super::member::ElfMember;
 use super::report::{Check, Findings};
+use elf_audit::is_system_library;
 
 /// ld.so and the kernel give up after this many symlinks in one lookup.
 const MAX_SYMLINKS: usize = 40;
@@ -189,9 +189,7 @@ fn lexical(path: &str) -> String {
 
 fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mut Findings) {
     let origin = parent_dir(&member.path);
-    let search_dirs: Vec<String> = member
-        .elf
-        .search_path_entries()
+    let search_dirs: Vec<String> = search_path_entries(&member.elf)
         .filter_map(origin_rest)
         .map(|rest| join(origin, rest.trim_start_matches('/')))
         .collect();

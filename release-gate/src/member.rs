@@ -10,11 +10,11 @@ use std::io::{self, Read};
 use sha2::{Digest, Sha256};
 
 use super::elf_checks::check_elf;
-use super::elf_parse::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC};
 use super::pe::PE_CAP;
 use super::report::{Check, Findings};
-use crate::elf::EM_AMDGPU;
 use crate::platform::TargetMachine;
+use elf_audit::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC};
+use goblin::elf::header::EM_AMDGPU;
 
 /// Metadata files larger than this are reported instead of read.
 const TEXT_CAP: usize = 16 << 20;

@@ -92,10 +92,10 @@ pub(crate) fn file_name_form(name: &str) -> String {
     normalize_name(name).replace('-', "_")
 }
 
-/// A normalised PEP 440 version: `[N!]N(.N)*[{a|b|rc}N][.postN][.devN][+local]`, judged
-/// by the packager's own normalisation, so what `package` accepts `verify` accepts.
+/// A normalised PEP 440 version: `[N!]N(.N)*[{a|b|rc}N][.postN][.devN][+local]`, as
+/// `pep440_rs` (the parser the packager checks `--version` with too) writes it.
 pub(crate) fn is_normalized_version(version: &str) -> bool {
-    crate::plan::version::normalize_pep440(version).is_ok_and(|normal| normal == version)
+    version.parse::<pep440_rs::Version>().is_ok_and(|parsed| parsed.to_string() == version)
 }
 
 /// Email-style headers up to the first blank line; continuation lines are joined.

@@ -144,14 +144,12 @@ fn names_differing_only_in_case_are_reported_by_verify() {
     fs_err::write(dir.join("Readme.txt"), "one").expect("write");
     fs_err::write(dir.join("README.txt"), "two").expect("write");
     example.package().expect("packages; the names are legal on Linux");
-    let report = packager::verify::verify_dist(&example.dist()).expect("verify");
+    let report = release_gate::verify_dist(&example.dist()).expect("verify");
     let warnings: Vec<_> = report
         .packages
         .iter()
         .flat_map(|package| &package.warnings)
-        .filter(|warning| {
-            warning.check == packager::verify::Check::WindowsName && warning.message.contains("only in case")
-        })
+        .filter(|warning| warning.check == release_gate::Check::WindowsName && warning.message.contains("only in case"))
         .collect();
     assert!(
         warnings

@@ -77,7 +77,7 @@ fn a_soname_that_is_not_a_plain_file_name_is_reported_and_ignored() {
             );
         assert!(String::from_utf8_lossy(link).starts_with("-> ../../_rocm_sdk_core/lib/libevil.so.1"), "{soname:?}");
 
-        let verified = packager::verify::verify_dist(&example.dist()).expect("dist verifies");
+        let verified = release_gate::verify_dist(&example.dist()).expect("dist verifies");
         assert_eq!(verified.n_violations(), 0, "{soname:?}: {verified:?}");
     }
 }

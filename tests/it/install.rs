@@ -259,7 +259,7 @@ fn plan_json_follows_the_rules() {
 #[test]
 fn verify_passes_on_the_example_and_agrees_with_auditwheel() {
     let dist = &build(false).dist;
-    let report = packager::verify::verify_dist(dist).expect("verify");
+    let report = release_gate::verify_dist(dist).expect("verify");
     assert_eq!(report.n_violations(), 0, "{:#?}", report.violations().collect::<Vec<_>>());
     let auditwheel = support::tools_venv().join("bin/auditwheel");
     let mut compared = 0;

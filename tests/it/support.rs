@@ -193,7 +193,7 @@ pub fn assert_success(output: &std::process::Output, what: &str) {
 /// missing file or a wrong count.
 pub fn write_example(dir: &Path, kpack_split: bool) -> PathBuf {
     let artifacts = dir.join("artifacts");
-    let summary = packager::example::write_example(&artifacts, &packager::example::ExampleOptions { kpack_split })
+    let summary = example_artifacts::write_example(&artifacts, &example_artifacts::ExampleOptions { kpack_split })
         .expect("generate the bundled example");
     assert!(summary.warnings.is_empty(), "the example is incomplete: {}", summary.warnings.join("; "));
     artifacts

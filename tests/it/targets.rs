@@ -27,7 +27,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use packager::example::DEVICE_TARGET_IDS;
+use example_artifacts::DEVICE_TARGET_IDS;
 use sha2::{Digest, Sha256};
 
 use crate::support;
@@ -307,7 +307,7 @@ fn device_module_values(source: &[u8]) -> serde_json::Value {
 #[test]
 fn verify_passes_on_the_real_output() {
     for kpack_split in [false, true] {
-        let report = packager::verify::verify_dist(&build(kpack_split).dist).expect("verify reads the dist");
+        let report = release_gate::verify_dist(&build(kpack_split).dist).expect("verify reads the dist");
         let violations: Vec<_> = report.packages.iter().flat_map(|package| &package.violations).collect();
         assert!(violations.is_empty(), "kpack_split={kpack_split}: {violations:#?}");
         // Core, profiler, the sdist, and libraries + devel per legacy family or libraries,
@@ -318,7 +318,7 @@ fn verify_passes_on_the_real_output() {
             .packages
             .iter()
             .flat_map(|package| &package.warnings)
-            .filter(|warning| warning.check == packager::verify::Check::WindowsName)
+            .filter(|warning| warning.check == release_gate::Check::WindowsName)
             .filter_map(|warning| warning.path.as_deref())
             .collect();
         windows_names.sort();

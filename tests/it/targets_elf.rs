@@ -159,7 +159,7 @@ fn a_kpack_split_library_with_an_address_space_hole_grows_by_its_block() {
     let source = build.artifacts.join("blas_lib_generic/math-libs/BLAS/hipBLAS/stage/lib/libhipsparse.so.4");
     let before = readelf(&source);
     let hole_end = load_offsets_and_addresses(&before).iter().map(|(_, vaddr)| *vaddr).max().unwrap_or(0);
-    assert_eq!(hole_end, packager::example::KPACK_HOLE_END, "the example lost its hole:\n{before}");
+    assert_eq!(hole_end, example_artifacts::KPACK_HOLE_END, "the example lost its hole:\n{before}");
     let members = wheel_members(&wheel_of(&build.dist, "rocm_sdk_libraries"));
     let packed = &members["_rocm_sdk_libraries/lib/libhipsparse.so.4"];
     let temp = tempfile::tempdir().expect("temp dir");
@@ -171,6 +171,6 @@ fn a_kpack_split_library_with_an_address_space_hole_grows_by_its_block() {
     let after = readelf(&out);
     let loads = load_offsets_and_addresses(&after);
     assert!(loads.iter().all(|(offset, vaddr)| offset % 4096 == vaddr % 4096), "{after}");
-    assert!(loads.iter().any(|(_, vaddr)| *vaddr == packager::example::KPACK_HOLE_END), "{after}");
+    assert!(loads.iter().any(|(_, vaddr)| *vaddr == example_artifacts::KPACK_HOLE_END), "{after}");
     assert!(after.contains("Library rpath: [$ORIGIN:$ORIGIN/../../_rocm_sdk_core/lib"), "{after}");
 }

@@ -19,7 +19,7 @@ mod set;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use packager::verify::{verify_dist, Check, VerifyReport};
+use release_gate::{verify_dist, Check, VerifyReport};
 use sha2::{Digest, Sha256};
 
 use crate::support;

@@ -6,7 +6,7 @@
 //! reference packager on the same tree.
 //!
 //! Owns: orchestrating runs, caching generated trees under `target/bench/`, the table and
-//! `--json`. Does not own: generating the tree (`packager::example::write_synthetic`).
+//! `--json`. Does not own: generating the tree (`example_artifacts::write_synthetic`).
 
 mod floor;
 mod measure;
@@ -19,7 +19,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use anyhow::Context;
-use packager::example::{SyntheticOptions, SyntheticSummary};
+use example_artifacts::{SyntheticOptions, SyntheticSummary};
 
 use crate::Output;
 
@@ -293,7 +293,7 @@ fn synthetic_tree(
     }
     let started = Instant::now();
     let options = SyntheticOptions { payload_bytes: size, seed: 0x5EED_0000 + size };
-    let summary = packager::example::write_synthetic(&tree.join("artifacts"), &options)
+    let summary = example_artifacts::write_synthetic(&tree.join("artifacts"), &options)
         .with_context(|| format!("generating the synthetic build in {}", tree.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     let text = serde_json::to_string_pretty(&summary).context("serialising the summary")?;

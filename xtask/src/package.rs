@@ -353,7 +353,7 @@ fn generate_example(output: Output) -> anyhow::Result<PathBuf> {
         .prefix(".example-artifacts.tmp-")
         .tempdir_in(&target)
         .with_context(|| format!("creating a temporary directory in {}", target.display()))?;
-    packager::example::write_example(temp.path(), &packager::example::ExampleOptions { kpack_split: false })
+    example_artifacts::write_example(temp.path(), &example_artifacts::ExampleOptions { kpack_split: false })
         .with_context(|| format!("generating the bundled example into {}", temp.path().display()))?;
     let mut hasher = DefaultHasher::new();
     hash_tree(temp.path(), &mut hasher)?;

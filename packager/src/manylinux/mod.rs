@@ -11,9 +11,9 @@
 //! file and library (PyPI would take the wheel, and it would fail to load on the machines
 //! that lack the library).
 //!
-//! Owns: the tag choice. Does not own: the policy data (`policy`), symbol-version
-//! arithmetic (`verify::glibc`), ELF reading (`verify::elf_parse`), RPATH closure inside
-//! the install (`verify --dist` checks that it resolves).
+//! Owns: the tag choice. Does not own: the policy data, symbol-version arithmetic and ELF
+//! reading (the `elf-audit` crate, which the release gate reads files with too), RPATH
+//! closure inside the install (`verify --dist` checks that it resolves).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -22,11 +22,9 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::launcher::LauncherTemplate;
-use crate::manylinux_policy as policy;
 use crate::plan::{DevelEntry, PackagePlan, Plan, PlannedFile};
 use crate::platform::TargetMachine;
-use crate::verify::elf_parse::{arch_name, elf_identity, parse_elf, ElfFile, ElfWindow};
-use crate::verify::glibc::VersionNeeds;
+use elf_audit::{self as policy, arch_name, elf_identity, parse_elf, ElfFile, ElfWindow, VersionNeeds};
 
 /// Most lines of needs an error lists before it says how many more there are.
 const MAX_LISTED: usize = 40;
