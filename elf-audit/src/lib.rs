@@ -14,8 +14,8 @@ mod window;
 
 pub use glibc::{is_system_library, tag_glibc_minor, VersionNeeds, SYSTEM_LIBRARIES};
 pub use parse::{
-    arch_name, elf_identity, parse_elf, ElfFile, ElfIdentity, Segment, ELF_MAGIC, ET_DYN, ET_EXEC, LAUNCHER_MARKER,
-    PF_W, PT_DYNAMIC, PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,
+    arch_name, elf_identity, parse_elf, ElfFile, ElfIdentity, Segment, ELF_MAGIC, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC,
+    PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,
 };
 pub use policy::{policies, Policy, PROGRAM_INTERPRETERS};
 pub use window::{ElfWindow, WINDOW_BYTES};

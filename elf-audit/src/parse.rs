@@ -12,11 +12,6 @@
 
 pub use crate::window::ElfWindow;
 
-/// The marker the lead's launcher embeds before its relative target path (and a NUL).
-pub const LAUNCHER_MARKER: &[u8] = b"ROCM_SDK_LAUNCHER_TARGET=";
-/// Files larger than this are not searched for [`LAUNCHER_MARKER`].
-const LAUNCHER_MAX_BYTES: u64 = 4 << 20;
-
 // The ELF numbers are goblin's, not the editor's (`elf-rpath`): what reads the editor's
 // output shares no definition with it.
 use goblin::elf::dynamic::{
@@ -70,8 +65,6 @@ pub struct ElfFile {
     pub dynamic_strings: Option<(u64, u64)>,
     /// Version names from `.gnu.version_r` (`GLIBC_2.34`, `GLIBCXX_3.4.30`, ...).
     pub needed_versions: Vec<String>,
-    /// Launcher target after [`LAUNCHER_MARKER`], when present.
-    pub launcher_target: Option<String>,
     /// Structural problems found while reading (tables out of bounds, truncated data).
     pub problems: Vec<String>,
     /// Parts that could not be read because they lie outside the in-memory window.
@@ -206,10 +199,6 @@ pub fn parse_elf(window: &ElfWindow) -> Result<ElfFile, String> {
         read_segments(window, fields, &mut elf);
     }
     read_dynamic(window, fields, &mut elf);
-    // Launchers are small; scanning only small files keeps huge libraries cheap.
-    if window.len() <= LAUNCHER_MAX_BYTES {
-        elf.launcher_target = find_launcher_target(head);
-    }
     Ok(elf)
 }
 
@@ -426,13 +415,6 @@ fn read_verneed(window: &ElfWindow, fields: Fields, elf: &mut ElfFile, vaddr: u6
         }
         offset = offset.saturating_add(next);
     }
-}
-
-fn find_launcher_target(head: &[u8]) -> Option<String> {
-    let start = head.windows(LAUNCHER_MARKER.len()).position(|window| window == LAUNCHER_MARKER)?;
-    let rest = &head[start + LAUNCHER_MARKER.len()..];
-    let end = rest.iter().position(|&byte| byte == 0)?;
-    String::from_utf8(rest[..end].to_vec()).ok()
 }
 
 /// The wheel platform architecture name for an `e_machine`.

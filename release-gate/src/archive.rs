@@ -210,9 +210,8 @@ fn read_wheel_member(
             elf_in_windows_wheel(&file, &installed, &platform, &mut archive.findings);
         }
     } else if let Some(window) = streamed.window {
-        let elf = inspect_elf(&file, &installed, &window, &mut archive.elf_scope, &mut archive.findings);
-        if let Some(elf) = elf {
-            archive.elf_files.push(ElfMember { path: installed.clone(), elf });
+        if let Some(member) = inspect_elf(&file, &installed, &window, &mut archive.elf_scope, &mut archive.findings) {
+            archive.elf_files.push(member);
         }
     }
     archive.installed.push(installed);

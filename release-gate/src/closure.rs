@@ -226,7 +226,7 @@ fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mu
 }
 
 fn check_launcher(install: &Install, file: &str, member: &ElfMember, findings: &mut Findings) {
-    let Some(target) = &member.elf.launcher_target else { return };
+    let Some(target) = &member.launcher_target else { return };
     let message = if target.is_empty() {
         Some("launcher has an empty target".to_owned())
     } else if target.starts_with('/') {
