@@ -83,7 +83,7 @@ pub type Prehashed = Option<std::io::Result<(MemberDigest, u32)>>;
 
 /// Hashes, on all cores, the new bytes of every member the old wheel holds a candidate
 /// for, so a rerun that changes little reads its inputs in parallel instead of one member
-/// after another. The devel tarball is hashed its own way (it is produced while read).
+/// after another. A tarball member is hashed its own way (it is produced while read).
 pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[EntryHeader]) -> Vec<Prehashed> {
     use rayon::prelude::*;
     let Some(previous) = previous else { return members.iter().map(|_| None).collect() };
@@ -91,7 +91,7 @@ pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[Entry
         .par_iter()
         .zip(headers)
         .map(|(member, header)| {
-            if matches!(member.data, MemberData::DevelTar(_)) {
+            if matches!(member.data, MemberData::Tarball(_)) {
                 return None;
             }
             let candidate = previous.candidate(&header.name, header.fingerprint, header.method)?;
@@ -169,6 +169,7 @@ mod tests {
             executable: false,
         };
         WheelSpec {
+            generator: crate::Generator { name: "test", version: "1" },
             metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
             platform_tag: "linux_x86_64".into(),
             entry_points: Vec::new(),

@@ -23,8 +23,8 @@ use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFi
 use crate::progress::Progress;
 use crate::python::{self, PackageRole};
 use crate::write::{
-    self, ArchiveOptions, CoreMetadata, DevelTarSpec, Member, MemberData, SdistFile, SdistSpec, StagedFile, TarEntry,
-    TarEntryKind, TarEntrySource, TarTotals, WheelSpec, WriteError,
+    self, ArchiveOptions, CoreMetadata, Generator, Member, MemberData, SdistFile, SdistSpec, StagedFile, TarEntry,
+    TarEntryKind, TarEntrySource, TarTotals, TarballSpec, WheelSpec, WriteError,
 };
 
 /// One output file in the summary table.
@@ -57,6 +57,10 @@ impl OutputReport {
         }
     }
 }
+
+/// Who writes our wheels: named in every `WHEEL` file and part of every member's codec
+/// fingerprint (SPEC §8), so a rerun copies only what this tool coded.
+pub const GENERATOR: Generator = Generator { name: "rocm-packager", version: env!("CARGO_PKG_VERSION") };
 
 const SUMMARY: &str = "ROCm SDK for Python";
 const REQUIRES_PYTHON: &str = ">=3.9";
@@ -287,10 +291,10 @@ fn wheel_spec(
             entries.push(TarEntry { name: file.path, kind: TarEntryKind::File { data, executable: file.executable } });
         }
         let tree = DevelTreeEntries { root: platform_dir.clone(), tree: Arc::clone(devel_tree) };
-        let spec = DevelTarSpec { entries, streamed: Some(Arc::new(tree)), compression, build_time: config.build_time };
+        let spec = TarballSpec { entries, streamed: Some(Arc::new(tree)), compression, build_time: config.build_time };
         members.push(Member {
             name: format!("{py_package}/{file_name}"),
-            data: MemberData::DevelTar(Arc::new(spec)),
+            data: MemberData::Tarball(Arc::new(spec)),
             executable: false,
         });
     }
@@ -305,6 +309,7 @@ fn wheel_spec(
             provides_extra: Vec::new(),
             description: Some(description(&package.dist_name)),
         },
+        generator: GENERATOR,
         platform_tag: platform_tag.clone(),
         entry_points: python_part.entry_points,
         members,

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 /// Archive settings are the archive writer's own types.
-pub use archive_write::{BuildTime, DevelTarballCompression, WheelCompression};
+pub use archive_write::{BuildTime, TarballCompression as DevelTarballCompression, WheelCompression};
 
 /// Which packages a run builds (`--only`), so a CI matrix can split the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

@@ -53,7 +53,7 @@ pub struct DestLock {
 impl DestLock {
     /// Takes the lock of `dest`, a run's destination that is also where its outputs go
     /// (see [`DestLock::acquire_in`]).
-    pub fn acquire(dest: &Path) -> Result<DestLock, WriteError> {
+    pub fn acquire(dest: &Path) -> Result<DestLock, crate::Error> {
         DestLock::acquire_in(dest, dest)
     }
 
@@ -61,7 +61,7 @@ impl DestLock {
     /// (the root itself, or a directory below it such as `dist/`), creating both, or fails
     /// at once if another run holds it; then removes temp files killed runs left in
     /// `output_dir`. The lock file stays in the root, out of the directory users upload.
-    pub fn acquire_in(dest_root: &Path, output_dir: &Path) -> Result<DestLock, WriteError> {
+    pub fn acquire_in(dest_root: &Path, output_dir: &Path) -> Result<DestLock, crate::Error> {
         for dir in [dest_root, output_dir] {
             std::fs::create_dir_all(dir).map_err(|source| WriteError::Write { path: dir.to_path_buf(), source })?;
         }
@@ -139,8 +139,8 @@ impl Drop for DestLock {
 
 /// Opens, creates if need be, and locks the lock file at `path`, or fails at once if another
 /// run holds it.
-fn lock_file(dest_root: &Path, path: &Path) -> Result<File, WriteError> {
-    let locked = || WriteError::Locked { dest: dest_root.to_path_buf(), lock: path.to_path_buf() };
+fn lock_file(dest_root: &Path, path: &Path) -> Result<File, crate::Error> {
+    let locked = || crate::Error::Locked { dest_dir: dest_root.to_path_buf(), lock: path.to_path_buf() };
     for _ in 0..MAX_LOCK_ATTEMPTS {
         let file = File::options()
             .create(true)

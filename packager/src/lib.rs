@@ -42,6 +42,7 @@ pub use archive_write as write;
 /// ELF surgery is a crate of its own (`elf-rpath`), which knows nothing of packages.
 pub use elf_rpath as elf;
 
+pub use assemble::GENERATOR;
 pub use config::{BuildTime, PackageConfig};
 pub use dest_lock::DestLock;
 pub use error::Error;

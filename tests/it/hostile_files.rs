@@ -252,13 +252,13 @@ impl std::io::Write for RewriteMidway<'_> {
 
 #[test]
 fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
-    use packager::write::{write_devel_tarball, DevelTarSpec, TarEntry, TarEntryKind, WriteError};
+    use packager::write::{write_tarball, TarEntry, TarEntryKind, TarballSpec, WriteError};
     let temp = tempfile::tempdir().expect("tempdir");
     let path = temp.path().join("big.bin");
     fs_err::write(&path, vec![7u8; 4 << 20]).expect("write");
     let metadata = fs_err::metadata(&path).expect("stat");
     let stamp = Some(packager::catalog::FileStamp::of(&metadata));
-    let spec = DevelTarSpec {
+    let spec = TarballSpec {
         entries: vec![TarEntry {
             name: "_devel/big.bin".into(),
             kind: TarEntryKind::File {
@@ -271,7 +271,8 @@ fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
         build_time: packager::config::BuildTime::DEFAULT,
     };
     let mut out = RewriteMidway { path: &path, written: 0, rewritten: false };
-    let error = write_devel_tarball(&mut out, &spec).expect_err("a file rewritten while it streams must fail");
+    let error = write_tarball(&mut out, &spec, std::path::Path::new("_devel.tar"))
+        .expect_err("a file rewritten while it streams must fail");
     assert!(out.rewritten, "the file was rewritten midway");
     let WriteError::Changed { path: named, reason } = &error else { panic!("{error:?}") };
     assert_eq!(named, &path);

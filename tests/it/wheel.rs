@@ -58,6 +58,7 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
     fs_err::write(&data, content).expect("write data");
     WheelSpec {
         metadata: metadata("demo-pkg"),
+        generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
         entry_points: vec![EntryPoint { name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
         members: vec![

@@ -48,3 +48,32 @@ fn sources_have_module_docs_and_stay_small() {
     assert!(files.len() > 30, "found only {} source files", files.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The bottom crates (ELF surgery, archive writing) speak their own domain only: no word of
+/// the product (`rocm`, `gfx…`, `_devel`, AMDGPU, TheRock) and no command-line flag, in code,
+/// comments or tests. Policies and words of the product live in `packager` and `xtask`.
+#[test]
+fn bottom_crates_know_nothing_of_the_product() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let mut files = Vec::new();
+    for dir in ["elf-rpath/src", "archive-write/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        for (number, line) in text.lines().enumerate() {
+            let lower = line.to_ascii_lowercase();
+            let word = ["rocm", "gfx", "_devel", "amdgpu", "therock"].into_iter().find(|word| lower.contains(word));
+            let flag = line.match_indices("--").find(|(at, _)| {
+                line[at + 2..].starts_with(|c: char| c.is_ascii_lowercase()) && !line[..*at].ends_with('-')
+            });
+            if let Some(word) = word {
+                problems.push(format!("{}:{}: `{word}`: {}", file.display(), number + 1, line.trim()));
+            } else if flag.is_some() {
+                problems.push(format!("{}:{}: a command-line flag: {}", file.display(), number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
