@@ -7,7 +7,7 @@
 //! were written and the set is complete are they renamed into place together (issue 10).
 //! Does not own: decisions (`plan`), formats (`write`), the dest-dir lock (`dest_lock`).
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,11 +17,12 @@ use crate::catalog::CatalogError;
 use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup, PlatformTag};
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
+use crate::identity::{PackageRole, PlatformTags, WheelFileName};
 use crate::launcher::LauncherTemplate;
 use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
-use crate::python::{self, PackageRole};
+use crate::python;
 use crate::write::{
     self, ArchiveOptions, CoreMetadata, Generator, Member, MemberData, SdistFile, SdistSpec, StagedFile, TarEntry,
     TarEntryKind, TarEntrySource, TarTotals, TarballSpec, WheelSpec, WriteError,
@@ -100,12 +101,12 @@ pub fn write_outputs(
         reuse_previous: config.reuse,
     };
     let launcher = compile_launcher_if_needed(plan, config)?;
-    let packages: Vec<&PackagePlan> = plan.packages.iter().filter(|package| wanted(package.group)).collect();
+    let packages: Vec<&PackagePlan> = plan.packages.iter().filter(|package| wanted(package.group())).collect();
     // `--only` a group this build has no package of (device in legacy mode, devel without
     // `dev` artifacts) writes nothing for it, and no error: a CI matrix may run every group
     // whatever the build's mode. Said, so an empty job is no surprise.
     for group in &config.only {
-        if *group != PackageGroup::Meta && !plan.packages.iter().any(|package| package.group == *group) {
+        if *group != PackageGroup::Meta && !plan.packages.iter().any(|package| package.group() == *group) {
             let group = group.as_str();
             progress.warn(&format!("--only {group}: this build has no {group} package, nothing was written for it"));
         }
@@ -173,7 +174,7 @@ fn stage_wheels(
     packages: &[&PackagePlan],
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
-    tags: &BTreeMap<String, String>,
+    tags: &PlatformTags,
     options: &ArchiveOptions,
     progress: &dyn Progress,
 ) -> Result<Vec<Staged>, crate::Error> {
@@ -183,7 +184,7 @@ fn stage_wheels(
         let started = Instant::now();
         let spec = wheel_spec(plan, package, config, launcher, tags)?;
         let file = write::stage_wheel(&config.output_dir(), &spec, options, progress)?;
-        Ok((OutputReport::new(&package.dist_name, &file.written, started), file))
+        Ok((OutputReport::new(&package.names.distribution, &file.written, started), file))
     };
     let worker = || {
         let mut done = Vec::new();
@@ -241,13 +242,13 @@ fn platform_tags(
     packages: &[&PackagePlan],
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
-) -> Result<BTreeMap<String, String>, crate::Error> {
+) -> Result<PlatformTags, crate::Error> {
     match &config.platform_tag {
         PlatformTag::Default(_) if plan.build_os == crate::build_os::BuildOs::Windows => {
-            Ok(packages.iter().map(|package| (package.dist_name.clone(), WINDOWS_TAG.to_owned())).collect())
+            Ok(packages.iter().map(|package| (package.role.clone(), WINDOWS_TAG.to_owned())).collect())
         }
         PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => {
-            Ok(packages.iter().map(|package| (package.dist_name.clone(), tag.clone())).collect())
+            Ok(packages.iter().map(|package| (package.role.clone(), tag.clone())).collect())
         }
         PlatformTag::Manylinux => manylinux::choose_tags(plan, packages, launcher),
     }
@@ -258,12 +259,13 @@ fn wheel_spec(
     package: &PackagePlan,
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
-    tags: &BTreeMap<String, String>,
+    tags: &PlatformTags,
 ) -> Result<WheelSpec, crate::Error> {
+    let names = &package.names;
     let platform_tag = tags
-        .get(&package.dist_name)
-        .ok_or_else(|| PlanError::Invalid { message: format!("no platform tag chosen for {}", package.dist_name) })?;
-    let python_part = python::python_part(package.role(), &plan.dist_info);
+        .get(&package.role)
+        .ok_or_else(|| PlanError::Invalid { message: format!("no platform tag chosen for {}", names.distribution) })?;
+    let python_part = python::python_part(&package.role, &plan.dist_info);
     let devel_tree_files = python_part.devel_tree_files;
     let mut members: Vec<Member> = python_part
         .files
@@ -274,13 +276,16 @@ fn wheel_spec(
             executable: file.executable,
         })
         .collect();
-    let platform_dir = package.platform_dir.clone().unwrap_or_default();
     for (rel, file) in &package.files {
         let data = member_data(file, launcher)?;
-        members.push(Member { name: format!("{platform_dir}/{rel}"), data, executable: file.is_executable() });
+        members.push(Member { name: names.platform_dir.member(rel), data, executable: file.is_executable() });
     }
     if let Some(devel_tree) = &package.devel_tree {
-        let py_package = package.py_package.clone().unwrap_or_default();
+        let Some(pure_package) = &names.pure_package else {
+            let message = format!("{} has a devel tree but no pure package to carry it", names.distribution);
+            return Err(PlanError::Invalid { message }.into());
+        };
+        let platform_dir = names.platform_dir.as_str().to_owned();
         let (file_name, compression) = match config.devel_tarball_compression {
             DevelTarballCompression::None => ("_devel.tar", config.devel_tarball_compression),
             DevelTarballCompression::Xz { .. } => ("_devel.tar.xz", config.devel_tarball_compression),
@@ -293,21 +298,21 @@ fn wheel_spec(
         let tree = DevelTreeEntries { root: platform_dir.clone(), tree: Arc::clone(devel_tree) };
         let spec = TarballSpec { entries, streamed: Some(Arc::new(tree)), compression, build_time: config.build_time };
         members.push(Member {
-            name: format!("{py_package}/{file_name}"),
+            name: format!("{pure_package}/{file_name}"),
             data: MemberData::Tarball(Arc::new(spec)),
             executable: false,
         });
     }
     Ok(WheelSpec {
         metadata: CoreMetadata {
-            name: package.dist_name.clone(),
+            name: names.distribution.clone(),
             version: plan.version.clone(),
-            summary: format!("{SUMMARY}: {}", package.dist_name),
+            summary: format!("{SUMMARY}: {}", names.distribution),
             requires_dist: package.requires_dist.clone(),
             requires_python: Some(REQUIRES_PYTHON.to_owned()),
             license: Some(LICENSE.to_owned()),
             provides_extra: Vec::new(),
-            description: Some(description(&package.dist_name)),
+            description: Some(description(&names.distribution)),
         },
         generator: GENERATOR,
         platform_tag: platform_tag.clone(),
@@ -393,12 +398,12 @@ fn sdist_spec(plan: &Plan) -> SdistSpec {
         .collect();
     SdistSpec {
         metadata: CoreMetadata {
-            name: python::dist_name(PackageRole::Meta, &plan.dist_info),
+            name: plan.dist_info.names(&PackageRole::Meta).distribution,
             version: plan.version.clone(),
             summary: SUMMARY.to_owned(),
             requires_python: Some(REQUIRES_PYTHON.to_owned()),
             license: Some(LICENSE.to_owned()),
-            description: Some(description("rocm")),
+            description: Some(description(&plan.dist_info.names(&PackageRole::Meta).distribution)),
             ..CoreMetadata::default()
         },
         files,
@@ -412,26 +417,28 @@ fn check_complete(plan: &Plan, dest: &Path, outputs: &[OutputReport]) -> Result<
     if !plan.kpack_split {
         return Ok(());
     }
-    let names: Vec<&str> = outputs.iter().map(|output| output.file_name.as_str()).collect();
     let version = &plan.version;
-    let mut required: BTreeMap<String, String> = BTreeMap::new();
-    required.insert(format!("rocm-{version}.tar.gz"), format!("rocm-{version}.tar.gz"));
-    required.insert(format!("rocm_sdk_core-{version}-"), format!("rocm_sdk_core-{version}-*.whl"));
-    required.insert(format!("rocm_sdk_libraries-{version}-"), format!("rocm_sdk_libraries-{version}-*.whl"));
-    for target in &plan.families.device_targets {
-        required.insert(
-            format!("rocm_sdk_device_{target}-{version}-"),
-            format!("rocm_sdk_device_{target}-{version}-*.whl"),
-        );
-    }
-    if plan.packages.iter().any(|package| package.group == PackageGroup::Devel) {
-        required.insert(format!("rocm_sdk_devel-{version}-"), format!("rocm_sdk_devel-{version}-*.whl"));
-    }
-    let missing: Vec<String> = required
-        .into_iter()
-        .filter(|(prefix, _)| !names.iter().any(|name| name.starts_with(prefix.as_str())))
-        .map(|(_, pattern)| pattern)
+    let written: Vec<WheelFileName> = outputs
+        .iter()
+        .filter_map(|output| WheelFileName::parse(&output.file_name))
+        .filter(|wheel| wheel.version == *version)
         .collect();
+    let mut required = vec![PackageRole::Core, PackageRole::Libraries { family: None }];
+    required.extend(plan.families.device_targets.iter().map(|target| PackageRole::Device { target: target.clone() }));
+    if plan.packages.iter().any(|package| package.group() == PackageGroup::Devel) {
+        required.push(PackageRole::Devel { family: None });
+    }
+    let mut missing: BTreeSet<String> = required
+        .iter()
+        .map(|role| plan.dist_info.names(role).file_name_form())
+        .filter(|distribution| !written.iter().any(|wheel| wheel.distribution == *distribution))
+        .map(|distribution| format!("{distribution}-{version}-*.whl"))
+        .collect();
+    let sdist = format!("{}-{version}.tar.gz", plan.dist_info.names(&PackageRole::Meta).file_name_form());
+    if !outputs.iter().any(|output| output.file_name == sdist) {
+        missing.insert(sdist);
+    }
+    let missing: Vec<String> = missing.into_iter().collect();
     if missing.is_empty() {
         Ok(())
     } else {

@@ -18,6 +18,7 @@ pub mod build_os;
 pub mod catalog;
 pub mod config;
 pub mod escape;
+pub mod identity;
 pub mod index;
 pub mod launcher;
 pub mod manylinux;

@@ -98,7 +98,7 @@ fn unreadable_paths_are_named() {
 
 /// A core file the plan copies as it is, and one it patches (RPATH), with their paths.
 fn planned_sources(plan: &packager::Plan) -> (PathBuf, PathBuf) {
-    let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core");
+    let core = plan.packages.iter().find(|package| package.names.distribution == "rocm-sdk-core").expect("core");
     let copied = core
         .files
         .iter()

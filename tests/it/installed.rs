@@ -206,7 +206,7 @@ pub fn assert_devel_tree_matches_plan(venv: &Path, artifacts: &Path, devel_dist:
     let site = site_packages(venv);
     let config = support::package_config(artifacts, Path::new("/nonexistent-dest"));
     let plan = packager::plan(&config, &packager::Silent).expect("plan");
-    let devel = plan.packages.iter().find(|package| package.dist_name == devel_dist).expect("devel plan");
+    let devel = plan.packages.iter().find(|package| package.names.distribution == devel_dist).expect("devel plan");
     let mut n_runtime = 0;
     let tree = devel.devel_tree.as_ref().expect("a devel tree").collect().expect("devel tree");
     for (rel, entry) in &tree {

@@ -71,7 +71,8 @@ fn non_pie_executable_grown_through_the_pipeline_still_runs() {
     let config = support::package_config(&artifacts, temp.path());
     let dist = config.output_dir();
     let plan = packager::plan(&config, &packager::Silent).expect("plan");
-    let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core package");
+    let core =
+        plan.packages.iter().find(|package| package.names.distribution == "rocm-sdk-core").expect("core package");
     let planned = core.files.iter().find(|(rel, _)| rel.as_str() == PROGRAM).map(|(_, file)| file);
     match planned {
         Some(PlannedFile::PatchRpath { edit, .. }) => {
@@ -113,8 +114,8 @@ fn patched_files_in_the_wheels_need_no_second_edit() {
     let temp = tempfile::tempdir().expect("temp dir");
     let mut n_checked = 0;
     for package in &plan.packages {
-        let Some(platform_dir) = &package.platform_dir else { continue };
-        let wheel_name = package.dist_name.replace('-', "_");
+        let platform_dir = package.names.platform_dir.as_str();
+        let wheel_name = package.names.file_name_form();
         let patched: Vec<_> = package
             .files
             .iter()

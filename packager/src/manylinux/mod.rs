@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::identity::PlatformTags;
 use crate::launcher::LauncherTemplate;
 use crate::plan::{DevelEntry, PackagePlan, Plan, PlannedFile};
 use crate::platform::TargetMachine;
@@ -107,7 +108,7 @@ pub fn choose_tags(
     plan: &Plan,
     packages: &[&PackagePlan],
     launcher: Option<&LauncherTemplate>,
-) -> Result<BTreeMap<String, String>, crate::Error> {
+) -> Result<PlatformTags, crate::Error> {
     let host = TargetMachine::host();
     let shipped: BTreeSet<&str> = plan
         .packages
@@ -142,18 +143,18 @@ pub fn choose_tags(
                 }
             }
         }
-        let tag = tag_for(&package.dist_name, &needs, host.arch_name())?;
-        tags.insert(package.dist_name.clone(), tag);
+        let tag = tag_for(&package.names.distribution, &needs, host.arch_name())?;
+        tags.insert(package.role.clone(), tag);
     }
     Ok(tags)
 }
 
 /// Every file of `package` that may be ELF, with its member path, in member order.
 fn sources_of(package: &PackagePlan) -> Result<Vec<Source>, crate::Error> {
-    let platform_dir = package.platform_dir.as_deref().unwrap_or_default();
+    let platform_dir = &package.names.platform_dir;
     let mut sources = Vec::new();
     for (rel, file) in &package.files {
-        let member = format!("{platform_dir}/{rel}");
+        let member = platform_dir.member(rel);
         match file {
             PlannedFile::Copy { source, .. } | PlannedFile::PatchRpath { source, .. } => {
                 sources.push(Source::Disk { member, path: Arc::clone(source) });
@@ -168,7 +169,7 @@ fn sources_of(package: &PackagePlan) -> Result<Vec<Source>, crate::Error> {
                 file: PlannedFile::Copy { source, .. } | PlannedFile::PatchRpath { source, .. },
             } = entry
             {
-                sources.push(Source::Disk { member: format!("{platform_dir}/{rel}"), path: Arc::clone(source) });
+                sources.push(Source::Disk { member: platform_dir.member(rel), path: Arc::clone(source) });
             }
             Ok(())
         })?;
