@@ -35,7 +35,7 @@ mod zip;
 
 pub use member::{from_io, to_io, MemberSource};
 pub use metadata::normalize_dist_name;
-pub use options::{BuildTime, Generator, TarballCompression, WheelCompression};
+pub use options::{BuildTime, Generator, Reuse, TarballCompression, WheelCompression};
 pub use progress::{Progress, Silent};
 pub use reuse::ReuseCounts;
 pub use tar::xz_stream;
@@ -181,9 +181,8 @@ pub struct ArchiveOptions {
     pub compression: WheelCompression,
     pub build_time: BuildTime,
     /// Copy unchanged members' coded bytes from a wheel of the same name already in the
-    /// destination, instead of coding them again (SPEC §8). The output is the same bytes
-    /// either way; a caller that does not trust the destination's wheels turns it off.
-    pub reuse_previous: bool,
+    /// destination, instead of coding them again (SPEC §8).
+    pub reuse: Reuse,
 }
 
 /// A finished output file, for the summary table.

@@ -22,6 +22,16 @@ pub struct Generator {
     pub version: &'static str,
 }
 
+/// Whether a wheel written where an earlier one of its name lies copies the coded bytes of
+/// the members that did not change (SPEC §8). The output is the same bytes either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Copy what did not change from the wheel already at the output's path.
+    FromPrevious,
+    /// Code every member anew (for a destination whose wheels are not trusted).
+    Never,
+}
+
 /// How wheel members are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum WheelCompression {

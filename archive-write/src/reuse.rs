@@ -142,8 +142,8 @@ mod tests {
     use std::sync::Arc;
 
     use crate::{
-        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Silent, WheelCompression, WheelSpec,
-        WrittenFile,
+        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Reuse, Silent, WheelCompression,
+        WheelSpec, WrittenFile,
     };
 
     /// Noise and text in runs, several chunks long, so the member streams and its
@@ -177,12 +177,9 @@ mod tests {
         }
     }
 
-    fn write(dir: &Path, spec: &WheelSpec, level: u32, reuse_previous: bool) -> (WrittenFile, Vec<u8>) {
-        let options = ArchiveOptions {
-            compression: WheelCompression::Deflate { level },
-            build_time: BuildTime::DEFAULT,
-            reuse_previous,
-        };
+    fn write(dir: &Path, spec: &WheelSpec, level: u32, reuse: Reuse) -> (WrittenFile, Vec<u8>) {
+        let options =
+            ArchiveOptions { compression: WheelCompression::Deflate { level }, build_time: BuildTime::DEFAULT, reuse };
         let written = write_wheel(dir, spec, &options, &Silent).expect("writes");
         let bytes = std::fs::read(&written.path).expect("read back");
         // Hashed while written when nothing was patched, read back otherwise: the same.
@@ -192,9 +189,9 @@ mod tests {
 
     /// Writes `spec` again into `dir` and checks it against a cold write; returns the counts.
     fn rerun(dir: &Path, spec: &WheelSpec, level: u32) -> super::ReuseCounts {
-        let (written, bytes) = write(dir, spec, level, true);
+        let (written, bytes) = write(dir, spec, level, Reuse::FromPrevious);
         let cold = tempfile::tempdir().expect("tempdir");
-        let (cold_written, cold_bytes) = write(cold.path(), spec, level, false);
+        let (cold_written, cold_bytes) = write(cold.path(), spec, level, Reuse::Never);
         assert!(bytes == cold_bytes, "a rerun differs from a cold write");
         assert_eq!(cold_written.reuse.reused_bytes, 0);
         written.reuse
@@ -204,7 +201,7 @@ mod tests {
     fn a_rerun_copies_what_did_not_change_and_writes_a_cold_writes_bytes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let big = mixed(7, 9 * (1 << 20) + 4321);
-        let (first, _) = write(dir.path(), &spec(big.clone()), 6, true);
+        let (first, _) = write(dir.path(), &spec(big.clone()), 6, Reuse::FromPrevious);
         assert_eq!((first.reuse.reused_members, first.reuse.compressed_members), (0, 5));
 
         // Everything but RECORD is copied: __init__.py, big.bin, METADATA, WHEEL; and the
@@ -239,7 +236,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let big = mixed(11, 5 * (1 << 20) + 17);
-        let (first, _) = write(dir.path(), &spec(big.clone()), 6, true);
+        let (first, _) = write(dir.path(), &spec(big.clone()), 6, Reuse::FromPrevious);
         std::fs::set_permissions(&first.path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         let unchanged = rerun(dir.path(), &spec(big), 6);
         assert_eq!(unchanged.compressed_members, 1, "{unchanged:?}");
@@ -251,7 +248,7 @@ mod tests {
     fn coded_bytes_that_no_longer_have_their_crc_are_coded_again() {
         let dir = tempfile::tempdir().expect("tempdir");
         let big = mixed(11, 2 * (1 << 20));
-        let (first, mut bytes) = write(dir.path(), &spec(big.clone()), 6, true);
+        let (first, mut bytes) = write(dir.path(), &spec(big.clone()), 6, Reuse::FromPrevious);
         // The local header of big.bin is the first place its name appears; its data follows.
         let name = b"demo/big.bin";
         let at = bytes.windows(name.len()).position(|window| window == name).expect("local header");
@@ -265,7 +262,7 @@ mod tests {
     fn a_truncated_or_foreign_file_is_not_read() {
         let dir = tempfile::tempdir().expect("tempdir");
         let big = mixed(13, 1 << 20);
-        let (first, bytes) = write(dir.path(), &spec(big.clone()), 6, true);
+        let (first, bytes) = write(dir.path(), &spec(big.clone()), 6, Reuse::FromPrevious);
         for (what, damaged) in [
             ("truncated", bytes[..bytes.len() - 30].to_vec()),
             ("trailing bytes", [bytes.as_slice(), b"junk"].concat()),

@@ -25,7 +25,7 @@ use super::record::Record;
 use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
 use super::{tar, ArchiveOptions, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
-use super::{Progress, TarballCompression, WheelCompression};
+use super::{Progress, Reuse, TarballCompression, WheelCompression};
 
 /// The names a wheel's files derive from its metadata.
 pub struct WheelNames {
@@ -122,12 +122,12 @@ pub fn stage_wheel(
     let write_error = |error| from_io(error, &dest, false);
     // The old wheel stays under its name, only read, until the commit renames the new one
     // over it; an interrupted run leaves it as it was.
-    let previous = match options.reuse_previous {
-        true => Previous::open(&dest, &names.record()).unwrap_or_else(|reason| {
+    let previous = match options.reuse {
+        Reuse::FromPrevious => Previous::open(&dest, &names.record()).unwrap_or_else(|reason| {
             progress.explain(&format!("not reusing {}: {reason}", dest.display()));
             None
         }),
-        false => None,
+        Reuse::Never => None,
     };
 
     let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file));

@@ -130,7 +130,7 @@ impl PlanError {
     pub fn path(&self) -> Option<&Path> {
         match self {
             PlanError::NoProfiler { dir } => Some(dir),
-            PlanError::IncompleteOutput { dest, .. } => Some(dest),
+            PlanError::IncompleteOutput { output_dir, .. } => Some(output_dir),
             _ => None,
         }
     }

@@ -60,14 +60,14 @@ pub fn plan(config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, Err
     plan::plan_packages(&catalog, config, progress)
 }
 
-/// Runs the whole pipeline: catalog → plan → write. Outputs appear in `config.output_dir()`
-/// all at once, only when every one of them was written; a failed run leaves it as it
-/// was. One run at a time may write there.
+/// Runs the whole pipeline: catalog → plan → write. Outputs appear in the output directory
+/// of `config.destination()` all at once, only when every one of them was written; a
+/// failed run leaves it as it was. One run at a time may write there.
 pub fn package(config: &PackageConfig, progress: &dyn Progress) -> Result<Report, Error> {
     let started = Instant::now();
     let plan = plan(config, progress)?;
     let stages = vec![report::StageTime { stage: "catalog+plan".to_owned(), seconds: started.elapsed().as_secs_f64() }];
-    let lock = DestLock::acquire_in(&config.dest_dir, &config.output_dir())?;
+    let lock = DestLock::acquire(&config.destination())?;
     write_planned(&plan, config, progress, &lock, stages)
 }
 

@@ -138,7 +138,7 @@ fn write_after_change(change: &Change, which: usize) -> String {
     let (copied, patched) = planned_sources(&plan);
     let path = if which == 0 { copied } else { patched };
     change(&path, example.temp.path());
-    let lock = packager::DestLock::acquire_in(&config.dest_dir, &config.output_dir()).expect("lock");
+    let lock = packager::DestLock::acquire(&config.destination()).expect("lock");
     let error = packager::write_locked(&plan, &config, &packager::Silent, &lock)
         .expect_err("a file changed after planning must fail the write");
     let left = dist_snapshot(&example.dist());
@@ -216,7 +216,7 @@ fn a_same_size_rewrite_after_planning_fails_the_write_and_leaves_dist_as_it_was(
         let (copied, patched) = planned_sources(&plan);
         let path = if which == "copied" { copied } else { patched };
         rewrite_same_size(&path);
-        let lock = packager::DestLock::acquire_in(&config.dest_dir, &config.output_dir()).expect("lock");
+        let lock = packager::DestLock::acquire(&config.destination()).expect("lock");
         let error = packager::write_locked(&plan, &config, &packager::Silent, &lock)
             .expect_err("a file rewritten after planning must fail the write");
         let text = full_text(&error);

@@ -21,7 +21,7 @@ fn trees_hold_exactly_what_the_archives_hold() {
         let temp = tempfile::tempdir().expect("temp dir");
         let trees = temp.path().join("trees");
         let mut config = support::package_config(&build.artifacts, &trees);
-        config.build_packages = false;
+        config.output = packager::config::OutputMode::Trees;
         packager::package(&config, &packager::Silent).expect("lay out the trees");
 
         let wheels = wheels(&build.dist);

@@ -17,7 +17,7 @@ pub fn options() -> ArchiveOptions {
     ArchiveOptions {
         compression: WheelCompression::Deflate { level: 6 },
         build_time: BuildTime::DEFAULT,
-        reuse_previous: true,
+        reuse: packager::config::Reuse::FromPrevious,
     }
 }
 

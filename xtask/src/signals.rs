@@ -91,7 +91,7 @@ fn wait_and_clean(set: libc::sigset_t, armed: &Mutex<Option<Arc<DestLock>>>) {
     match armed.as_deref() {
         Some(lock) => match lock.remove_temp_files() {
             Ok(removed) => {
-                let dest = lock.dest().display();
+                let dest = lock.output_dir().display();
                 eprintln!("\ninterrupted by {name}: removed {removed} temporary file(s) from {dest}")
             }
             Err(error) => eprintln!("\ninterrupted by {name}: {error}"),

@@ -17,7 +17,7 @@ use super::rpath::decide_rpath;
 use super::runtime::{rpath_edit, Builder, SourceFile};
 use super::{elf_error, rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile};
 use crate::catalog::{ArtifactName, CatalogError, Entry, EntryKind, MergedTree, Override};
-use crate::config::PackageGroup;
+use crate::config::{AbsoluteRpath, PackageGroup};
 use crate::elf::{self, EditStrategy};
 use crate::identity::PackageRole;
 use crate::platform::TargetMachine;
@@ -72,7 +72,7 @@ pub fn devel_package(
         placed,
         aliases,
         soname_links: BTreeMap::new(),
-        keep_absolute_rpath: builder.config.keep_absolute_rpath,
+        absolute_rpath: builder.config.absolute_rpath,
         target: builder.config.platform_tag.machine(),
         planned: DevelSummary::default(),
     };
@@ -135,7 +135,7 @@ pub struct DevelTree {
     aliases: BTreeMap<RelPath, String>,
     /// Links to runtime files for SONAMEs the artifacts lack (decided by the planning walk).
     soname_links: BTreeMap<RelPath, DevelEntry>,
-    keep_absolute_rpath: bool,
+    absolute_rpath: AbsoluteRpath,
     target: TargetMachine,
     /// What the planning walk found.
     pub planned: DevelSummary,
@@ -325,7 +325,7 @@ impl DevelTree {
             return Ok(copy);
         };
         let Some(existing) = elf.search_path() else { return Ok(copy) };
-        let decision = decide_rpath(&entry.rel, Some(existing), "", &[], self.keep_absolute_rpath);
+        let decision = decide_rpath(&entry.rel, Some(existing), "", &[], self.absolute_rpath);
         if elf.runpath.is_none() && decision.rpath == existing {
             return Ok(copy);
         }

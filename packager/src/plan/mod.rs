@@ -64,8 +64,8 @@ pub enum PlanError {
     UnknownFamily { family: String },
     #[error("{path} would be shipped by both {first} and {second}")]
     DuplicateMember { path: String, first: String, second: String },
-    #[error("the build is incomplete, missing from {}: {}", dest.display(), missing.join(", "))]
-    IncompleteOutput { dest: PathBuf, missing: Vec<String> },
+    #[error("the build is incomplete, missing from {}: {}", output_dir.display(), missing.join(", "))]
+    IncompleteOutput { output_dir: PathBuf, missing: Vec<String> },
     #[error("{message}")]
     Invalid { message: String },
 }

@@ -282,7 +282,7 @@ impl<'a> Builder<'a> {
         let Some(elf) = facts.elf.as_ref().filter(|_| facts.is_patchable_elf()) else {
             return PlannedFile::Copy { source: source.source.clone(), len, executable, stamp };
         };
-        let decision = decide_rpath(rel, elf.search_path(), core_dir, deps, self.config.keep_absolute_rpath);
+        let decision = decide_rpath(rel, elf.search_path(), core_dir, deps, self.config.absolute_rpath);
         if !decision.removed.is_empty() {
             self.record(Finding {
                 package: dist_name.to_owned(),
