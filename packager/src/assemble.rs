@@ -197,7 +197,7 @@ fn write_archives(
 }
 
 /// After a full run's commit: our wheels of this version it no longer produces go
-/// (`stale`), so the destination holds one coherent set (issue 24).
+/// (`stale`), so the destination holds one coherent set.
 fn remove_stale(
     plan: &Plan,
     output_dir: &Path,

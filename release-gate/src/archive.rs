@@ -75,7 +75,7 @@ impl Archive {
 }
 
 /// An archive name in `dist/` that is not a regular file (a FIFO, a device): reported, never
-/// opened, since reading a FIFO blocks for ever and a device never ends (issue 24).
+/// opened, since reading a FIFO blocks for ever and a device never ends.
 pub(crate) fn not_a_file(location: PathBuf, file: &str, what: &str) -> Archive {
     let kind = if file.ends_with(".whl") { ArchiveKind::Wheel } else { ArchiveKind::Sdist };
     let mut archive = Archive::new(file, location, String::new(), kind);

@@ -246,7 +246,7 @@ fn check_devel_link(install: &Install, file: &str, path: &str, kind: &DevelKind,
     match kind {
         DevelKind::Symlink(target) => {
             // An empty target, or one that resolves to a directory holding the link (`..`,
-            // `.`, a SONAME of `..`, issue 24), makes a tree that anything walking it loops in.
+            // `.`, a SONAME of `..`), makes a tree that anything walking it loops in.
             let message = match install.resolve(path) {
                 Err(why) => Some(why.describe()),
                 Ok(_) if target.is_empty() => Some("is empty"),

@@ -51,7 +51,7 @@ pub(crate) fn check_set(archives: &[Archive], findings: &mut Findings) {
 
 /// Two paths of one site-packages that differ only in case (`lib/Foo.h`, `lib/foo.h`) are
 /// one file on Windows and default macOS file systems: reported like the names Windows
-/// cannot extract (issue 24), across every wheel and devel tarball of the set, since all
+/// cannot extract, across every wheel and devel tarball of the set, since all
 /// of them land in one site-packages.
 fn check_case_clashes(archives: &[Archive], findings: &mut Findings) {
     let mut seen: BTreeMap<String, (&str, &str)> = BTreeMap::new();
@@ -79,7 +79,7 @@ fn check_case_clashes(archives: &[Archive], findings: &mut Findings) {
     }
 }
 
-/// Family and target wheels of the set must be on offer in its `rocm` sdist (issue 24): a
+/// Family and target wheels of the set must be on offer in its `rocm` sdist: a
 /// wheel of a family dropped since an earlier run would otherwise pass, although no install
 /// selects it. Only family-suffixed names are judged: `rocm_sdk_libraries_{family}`,
 /// `rocm_sdk_devel_{family}` and `rocm_sdk_device_{target}`.

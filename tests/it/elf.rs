@@ -1,4 +1,4 @@
-//! RPATH surgery on real ELF files (issue 3, SPEC §2 "RPATH dependencies", §6): every corpus
+//! RPATH surgery on real ELF files (SPEC §2 "RPATH dependencies", §6): every corpus
 //! file is patched the way the packager patches it (plan, then stream through
 //! `SplicedReader`) and must still load or run, read back exactly, agree with readelf and
 //! patchelf, and keep every section but `.dynamic` and `.dynstr` byte for byte. Malformed
@@ -104,8 +104,8 @@ fn first_load_line(readelf_text: &str) -> String {
     readelf_text.lines().find(|line| line.trim_start().starts_with("LOAD")).unwrap_or_default().to_string()
 }
 
-/// Patches one corpus file into `work` and checks everything issue 3 asks; returns the
-/// strategy and how many bytes the file grew.
+/// Patches one corpus file into `work` and checks everything an edit must keep (SPEC §2,
+/// §6); returns the strategy and how many bytes the file grew.
 fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<(EditStrategy, u64)> {
     let before = elf::read_elf(&file.path)?.context("corpus file is not ELF")?;
     ensure!(before.is_patchable(), "corpus file is not patchable: {before:?}");

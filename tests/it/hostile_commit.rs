@@ -1,4 +1,4 @@
-//! A run that fails after some of its outputs were written (issue 10): it commits nothing,
+//! A run that fails after some of its outputs were written: it commits nothing,
 //! so `dist/` keeps exactly what an earlier run put there, and an empty `dist/` gets no
 //! partial set. The runs' outputs differ from the earlier ones (a file is added first), so
 //! a package replaced and not put back would show.

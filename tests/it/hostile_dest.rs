@@ -1,4 +1,4 @@
-//! The destination is shared (issue 24): taking the lock removes only temp files our
+//! The destination is shared: taking the lock removes only temp files our
 //! writers marked as theirs, never another tool's `.x.tmp-y`, a directory or a symlink,
 //! and the lock file is never opened through a symlink. `--no-build-packages` is all or
 //! nothing like the archives: a full disk leaves the earlier trees as they were, and a

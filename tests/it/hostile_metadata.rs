@@ -1,4 +1,4 @@
-//! Never block or read without bound (issue 24): a metadata file of the build that is a
+//! Never block or read without bound: a metadata file of the build that is a
 //! FIFO or a link to `/dev/zero` is an error naming it, and `verify --dist` reports a
 //! `.whl` that is a FIFO instead of waiting on it. A hang here is the bug, so none of these
 //! tests has a timeout of its own: the test harness would show it as never finishing.

@@ -1,4 +1,4 @@
-//! A SONAME is input, not a path (issue 24): a library whose SONAME is `/etc/passwd`,
+//! A SONAME is input, not a path: a library whose SONAME is `/etc/passwd`,
 //! climbs with `..`, is `.` or `..`, or is empty, is packaged as a library without a
 //! SONAME, the run reports it naming the file, and no devel link leaves the tree.
 

@@ -1,4 +1,4 @@
-//! Stale outputs (issue 24): a family dropped between two runs into one destination used
+//! Stale outputs: a family dropped between two runs into one destination used
 //! to leave its old wheel of the same version there, and `verify --dist` passed the mixed
 //! set. A full run now removes its own earlier wheels it no longer produces (known by name
 //! and version, nothing else), and `verify --dist` reports a wheel the set's `rocm` sdist

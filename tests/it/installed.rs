@@ -1,5 +1,5 @@
 //! What holds in every venv the ROCm packages are installed in, legacy and kpack-split alike
-//! (issues 5 and 6, SPEC §2 and §4): shared libraries load alone, launchers keep their
+//! (SPEC §2 and §4): shared libraries load alone, launchers keep their
 //! argv[0], symlinks live only in the expanded devel tree, libraries reach core through
 //! their RPATH whatever `LD_LIBRARY_PATH` says, the devel tree agrees with the plan,
 //! concurrent first uses expand it once and completely, and `pip uninstall` takes every

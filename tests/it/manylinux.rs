@@ -1,4 +1,4 @@
-//! Issue 19: `--platform-tag auto` (and `ROCM_SDK_WHEEL_PLATFORM_TAG=auto`) gives each wheel
+//! `--platform-tag auto` (and `ROCM_SDK_WHEEL_PLATFORM_TAG=auto`) gives each wheel
 //! the most widely installable manylinux tag its files allow: checked against binutils'
 //! `readelf` and auditwheel, installed with pip; a wheel that needs a library outside the
 //! policy is refused by name; a tag given by hand that the files break stays a

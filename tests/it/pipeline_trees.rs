@@ -11,7 +11,7 @@ use super::{add_with_parents, sdist_nodes, tar_nodes, wheel_entries, Node};
 use crate::support;
 use crate::targets::{build, file_name, wheels, VERSION};
 
-/// The packager's lock file, which a run removes when it ends (issue 25).
+/// The packager's lock file, which a run removes when it ends.
 const LOCK: &str = ".rocm-packager.lock";
 
 #[test]

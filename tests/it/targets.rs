@@ -1,4 +1,4 @@
-//! Issue 13 (SPEC §6): targets vs target ids, device wheels, and the places where the
+//! Targets vs target ids (SPEC §6), device wheels, and the places where the
 //! reference packager goes wrong with them, shown on the bundled example packaged for real.
 //!
 //! This module owns the shared builds (each example mode generated and packaged once per
@@ -272,7 +272,7 @@ fn device_wheels_add_only_their_own_files() {
         assert_eq!(values, serde_json::json!([VERSION, target, "rocm_sdk_libraries"]), "{device_module}");
         // Every file the wheel adds, the manifest and the metadata module included, is
         // mirrored into the devel tree, from `_rocm_sdk_devel/{relpath}` back up to
-        // site-packages and into the libraries dir (issue 25).
+        // site-packages and into the libraries dir.
         let added: BTreeSet<&str> =
             members.keys().filter_map(|member| member.strip_prefix("_rocm_sdk_libraries/")).collect();
         let links = links["links"].as_array().expect("links");

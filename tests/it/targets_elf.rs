@@ -150,7 +150,7 @@ fn load_offsets_and_addresses(readelf_text: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Issue 18: the kpack-split example's hipSPARSE keeps a 1.125 GiB hole in its address
+/// The kpack-split example's hipSPARSE keeps a 1.125 GiB hole in its address
 /// space, as the kpack splitter leaves real ROCm libraries. The pipeline grows its RPATH
 /// (the libraries wheel appends four entries) by a block and less than a page of alignment,
 /// keeps every `PT_LOAD` congruent modulo the page size, and the install tests load it.

@@ -1,4 +1,4 @@
-//! `verify --dist` (issue 7): a correct kpack-split set built for real passes; each test
+//! `verify --dist`: a correct kpack-split set built for real passes; each test
 //! then breaks exactly one thing in it and sees exactly that violation, naming the archive
 //! and the member.
 //!

@@ -1,4 +1,4 @@
-//! Windows builds packaged on Linux (SPEC §7, issue 21): the bundled example as a Windows
+//! Windows builds packaged on Linux (SPEC §7): the bundled example as a Windows
 //! build (PE files from MinGW-w64) becomes `win_amd64` wheels and the sdist, with PE files
 //! copied byte for byte and no profiler wheel; `verify --dist` passes it and fails a copy
 //! broken the two ways a Windows set breaks; a build mixing ELF and PE is refused.

@@ -1,9 +1,9 @@
 //! `cargo xtask bench`: packages a synthetic TheRock-shaped build in a child process (the
 //! real CLI, this very binary re-run as `package`) and reports wall time, CPU, peak RSS,
-//! peak extra disk, bytes in and out, and our time as a multiple of the compression floor
-//! (issue 8). Then reruns `package` into the same destination after a few changes, which
-//! copies what did not change from the wheels there (issue 20). Optionally runs the
-//! reference packager on the same tree.
+//! peak extra disk, bytes in and out, and our time as a multiple of the compression floor.
+//! Then reruns `package` into the same destination after a few changes, which copies what
+//! did not change from the wheels there (SPEC §8). Optionally runs the reference packager
+//! on the same tree.
 //!
 //! Owns: orchestrating runs, caching generated trees under `target/bench/`, the table and
 //! `--json`. Does not own: generating the tree (`example_artifacts::write_synthetic`).

@@ -1,4 +1,4 @@
-//! Issues 2 and 23: bad input ends with a one-line error naming the path, then one `hint:`
+//! Bad input ends with a one-line error naming the path, then one `hint:`
 //! line, exit code 2, no panic; a wrong path is reported before anything derived from it.
 
 use std::path::Path;

@@ -226,7 +226,7 @@ def _offload_arch_candidates():
 def match_target_family(requested, available=None):
     """The available family that `requested` names, or None.
 
-    Targets are compared by base ISA, case-insensitively (issue 13): `gfx90a`, `GFX90A`
+    Targets are compared by base ISA, case-insensitively: `gfx90a`, `GFX90A`
     and `gfx90a:xnack-` all name `gfx90a`.
     """
     if available is None:

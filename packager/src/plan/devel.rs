@@ -202,7 +202,7 @@ impl DevelTree {
     }
 
     /// [`DevelTree::walk`] for the writer: every entry as the plan found it, or an error
-    /// naming the first path that was added, removed or changed since (issue 10).
+    /// naming the first path that was added, removed or changed since.
     pub fn walk_planned(
         &self,
         each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), crate::Error>,

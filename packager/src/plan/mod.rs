@@ -41,7 +41,7 @@ pub enum PlanError {
     BadFamilyName { artifact: String, dir: PathBuf },
     /// Kpack-split per-ISA artifacts carry one GPU target (SPEC §1); a family there would
     /// become a device wheel that no GPU selects.
-    /// Reported, never promoted to a family (issue 24); `artifact` quoted and escaped.
+    /// Reported, never promoted to a family; `artifact` quoted and escaped.
     #[error("artifact directory {artifact:?} in {} is not a name TheRock writes: {reason}", dir.display())]
     UnexpectedArtifact { artifact: String, dir: PathBuf, reason: String },
     #[error("artifact {artifact:?} in {} is in a kpack-split build, but its target family is not a GPU target id", dir.display())]
@@ -237,7 +237,7 @@ pub enum FindingKind {
         target: String,
     },
     /// A library whose SONAME is a path (`/etc/passwd`, `..`) or empty: packaged as if it
-    /// had none, so it never becomes a link out of the tree (issue 24).
+    /// had none, so it never becomes a link out of the tree.
     BadSoname {
         soname: String,
     },

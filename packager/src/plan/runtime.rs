@@ -305,7 +305,7 @@ impl<'a> Builder<'a> {
     }
 
     /// Keeps a decision for the summary and `--json`, and explains it at `-v` in the words
-    /// `--plan` lists it with (issue 9).
+    /// `--plan` lists it with.
     pub fn record(&mut self, finding: Finding) {
         self.progress.explain(&finding.to_string());
         self.findings.push(finding);
@@ -338,8 +338,8 @@ impl<'a> Builder<'a> {
 
     /// Drops a symlink that cannot be followed. A link that leaves the tree or loops is a
     /// mistake in the build (an absolute link to the build machine, a bad relative one), and
-    /// is warned about at default verbosity, once, naming the link in the artifacts (issue
-    /// 10). A dangling link is only counted and explained at `-v`, like a link to a
+    /// is warned about at default verbosity, once, naming the link in the artifacts.
+    /// A dangling link is only counted and explained at `-v`, like a link to a
     /// directory: a runtime package selects some components and paths of each artifact, so
     /// links into the rest (`lib/libfoo.so` of a `dev` component, a doc link into an
     /// excluded tree) dangle there by design in every real build, and the devel tree, which

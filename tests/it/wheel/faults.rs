@@ -1,4 +1,4 @@
-//! A failure midway leaves nothing in the destination (issue 10): no partial archive and
+//! A failure midway leaves nothing in the destination: no partial archive and
 //! no temp file.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Rerun figures (SPEC §8, issue 20): after the cold run, `package` again into the same
+//! Rerun figures (SPEC §8): after the cold run, `package` again into the same
 //! destination, which then holds the cold run's wheels to copy from: with nothing
 //! changed, after one large library is rewritten with new bytes of the same size and the
 //! same modification time, and after a file is added and another removed. The tree is put
