@@ -42,6 +42,10 @@ impl ElfWindow {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The window of a file on disk, read with two positioned reads instead of streaming
     /// the whole file; `None` when it does not start with the ELF magic.
     pub fn read_file(path: &std::path::Path) -> std::io::Result<Option<ElfWindow>> {

@@ -3,15 +3,18 @@
 //! The pipeline, one module per stage:
 //! `catalog` (read the artifacts dir) → `plan` (decide every member of every package,
 //! RPATH edits through the `elf-rpath` crate) → `assemble` (+ `member`, the payload's
-//! sources) → `write` (the `archive-write` crate: wheels, sdist, devel tarball,
-//! atomically) → `verify` (read a `dist/` back and check it against the contract).
-//! `python` holds the Python code we ship, `launcher` the compiled executable-symlink
-//! replacement, `example` the bundled example build. `targets` (GPU targets and families)
-//! and `platform` (the wheel platform's machine) are the vocabulary every stage shares.
+//! sources) → `write` (the `archive-write` crate: wheels, sdist, devel tarball, or trees,
+//! atomically). Checking a built `dist/` is not ours: the `release-gate` crate does it,
+//! apart from everything here. `python` holds the Python code we ship, `launcher` the
+//! compiled executable-symlink replacement, `manylinux` the `--platform-tag auto` choice
+//! (reading ELF files through `elf-audit`). `identity` (package roles and their names),
+//! `targets` (GPU targets and families) and `platform` (the wheel platform's machine) are
+//! the vocabulary every stage shares.
 //!
 //! Owns: every ROCm packaging rule. Must not know: how ELF tables are encoded or archives
-//! laid out (the two crates below it), or the command line (`xtask`, above it). Inside,
-//! no two modules import each other (`xtask/tests/layers.rs`).
+//! laid out (the crates below it), the command line (`xtask`, above it), the release gate
+//! or the example generator (crates beside it). Inside, no two modules import each other
+//! (`xtask/tests/layers.rs`).
 
 pub mod assemble;
 pub mod build_os;

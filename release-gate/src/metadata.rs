@@ -10,6 +10,9 @@ use std::collections::BTreeSet;
 use super::report::{Check, Findings};
 
 /// The parts of a wheel file name `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
+/// The gate's own reading, not the packager's `WheelFileName`: it shares no code with what
+/// it judges, and the one maintained parser (`uv-distribution-filename`) is an internal
+/// crate of uv with no stable API that needs a newer rustc than the workspace's floor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct WheelName {
     pub name: String,

@@ -159,7 +159,7 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     let plan_seconds = started.elapsed().as_secs_f64();
     // From here on an interrupt may clean the destination's temp files: only while this
     // run holds its lock, since those of another run are not ours.
-    let lock = Arc::new(packager::DestLock::acquire(&config.destination()).map_err(packager::Error::from)?);
+    let lock = Arc::new(packager::DestLock::acquire(&config.destination())?);
     if lock.removed_stale > 0 && !output.quiet {
         eprintln!(
             "note: removed {} temporary file(s) an interrupted run left in {}",
