@@ -30,11 +30,12 @@ fn cold_archives(example: &Example, config: &PackageConfig) -> BTreeMap<String, 
     if dest.exists() {
         fs_err::remove_dir_all(&dest).expect("rm");
     }
-    let report = package(&PackageConfig {
-        dest_dir: dest.clone(),
-        output: archives(WheelCompression::Deflate { level: 6 }, Reuse::Never),
-        ..config.clone()
-    });
+    // The same settings, reuse off.
+    let output = match config.output {
+        OutputMode::Archives(settings) => OutputMode::Archives(ArchiveSettings { reuse: Reuse::Never, ..settings }),
+        OutputMode::Trees => OutputMode::Trees,
+    };
+    let report = package(&PackageConfig { dest_dir: dest.clone(), output, ..config.clone() });
     assert_eq!(report.reuse.reused_bytes, 0, "a cold run has nothing to reuse");
     let archives = dist_snapshot(&archive_dir(&report));
     fs_err::remove_dir_all(&dest).expect("rm");
