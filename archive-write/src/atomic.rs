@@ -1,13 +1,13 @@
-//! Atomic placement in the destination (SPEC §5, issue 10), in two phases. Each output is
+//! Atomic placement in the destination (SPEC §5 "Output hygiene"), in two phases. Each output is
 //! written to a hidden temp file beside its final name and synced ([`AtomicFile::stage`]);
 //! once every output of the run is staged, [`commit`] renames them all into place and
 //! syncs the directory once. Until then nothing under a package's name has changed, and
 //! a staged file dropped uncommitted is removed (tempfile's drop), so a failed run leaves
-//! `dist/` as it found it: no partial archive, no partial set, and no complete package of
+//! its destination as it found it: no partial archive, no partial set, and no complete package of
 //! an earlier run lost.
 //!
 //! Owns: temp naming, fsync, the renames and their rollback, the final hash of the file.
-//! Does not own: content, or who may commit (the destination lock, `dest_lock`).
+//! Does not own: content, or who may commit (the caller's destination lock).
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -26,7 +26,7 @@ use super::WriteError;
 /// removes only what a writer of this crate made, never another tool's `.x.tmp-y`.
 pub const TEMP_MARKER: &str = ".tmp-archive-write-";
 
-/// Inside a temp directory (a `--no-build-packages` tree being written, or an older tree
+/// Inside a temp directory (a tree being written, or an older tree
 /// moved aside), this file says the directory is ours: [`remove_temp_entries`] removes a
 /// directory only when it carries both this file and the marked name.
 pub const TEMP_TREE_MARKER_FILE: &str = ".archive-write-temp-tree";
@@ -43,7 +43,8 @@ pub fn temp_prefix(name: &str) -> String {
 
 /// Removes the temp files (and marked temp trees) our writers left in `dir`; returns how
 /// many. Anything else is left alone: a name without our marker, a symlink, a directory
-/// without the marker file, whoever made them (issue 24).
+/// without the marker file, whoever made them: a destination may be shared with other
+/// tools, and what is not ours is not ours to remove.
 pub fn remove_temp_entries(dir: &Path) -> Result<usize, WriteError> {
     let read_error = |source| WriteError::Write { path: dir.to_path_buf(), source };
     let mut removed = 0;

@@ -21,23 +21,31 @@ const CODEC_VERSIONS: &str = env!("ARCHIVE_WRITE_CODEC");
 /// Bytes of the probe coded once per level per process (about a millisecond at level 9).
 const PROBE_LEN: usize = 64 * 1024;
 
-/// The fingerprint of `coding` in this build. Computed once per coding and process.
-pub fn fingerprint(coding: Coding) -> u32 {
-    static STORED: OnceLock<u32> = OnceLock::new();
-    static DEFLATE: [OnceLock<u32>; 10] = [const { OnceLock::new() }; 10];
-    match coding {
-        Coding::Stored => *STORED.get_or_init(|| compute(coding)),
-        Coding::Deflate { level } => {
-            let slot = &DEFLATE[level.min(9) as usize];
-            *slot.get_or_init(|| compute(Coding::Deflate { level: level.min(9) }))
-        }
+/// The fingerprint of `coding` in this build, for wheels of `generator` (its name). Computed
+/// once per coding and process (a process has one generator; another one's is computed anew).
+pub fn fingerprint(coding: Coding, generator: &str) -> u32 {
+    static STORED: OnceLock<(String, u32)> = OnceLock::new();
+    static DEFLATE: [OnceLock<(String, u32)>; 10] = [const { OnceLock::new() }; 10];
+    let coding = match coding {
+        Coding::Stored => Coding::Stored,
+        Coding::Deflate { level } => Coding::Deflate { level: level.min(9) },
+    };
+    let slot = match coding {
+        Coding::Stored => &STORED,
+        Coding::Deflate { level } => &DEFLATE[level as usize],
+    };
+    let (first_generator, value) = slot.get_or_init(|| (generator.to_owned(), compute(coding, generator)));
+    if first_generator == generator {
+        *value
+    } else {
+        compute(coding, generator)
     }
 }
 
-fn compute(coding: Coding) -> u32 {
+fn compute(coding: Coding, generator: &str) -> u32 {
     let mut crc = crc32fast::Hasher::new();
     let settings = format!(
-        "rocm-packager archive-write layout {LAYOUT_VERSION}, chunk {CHUNK_SIZE}, stored below 1/{MIN_GAIN_DIVISOR}, \
+        "{generator} archive-write layout {LAYOUT_VERSION}, chunk {CHUNK_SIZE}, stored below 1/{MIN_GAIN_DIVISOR}, \
          {CODEC_VERSIONS}, {coding:?}"
     );
     crc.update(settings.as_bytes());
@@ -74,11 +82,12 @@ mod tests {
     #[test]
     fn every_coding_has_its_own_fingerprint_and_keeps_it() {
         let mut seen = std::collections::BTreeSet::new();
-        assert!(seen.insert(fingerprint(Coding::Stored)));
+        assert!(seen.insert(fingerprint(Coding::Stored, "a")));
         for level in 0..=9 {
-            assert!(seen.insert(fingerprint(Coding::Deflate { level })), "level {level} repeats a fingerprint");
-            assert_eq!(fingerprint(Coding::Deflate { level }), compute(Coding::Deflate { level }));
+            assert!(seen.insert(fingerprint(Coding::Deflate { level }, "a")), "level {level} repeats a fingerprint");
+            assert_eq!(fingerprint(Coding::Deflate { level }, "a"), compute(Coding::Deflate { level }, "a"));
         }
+        assert!(seen.insert(fingerprint(Coding::Stored, "b")), "another generator, another fingerprint");
     }
 
     #[test]

@@ -382,7 +382,7 @@ impl Tables {
             }
             let code_bits = u32::from(entry & 63);
             // A literal's step must not wait for a distance lookup: the branch costs less
-            // than the load would (measured: a quarter less time on ROCm libraries).
+            // than the load would (measured: a quarter less time on large shared libraries).
             if entry < LENGTH {
                 buffer >>= code_bits;
                 count -= code_bits;

@@ -6,8 +6,10 @@
 //! Owns: archive formats, reproducibility (order, times, modes), parallel compression and
 //! hashing, atomic rename, and reuse: a wheel written where an earlier run left one of the
 //! same name copies the coded bytes of every member that did not change (`previous`,
-//! `reuse`, SPEC §8). Must not know: ROCm, ELF, or what goes in a package; members
-//! arrive as bytes or as [`MemberSource`]s that the caller opens and checks.
+//! `reuse`, SPEC §8). Must not know: the product that uses it, its flags or its inputs'
+//! names, ELF, or what goes in a package; members arrive as bytes or as [`MemberSource`]s
+//! that the caller opens and checks, and its errors' hints speak of files and directories
+//! only (a caller words them in its own terms).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -35,7 +37,7 @@ mod zip;
 
 pub use member::{from_io, to_io, MemberSource};
 pub use metadata::normalize_dist_name;
-pub use options::{BuildTime, DevelTarballCompression, WheelCompression};
+pub use options::{BuildTime, Generator, Reuse, TarballCompression, WheelCompression};
 pub use progress::{Progress, Silent};
 pub use reuse::ReuseCounts;
 pub use tar::xz_stream;
@@ -48,8 +50,9 @@ pub enum MemberData {
     Source(Arc<dyn MemberSource>),
     /// Generated content (Python, metadata, launchers).
     Bytes(Arc<Vec<u8>>),
-    /// The devel tree as `_devel.tar[.xz]`, produced while the wheel is written.
-    DevelTar(Arc<DevelTarSpec>),
+    /// A tarball (`.tar` or `.tar.xz`) produced while the wheel is written, so it never
+    /// exists on disk.
+    Tarball(Arc<TarballSpec>),
 }
 
 /// One file in a wheel.
@@ -77,7 +80,7 @@ pub struct CoreMetadata {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryPoint {
-    /// Console script name, e.g. `rocm-sdk`.
+    /// Console script name, e.g. `pip`.
     pub name: String,
     /// `module:function`.
     pub target: String,
@@ -86,6 +89,8 @@ pub struct EntryPoint {
 #[derive(Clone, Debug)]
 pub struct WheelSpec {
     pub metadata: CoreMetadata,
+    /// Named in the `WHEEL` file, and part of every member's codec fingerprint.
+    pub generator: Generator,
     /// e.g. `linux_x86_64` or `manylinux_2_28_x86_64`.
     pub platform_tag: String,
     pub entry_points: Vec<EntryPoint>,
@@ -117,14 +122,14 @@ pub enum TarEntryKind {
 
 #[derive(Clone, Debug)]
 pub struct TarEntry {
-    /// '/'-separated path inside the tarball (first component `_rocm_sdk_devel...`).
+    /// '/'-separated path inside the tarball.
     pub name: String,
     pub kind: TarEntryKind,
 }
 
-/// Entries of a devel tarball made while it is written, in name order. A build's devel
-/// tree holds an entry per path of the build, once per family; made one at a time, their
-/// names and sources are never a list in memory (SPEC §5).
+/// Entries of a tarball made while it is written, in name order. A tarball may hold an
+/// entry per path of a large tree; made one at a time, their names and sources are never a
+/// list in memory (SPEC §5).
 pub trait TarEntrySource: Send + Sync + std::fmt::Debug {
     /// Calls `each` with every entry, in strictly increasing name order; stops at its
     /// first error and returns it.
@@ -164,12 +169,12 @@ impl TarTotals {
 }
 
 #[derive(Clone, Debug)]
-pub struct DevelTarSpec {
+pub struct TarballSpec {
     /// Any order; the writer sorts by name.
     pub entries: Vec<TarEntry>,
     /// More entries, made while writing and merged with `entries` by name.
     pub streamed: Option<Arc<dyn TarEntrySource>>,
-    pub compression: DevelTarballCompression,
+    pub compression: TarballCompression,
     pub build_time: BuildTime,
 }
 
@@ -178,9 +183,8 @@ pub struct ArchiveOptions {
     pub compression: WheelCompression,
     pub build_time: BuildTime,
     /// Copy unchanged members' coded bytes from a wheel of the same name already in the
-    /// destination, instead of coding them again (SPEC §8). The output is the same bytes
-    /// either way; `--no-reuse` turns it off.
-    pub reuse_previous: bool,
+    /// destination, instead of coding them again (SPEC §8).
+    pub reuse: Reuse,
 }
 
 /// A finished output file, for the summary table.
@@ -214,8 +218,6 @@ pub enum WriteError {
     Changed { path: PathBuf, reason: String },
     #[error("invalid package: {reason}")]
     Invalid { reason: String },
-    #[error("another packaging run is writing to {} (lock {} is held)", dest.display(), lock.display())]
-    Locked { dest: PathBuf, lock: PathBuf },
 }
 
 impl WriteError {
@@ -225,28 +227,26 @@ impl WriteError {
             WriteError::Read { path, .. } | WriteError::Write { path, .. } | WriteError::Changed { path, .. } => {
                 Some(path)
             }
-            WriteError::Locked { lock, .. } => Some(lock),
             WriteError::Invalid { .. } => None,
         }
     }
 
+    /// What the user can do next, in terms of files and directories (a caller that knows
+    /// its flags says it in those).
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
-                Some("the destination is full: free space or pass another --dest-dir; nothing partial was left in it")
+                Some("the destination is full: free space or write elsewhere; nothing partial was left in it")
             }
-            Self::Write { source, .. } if source.raw_os_error() == Some(libc::EDQUOT) => Some(
-                "your disk quota is used up: free space or pass a --dest-dir elsewhere; nothing partial was left in it",
-            ),
+            Self::Write { source, .. } if source.raw_os_error() == Some(libc::EDQUOT) => {
+                Some("your disk quota is used up: free space or write elsewhere; nothing partial was left in it")
+            }
             // A file-size limit (`ulimit -f`) or a file system with small files (FAT32: 4 GiB).
             Self::Write { source, .. } if source.raw_os_error() == Some(libc::EFBIG) => Some(
                 "the file is larger than the destination allows (`ulimit -f`, or a file system such as FAT32): \
-                 raise the limit or pass a --dest-dir on another file system",
+                 raise the limit or write to another file system",
             ),
-            Self::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
-            Self::Changed { .. } => {
-                Some("something modified the artifacts during packaging: rerun when the build has finished")
-            }
+            Self::Changed { .. } => Some("an input changed while it was read: write again once nothing changes it"),
             _ => None,
         }
     }
@@ -308,15 +308,15 @@ pub fn write_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) 
     Ok(commit(vec![staged])?.pop().expect("one file staged, one committed"))
 }
 
-/// `--no-build-packages`: lays a wheel's members out as a directory tree (and the devel
-/// tarball's entries as real symlinks and files) under `dest_dir/{dist name}-{version}`,
-/// under a temp name until [`commit_trees`].
+/// Lays a wheel's members out as a directory tree (and a tarball member's entries as real
+/// directories, symlinks and files) under `dest_dir/{dist name}-{version}`, under a temp
+/// name until [`commit_trees`].
 pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, WriteError> {
     tree::stage_tree(dest_dir, spec)
 }
 
-/// `--no-build-packages` for the `rocm` sdist: its files laid out as the directory its
-/// archive holds, `dest_dir/{name}-{version}`, under a temp name until [`commit_trees`].
+/// An sdist's files laid out as the directory its archive holds, `dest_dir/{name}-{version}`,
+/// under a temp name until [`commit_trees`].
 pub fn stage_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<StagedTree, WriteError> {
     tree::stage_sdist_tree(dest_dir, spec)
 }
@@ -333,10 +333,10 @@ pub fn write_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<PathBuf, Wr
     Ok(commit_trees(vec![staged])?.pop().expect("one tree staged, one committed"))
 }
 
-/// Writes the devel tarball alone (what the devel wheel carries as `_devel.tar[.xz]`),
-/// for tools and tests that want to look at it.
-pub fn write_devel_tarball(out: &mut dyn io::Write, spec: &DevelTarSpec) -> Result<(), WriteError> {
-    tar::write_devel_tarball(spec, out, &Silent, "", Path::new("_devel.tar")).map(|_| ())
+/// Writes a tarball alone (what a [`MemberData::Tarball`] member carries), for tools and
+/// tests that want to look at it; `name` names it in errors.
+pub fn write_tarball(out: &mut dyn io::Write, spec: &TarballSpec, name: &Path) -> Result<(), WriteError> {
+    tar::write_tarball(spec, out, &Silent, "", name).map(|_| ())
 }
 
 #[cfg(test)]
@@ -351,8 +351,8 @@ mod tests {
     fn full_disk_quota_and_file_size_limit_have_hints() {
         let hint = |errno| write_error(errno).hint().unwrap_or_default();
         assert!(hint(libc::ENOSPC).starts_with("the destination is full"), "{}", hint(libc::ENOSPC));
-        assert!(hint(libc::EDQUOT).contains("quota") && hint(libc::EDQUOT).contains("--dest-dir"));
-        assert!(hint(libc::EFBIG).contains("ulimit -f") && hint(libc::EFBIG).contains("--dest-dir"));
+        assert!(hint(libc::EDQUOT).contains("quota") && hint(libc::EDQUOT).contains("write elsewhere"));
+        assert!(hint(libc::EFBIG).contains("ulimit -f") && hint(libc::EFBIG).contains("another file system"));
         assert_eq!(write_error(libc::EACCES).hint(), None);
     }
 }

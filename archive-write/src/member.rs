@@ -3,8 +3,8 @@
 //! only when the member is written so a wheel of thousands of files holds none of them.
 //!
 //! Owns: the source abstraction, carrying [`WriteError`]s through `io::Read`, member
-//! names, and writing one member to a file (the `--no-build-packages` trees). Does not
-//! own: what a source reads or how it checks its input (the caller's), or the devel tarball
+//! names, and writing one member to a file (trees). Does not
+//! own: what a source reads or how it checks its input (the caller's), or tarball members
 //! (produced by `tar`).
 
 use std::fs::File;
@@ -42,7 +42,7 @@ pub fn known_len(data: &MemberData) -> Option<u64> {
     match data {
         MemberData::Source(source) => Some(source.len()),
         MemberData::Bytes(bytes) => Some(bytes.len() as u64),
-        MemberData::DevelTar(_) => None,
+        MemberData::Tarball(_) => None,
     }
 }
 
@@ -66,8 +66,8 @@ pub fn open_member(data: &MemberData) -> Result<Box<dyn Read + Send + '_>, Write
     match data {
         MemberData::Source(source) => source.open(),
         MemberData::Bytes(bytes) => Ok(Box::new(bytes.as_slice())),
-        MemberData::DevelTar(_) => {
-            Err(WriteError::Invalid { reason: "a devel tarball cannot be opened as a plain member".into() })
+        MemberData::Tarball(_) => {
+            Err(WriteError::Invalid { reason: "a tarball member cannot be opened as a plain member".into() })
         }
     }
 }

@@ -1,13 +1,13 @@
 //! The text files of a wheel's `.dist-info` and of an sdist: METADATA / PKG-INFO (core
 //! metadata 2.1), WHEEL, `entry_points.txt`, and the name normalisation of file names.
 //!
-//! Owns: how metadata is spelled. Does not own: what the metadata says (`plan`).
+//! Owns: how metadata is spelled. Does not own: what the metadata says (the caller's).
 
-use super::{CoreMetadata, EntryPoint, WriteError};
+use super::{CoreMetadata, EntryPoint, Generator, WriteError};
 
 /// Core metadata version written to METADATA and PKG-INFO. 2.1 on purpose: from 2.2 on,
 /// installers (uv) may trust an sdist's PKG-INFO instead of asking its build backend, and
-/// the `rocm` sdist computes its requirements at install time (SPEC §3).
+/// an sdist may compute its requirements at install time (SPEC §3).
 const METADATA_VERSION: &str = "2.1";
 
 /// The distribution name as wheel and sdist file names spell it: lower case, each run of
@@ -96,12 +96,10 @@ pub fn render_core_metadata(metadata: &CoreMetadata) -> Result<Vec<u8>, WriteErr
 }
 
 /// The WHEEL file (PEP 427): platform wheels are never purelib.
-pub fn render_wheel_file(platform_tag: &str) -> Vec<u8> {
-    format!(
-        "Wheel-Version: 1.0\nGenerator: rocm-packager {}\nRoot-Is-Purelib: false\nTag: py3-none-{platform_tag}\n",
-        env!("CARGO_PKG_VERSION")
-    )
-    .into_bytes()
+pub fn render_wheel_file(generator: Generator, platform_tag: &str) -> Vec<u8> {
+    let Generator { name, version } = generator;
+    format!("Wheel-Version: 1.0\nGenerator: {name} {version}\nRoot-Is-Purelib: false\nTag: py3-none-{platform_tag}\n")
+        .into_bytes()
 }
 
 /// `entry_points.txt` with one `[console_scripts]` section, sorted by script name.
@@ -135,29 +133,29 @@ mod tests {
 
     #[test]
     fn normalizes_names_like_wheel_file_names() {
-        assert_eq!(normalize_dist_name("rocm-sdk-libraries-gfx110X-all"), "rocm_sdk_libraries_gfx110x_all");
+        assert_eq!(normalize_dist_name("my-sdk-libraries-family110X-all"), "my_sdk_libraries_family110x_all");
         assert_eq!(normalize_dist_name("A.b--C__d"), "a_b_c_d");
-        assert_eq!(normalize_dist_name("rocm"), "rocm");
+        assert_eq!(normalize_dist_name("plain"), "plain");
     }
 
     #[test]
     fn renders_metadata_in_field_order() {
         let metadata = CoreMetadata {
-            name: "rocm-sdk-core".into(),
+            name: "my-sdk-core".into(),
             version: "7.1.0".into(),
-            summary: "ROCm core".into(),
-            requires_dist: vec!["rocm==7.1.0".into()],
+            summary: "SDK core".into(),
+            requires_dist: vec!["my-sdk==7.1.0".into()],
             requires_python: Some(">=3.9".into()),
             license: Some("MIT\nsecond line".into()),
-            provides_extra: vec!["devel".into()],
+            provides_extra: vec!["headers".into()],
             description: Some("# Title".into()),
         };
         let text = String::from_utf8(render_core_metadata(&metadata).expect("valid")).expect("utf-8");
         assert_eq!(
             text,
-            "Metadata-Version: 2.1\nName: rocm-sdk-core\nVersion: 7.1.0\nSummary: ROCm core\n\
-             License: MIT\n        second line\nRequires-Python: >=3.9\nRequires-Dist: rocm==7.1.0\n\
-             Provides-Extra: devel\nDescription-Content-Type: text/markdown\n\n# Title\n"
+            "Metadata-Version: 2.1\nName: my-sdk-core\nVersion: 7.1.0\nSummary: SDK core\n\
+             License: MIT\n        second line\nRequires-Python: >=3.9\nRequires-Dist: my-sdk==7.1.0\n\
+             Provides-Extra: headers\nDescription-Content-Type: text/markdown\n\n# Title\n"
         );
     }
 

@@ -13,6 +13,25 @@ impl BuildTime {
     pub const DEFAULT: BuildTime = BuildTime(1_577_836_800);
 }
 
+/// The tool that writes the archives, as a wheel's `WHEEL` file names it (`Generator:
+/// {name} {version}`). Its name is also part of every codec fingerprint, so coded bytes are
+/// only ever copied between wheels of one generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Generator {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// Whether a wheel written where an earlier one of its name lies copies the coded bytes of
+/// the members that did not change (SPEC §8). The output is the same bytes either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Copy what did not change from the wheel already at the output's path.
+    FromPrevious,
+    /// Code every member anew (for a destination whose wheels are not trusted).
+    Never,
+}
+
 /// How wheel members are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum WheelCompression {
@@ -25,11 +44,11 @@ pub enum WheelCompression {
     },
 }
 
-/// How the devel tree travels inside the devel wheel.
+/// How a tarball member of a wheel is compressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum DevelTarballCompression {
-    /// `_devel.tar`, deflated by the wheel like any member.
+pub enum TarballCompression {
+    /// A plain `.tar`, deflated by the wheel like any member.
     None,
-    /// `_devel.tar.xz`, xz preset 0-9, multi-threaded.
+    /// `.tar.xz`, xz preset 0-9, multi-threaded; the wheel stores it as it is.
     Xz { preset: u32 },
 }

@@ -1,4 +1,4 @@
-//! A bounded in-process pipe: the devel tarball producer writes into it on its own
+//! A bounded in-process pipe: a tarball member's producer writes into it on its own
 //! thread, the wheel writer reads from it, and at most a few buffers wait in between.
 //!
 //! Owns: the hand-over and its memory bound. Does not own: what flows through it.

@@ -14,9 +14,9 @@ pub trait Progress: Sync {
     fn advance(&self, _file_name: &str, _bytes: u64) {}
     /// An output file is complete (renamed into place).
     fn output_finished(&self, _file_name: &str) {}
-    /// A decision worth explaining at `-v` (same words as `--plan`).
+    /// A decision worth explaining to a user who asked for detail.
     fn explain(&self, _message: &str) {}
-    /// Something the user should see even without `-v`.
+    /// Something the user should see even when not asking for detail.
     fn warn(&self, _message: &str) {}
 }
 

@@ -102,7 +102,7 @@ pub type Prehashed = Option<std::io::Result<(MemberDigest, u32)>>;
 
 /// Hashes, on all cores, the new bytes of every member the old wheel holds a candidate
 /// for, so a rerun that changes little reads its inputs in parallel instead of one member
-/// after another. The devel tarball is hashed its own way (it is produced while read).
+/// after another. A tarball member is hashed its own way (it is produced while read).
 pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[EntryHeader]) -> Vec<Prehashed> {
     use rayon::prelude::*;
     let Some(previous) = previous else { return members.iter().map(|_| None).collect() };
@@ -110,7 +110,7 @@ pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[Entry
         .par_iter()
         .zip(headers)
         .map(|(member, header)| {
-            if matches!(member.data, MemberData::DevelTar(_)) {
+            if matches!(member.data, MemberData::Tarball(_)) {
                 return None;
             }
             let candidate = previous.candidate(&header.name, header.fingerprint, methods(header))?;
@@ -161,8 +161,8 @@ mod tests {
     use std::sync::Arc;
 
     use crate::{
-        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Silent, WheelCompression, WheelSpec,
-        WrittenFile,
+        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Reuse, Silent, WheelCompression,
+        WheelSpec, WrittenFile,
     };
 
     /// Noise and text in runs, several chunks long, so the member streams and its
@@ -188,6 +188,7 @@ mod tests {
             executable: false,
         };
         WheelSpec {
+            generator: crate::Generator { name: "test", version: "1" },
             metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
             platform_tag: "linux_x86_64".into(),
             entry_points: Vec::new(),
@@ -195,12 +196,9 @@ mod tests {
         }
     }
 
-    fn write(dir: &Path, spec: &WheelSpec, level: u32, reuse_previous: bool) -> (WrittenFile, Vec<u8>) {
-        let options = ArchiveOptions {
-            compression: WheelCompression::Deflate { level },
-            build_time: BuildTime::DEFAULT,
-            reuse_previous,
-        };
+    fn write(dir: &Path, spec: &WheelSpec, level: u32, reuse: Reuse) -> (WrittenFile, Vec<u8>) {
+        let options =
+            ArchiveOptions { compression: WheelCompression::Deflate { level }, build_time: BuildTime::DEFAULT, reuse };
         let written = write_wheel(dir, spec, &options, &Silent).expect("writes");
         let bytes = std::fs::read(&written.path).expect("read back");
         // Hashed while written when nothing was patched, read back otherwise: the same.
@@ -210,9 +208,9 @@ mod tests {
 
     /// Writes `spec` again into `dir` and checks it against a cold write; returns the counts.
     fn rerun(dir: &Path, spec: &WheelSpec, level: u32) -> super::ReuseCounts {
-        let (written, bytes) = write(dir, spec, level, true);
+        let (written, bytes) = write(dir, spec, level, Reuse::FromPrevious);
         let cold = tempfile::tempdir().expect("tempdir");
-        let (cold_written, cold_bytes) = write(cold.path(), spec, level, false);
+        let (cold_written, cold_bytes) = write(cold.path(), spec, level, Reuse::Never);
         assert!(bytes == cold_bytes, "a rerun differs from a cold write");
         assert_eq!(cold_written.reuse.reused_bytes, 0);
         written.reuse
@@ -222,7 +220,7 @@ mod tests {
     fn a_rerun_copies_what_did_not_change_and_writes_a_cold_writes_bytes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let big = mixed(7, 9 * (1 << 20) + 4321);
-        let (first, _) = write(dir.path(), &spec(big.clone()), 6, true);
+        let (first, _) = write(dir.path(), &spec(big.clone()), 6, Reuse::FromPrevious);
         assert_eq!((first.reuse.reused_members, first.reuse.compressed_members), (0, 5));
 
         // Everything but RECORD is copied: __init__.py, big.bin, METADATA, WHEEL; and the
@@ -257,7 +255,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let big = mixed(11, 5 * (1 << 20) + 17);
-        let (first, _) = write(dir.path(), &spec(big.clone()), 6, true);
+        let (first, _) = write(dir.path(), &spec(big.clone()), 6, Reuse::FromPrevious);
         std::fs::set_permissions(&first.path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         let unchanged = rerun(dir.path(), &spec(big), 6);
         assert_eq!(unchanged.compressed_members, 1, "{unchanged:?}");
@@ -269,7 +267,7 @@ mod tests {
     fn coded_bytes_that_no_longer_have_their_crc_are_coded_again() {
         let dir = tempfile::tempdir().expect("tempdir");
         let big = mixed(11, 2 * (1 << 20));
-        let (first, mut bytes) = write(dir.path(), &spec(big.clone()), 6, true);
+        let (first, mut bytes) = write(dir.path(), &spec(big.clone()), 6, Reuse::FromPrevious);
         // The local header of big.bin is the first place its name appears; its data follows.
         let name = b"demo/big.bin";
         let at = bytes.windows(name.len()).position(|window| window == name).expect("local header");
@@ -283,7 +281,7 @@ mod tests {
     fn a_truncated_or_foreign_file_is_not_read() {
         let dir = tempfile::tempdir().expect("tempdir");
         let big = mixed(13, 1 << 20);
-        let (first, bytes) = write(dir.path(), &spec(big.clone()), 6, true);
+        let (first, bytes) = write(dir.path(), &spec(big.clone()), 6, Reuse::FromPrevious);
         for (what, damaged) in [
             ("truncated", bytes[..bytes.len() - 30].to_vec()),
             ("trailing bytes", [bytes.as_slice(), b"junk"].concat()),

@@ -1,9 +1,8 @@
-//! The `rocm` sdist: `{name}-{version}.tar.gz` holding `{name}-{version}/PKG-INFO` and the
+//! An sdist: `{name}-{version}.tar.gz` holding `{name}-{version}/PKG-INFO` and the
 //! given files, sorted, with fixed times, owners and modes, and a gzip header with no
 //! name or time, so two runs give the same bytes.
 //!
-//! Owns: the sdist archive. Does not own: its files (the in-tree backend and sources come
-//! from `python`/`plan`).
+//! Owns: the sdist archive. Does not own: its files (the caller's).
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -19,7 +18,7 @@ use super::{ArchiveOptions, ReuseCounts, SdistFile, SdistSpec, StagedFile, Write
 
 /// The sdist's top directory, `{name}-{version}` (PEP 625: the normalised name), and every
 /// file under it, PKG-INFO included, sorted and checked: what the archive holds, and what
-/// `--no-build-packages` lays out as a directory.
+/// a tree lays out as a directory.
 pub fn sdist_layout(spec: &SdistSpec) -> Result<(String, Vec<SdistFile>), WriteError> {
     let stem = format!("{}-{}", normalize_dist_name(&spec.metadata.name), file_name_version(&spec.metadata.version));
     let pkg_info = render_core_metadata(&spec.metadata)?;

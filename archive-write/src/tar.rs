@@ -1,9 +1,9 @@
-//! The devel tarball (`_devel.tar` or `_devel.tar.xz`): entries sorted by name, real
+//! Tarball members of a wheel (`.tar` or `.tar.xz`): entries sorted by name, real
 //! directories, files and symlinks, GNU long-name records for long paths, fixed times and
 //! owners; xz multi-threaded with a memory budget. Produced on its own thread into a
 //! bounded pipe while the wheel writer consumes it, so it never exists on disk.
 //!
-//! Owns: the tar layout and xz settings. Does not own: what is in the devel tree (`plan`).
+//! Owns: the tar layout and xz settings. Does not own: what is in the tarball (the caller's).
 
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -15,8 +15,8 @@ use tar::{EntryType, Header};
 
 use super::member::{from_io, known_len, open_member};
 use super::pipe::{pipe, PipeReader};
-use super::{DevelTarSpec, TarEntry, TarEntryKind, TarTotals, WriteError};
-use super::{DevelTarballCompression, Progress};
+use super::{Progress, TarballCompression};
+use super::{TarEntry, TarEntryKind, TarTotals, TarballSpec, WriteError};
 
 /// The xz encoder may use this much memory; threads are reduced to fit (SPEC §5: the
 /// process stays under 256 MiB). The rest of the process (the plan, a second wheel
@@ -27,8 +27,8 @@ const XZ_MEMORY_BUDGET: u64 = 128 << 20;
 /// every core work on the stream, and what makes its bytes independent of the thread
 /// count. A dictionary larger than a block is never used, so it is capped at the block
 /// size; at preset 6 a thread then needs about 60 MiB instead of 140 MiB, and two threads
-/// fit the budget (liblzma's default, 24 MiB blocks, allowed one). On the bench's devel
-/// tree two threads at 4 MiB take 18 s where one thread at the default takes 44 s, for an
+/// fit the budget (liblzma's default, 24 MiB blocks, allowed one). On a large tree
+/// (the packager's bench) two threads at 4 MiB take 18 s where one thread at the default takes 44 s, for an
 /// output 0.1 % smaller.
 const XZ_BLOCK_SIZE: u32 = 4 << 20;
 
@@ -36,11 +36,11 @@ const XZ_BLOCK_SIZE: u32 = 4 << 20;
 /// of [`XZ_MEMORY_BUDGET`] each would break the process's memory bound.
 static XZ_ENCODER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Calls `each` with every devel entry in archive order: the listed ones sorted, merged
+/// Calls `each` with every entry in archive order: the listed ones sorted, merged
 /// with the streamed ones. A name twice (a planning bug) or unusable in an archive is an
 /// error naming it.
 pub fn for_each_entry(
-    spec: &DevelTarSpec,
+    spec: &TarballSpec,
     each: &mut dyn FnMut(&TarEntry) -> Result<(), WriteError>,
 ) -> Result<(), WriteError> {
     let mut listed: Vec<&TarEntry> = spec.entries.iter().collect();
@@ -50,9 +50,9 @@ pub fn for_each_entry(
     let mut visit = |entry: &TarEntry| {
         if !previous.is_empty() && entry.name <= previous {
             let reason = if entry.name == previous {
-                format!("devel tarball lists {} twice", entry.name)
+                format!("tarball lists {} twice", entry.name)
             } else {
-                format!("devel tarball entries out of order: {} after {previous}", entry.name)
+                format!("tarball entries out of order: {} after {previous}", entry.name)
             };
             return Err(WriteError::Invalid { reason });
         }
@@ -73,19 +73,19 @@ pub fn for_each_entry(
 }
 
 /// Sums over every entry, listed and streamed (the streamed ones say theirs).
-fn totals(spec: &DevelTarSpec) -> TarTotals {
+fn totals(spec: &TarballSpec) -> TarTotals {
     let streamed = spec.streamed.as_ref().map(|streamed| streamed.totals()).unwrap_or_default();
     streamed.with(&spec.entries)
 }
 
 /// Bytes of payload the tarball reads, for progress.
-pub fn input_len(spec: &DevelTarSpec) -> u64 {
+pub fn input_len(spec: &TarballSpec) -> u64 {
     totals(spec).file_bytes
 }
 
 /// An upper bound of the finished (possibly compressed) tarball's size, which decides
 /// whether its wheel member needs a ZIP64 header before its size is known.
-pub fn size_bound(spec: &DevelTarSpec) -> u64 {
+pub fn size_bound(spec: &TarballSpec) -> u64 {
     let totals = totals(spec);
     // Per entry a header and up to two long-name records (name, link target), its data
     // rounded up to whole blocks; two end blocks.
@@ -98,9 +98,9 @@ pub fn size_bound(spec: &DevelTarSpec) -> u64 {
 }
 
 /// Starts the producer thread; the reader yields the tarball, the handle its result.
-pub fn spawn_devel_tarball<'scope, 'env>(
+pub fn spawn_tarball<'scope, 'env>(
     scope: &'scope Scope<'scope, 'env>,
-    spec: &'env DevelTarSpec,
+    spec: &'env TarballSpec,
     member_name: &'env str,
     progress: &'env dyn Progress,
     progress_name: &'env str,
@@ -108,23 +108,23 @@ pub fn spawn_devel_tarball<'scope, 'env>(
     let (writer, reader) = pipe();
     let handle = scope.spawn(move || {
         let output = Path::new(member_name);
-        let mut writer = write_devel_tarball(spec, writer, progress, progress_name, output)?;
+        let mut writer = write_tarball(spec, writer, progress, progress_name, output)?;
         writer.flush().map_err(|source| WriteError::Write { path: output.to_path_buf(), source })
     });
     (reader, handle)
 }
 
 /// Writes the tarball, compressed as `spec` says, to `out`; returns `out`.
-pub fn write_devel_tarball<W: Write>(
-    spec: &DevelTarSpec,
+pub fn write_tarball<W: Write>(
+    spec: &TarballSpec,
     out: W,
     progress: &dyn Progress,
     progress_name: &str,
     output: &Path,
 ) -> Result<W, WriteError> {
     match spec.compression {
-        DevelTarballCompression::None => write_tar(spec, out, progress, progress_name, output),
-        DevelTarballCompression::Xz { preset } => {
+        TarballCompression::None => write_tar(spec, out, progress, progress_name, output),
+        TarballCompression::Xz { preset } => {
             // A panic elsewhere while holding the lock leaves nothing to repair.
             let _one_encoder = XZ_ENCODER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let encoder = XzEncoder::new_stream(out, xz_stream(preset, output)?);
@@ -175,7 +175,7 @@ fn xz_preset_dict_size(preset: u32) -> u32 {
 }
 
 fn write_tar<W: Write>(
-    spec: &DevelTarSpec,
+    spec: &TarballSpec,
     out: W,
     progress: &dyn Progress,
     progress_name: &str,
@@ -203,7 +203,7 @@ fn write_tar<W: Write>(
             }
             TarEntryKind::File { data, executable } => {
                 let len = known_len(data).ok_or_else(|| WriteError::Invalid {
-                    reason: format!("{} in the devel tarball cannot itself be a tarball", entry.name),
+                    reason: format!("{} in a tarball member cannot itself be a tarball", entry.name),
                 })?;
                 header.set_entry_type(EntryType::Regular);
                 header.set_mode(if *executable { 0o755 } else { 0o644 });
@@ -232,9 +232,8 @@ impl<R: Read> Read for ProgressReader<'_, R> {
     }
 }
 
-/// Lays the devel entries out under `root` as real directories, files and symlinks
-/// (`--no-build-packages`).
-pub fn expand_devel_entries(spec: &DevelTarSpec, root: &Path) -> Result<(), WriteError> {
+/// Lays the entries out under `root` as real directories, files and symlinks (trees).
+pub fn expand_tarball_entries(spec: &TarballSpec, root: &Path) -> Result<(), WriteError> {
     for_each_entry(spec, &mut |entry| {
         let path = root.join(&entry.name);
         let write_error = |source| WriteError::Write { path: path.clone(), source };
@@ -268,7 +267,7 @@ mod tests {
     fn xz_output_does_not_depend_on_the_thread_count() {
         // Three blocks of text that compresses, so every thread gets work.
         let input: Vec<u8> =
-            (0..3 * XZ_BLOCK_SIZE as usize).map(|i| b"rocm-packager "[i % 14] ^ (i / 7919) as u8).collect();
+            (0..3 * XZ_BLOCK_SIZE as usize).map(|i| b"archive-write "[i % 14] ^ (i / 7919) as u8).collect();
         let compress = |threads: u32| {
             let stream = xz_builder(6, threads).expect("builder").encoder().expect("encoder");
             let mut encoder = XzEncoder::new_stream(Vec::new(), stream);

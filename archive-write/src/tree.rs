@@ -1,6 +1,6 @@
-//! `--no-build-packages`: a wheel laid out as a directory tree, the way it would be
-//! unpacked, with the devel tarball's entries expanded as real directories, files and
-//! symlinks instead of the tarball; the `rocm` sdist as the directory its archive holds.
+//! Trees: a wheel laid out as a directory tree, the way it would be unpacked, with a
+//! tarball member's entries expanded as real directories, files and symlinks instead of
+//! the tarball; an sdist as the directory its archive holds.
 //!
 //! Owns: the tree layout. Does not own: member content, or placing the trees
 //! (`tree_commit`, all of a run's trees or none).
@@ -14,7 +14,7 @@ use super::deflate::MemberDigest;
 use super::member::write_file;
 use super::record::Record;
 use super::sdist::sdist_layout;
-use super::tar::expand_devel_entries;
+use super::tar::expand_tarball_entries;
 use super::tree_commit::{temp_tree, StagedTree};
 use super::wheel::{ordered_members, WheelNames};
 use super::{MemberData, SdistSpec, WheelSpec, WriteError};
@@ -28,8 +28,8 @@ pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, Write
     let digests: Vec<Option<(String, MemberDigest)>> = members
         .par_iter()
         .map(|member| match &member.data {
-            MemberData::DevelTar(tar_spec) => {
-                expand_devel_entries(tar_spec, temp.path())?;
+            MemberData::Tarball(tar_spec) => {
+                expand_tarball_entries(tar_spec, temp.path())?;
                 Ok(None)
             }
             data => {
@@ -48,7 +48,7 @@ pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, Write
     Ok(StagedTree::new(temp, dest_dir.join(&names.stem)))
 }
 
-/// The `rocm` sdist as `{name}-{version}/` in `dest_dir`: exactly the files its archive
+/// An sdist as `{name}-{version}/` in `dest_dir`: exactly the files its archive
 /// holds under that directory (PKG-INFO, `pyproject.toml`, the in-tree backend and the
 /// sources), with the archive's modes, staged like [`stage_tree`].
 pub fn stage_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<StagedTree, WriteError> {

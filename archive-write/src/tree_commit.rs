@@ -1,4 +1,4 @@
-//! `--no-build-packages` trees placed all or none (issue 24): each tree is written whole
+//! Trees placed all or none, like archives (SPEC §5): each tree is written whole
 //! under a marked temp name first; [`commit_trees`] then moves every older tree aside and
 //! renames every new one in, putting the older ones back if a rename fails, and removes
 //! the older ones only once all new ones are in place. A full disk fails while staging,

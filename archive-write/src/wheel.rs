@@ -4,7 +4,7 @@
 //! Owns: the wheel's layout and the member loop, and which earlier wheel a wheel may copy
 //! from: the one at its own final path, in the directory it is written to. Does not own:
 //! the zip bytes (`zip`), compression (`deflate`), whether a member may be copied
-//! (`reuse`, `previous`), the devel tarball (`tar`), what the members are (`plan`).
+//! (`reuse`, `previous`), tarball members (`tar`), what the members are (the caller's).
 
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -26,7 +26,7 @@ use super::record::Record;
 use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
 use super::{tar, ArchiveOptions, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
-use super::{DevelTarballCompression, Progress, WheelCompression};
+use super::{Progress, Reuse, TarballCompression, WheelCompression};
 
 /// The names a wheel's files derive from its metadata.
 pub struct WheelNames {
@@ -60,7 +60,7 @@ pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Membe
     let dist_info_prefix = format!("{}/", names.dist_info);
     let mut generated = vec![
         (format!("{}/METADATA", names.dist_info), render_core_metadata(&spec.metadata)?),
-        (format!("{}/WHEEL", names.dist_info), render_wheel_file(&spec.platform_tag)),
+        (format!("{}/WHEEL", names.dist_info), render_wheel_file(spec.generator, &spec.platform_tag)),
     ];
     if !spec.entry_points.is_empty() {
         generated.push((format!("{}/entry_points.txt", names.dist_info), render_entry_points(&spec.entry_points)?));
@@ -102,7 +102,7 @@ fn input_len(members: &[Member]) -> u64 {
     members
         .iter()
         .map(|member| match &member.data {
-            MemberData::DevelTar(tar_spec) => tar::input_len(tar_spec),
+            MemberData::Tarball(tar_spec) => tar::input_len(tar_spec),
             data => known_len(data).unwrap_or(0),
         })
         .sum()
@@ -123,18 +123,24 @@ pub fn stage_wheel(
     let write_error = |error| from_io(error, &dest, false);
     // The old wheel stays under its name, only read, until the commit renames the new one
     // over it; an interrupted run leaves it as it was.
-    let previous = match options.reuse_previous {
-        true => Previous::open(&dest, &names.record()).unwrap_or_else(|reason| {
+    let previous = match options.reuse {
+        Reuse::FromPrevious => Previous::open(&dest, &names.record()).unwrap_or_else(|reason| {
             progress.explain(&format!("not reusing {}: {reason}", dest.display()));
             None
         }),
-        false => None,
+        Reuse::Never => None,
     };
 
     let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file));
     let mut zip = ZipWriter::new(BufWriter::with_capacity(1 << 20, out), options.build_time);
-    let context =
-        WriteContext { options, progress, file_name: &names.file_name, dest: &dest, previous: previous.as_ref() };
+    let context = WriteContext {
+        options,
+        progress,
+        file_name: &names.file_name,
+        dest: &dest,
+        previous: previous.as_ref(),
+        generator: spec.generator.name,
+    };
     let (finished, mut reuse) = write_members(&mut zip, &members, &context)?;
     drop(previous);
     let mut record = Record::default();
@@ -148,7 +154,7 @@ pub fn stage_wheel(
     reuse.add_compressed(record.len() as u64);
     let size_bound = deflate::size_bound(record.len() as u64);
     let (data, sums, record_coding) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
-    let mut header = entry_header(names.record(), coding(options), false);
+    let mut header = entry_header(names.record(), coding(options), false, spec.generator.name);
     header.method = record_coding.method();
     zip.write_entry(header, sums, size_bound, &[data]).map_err(write_error)?;
     let (buffered, _) = zip.finish().map_err(write_error)?;
@@ -183,8 +189,8 @@ pub fn stage_wheel(
     Ok(StagedFile { written, staged })
 }
 
-fn entry_header(name: String, coding: Coding, executable: bool) -> EntryHeader {
-    EntryHeader { name, method: coding.method(), executable, fingerprint: fingerprint(coding) }
+fn entry_header(name: String, coding: Coding, executable: bool, generator: &str) -> EntryHeader {
+    EntryHeader { name, method: coding.method(), executable, fingerprint: fingerprint(coding, generator) }
 }
 
 /// What every member of one wheel is written with.
@@ -194,17 +200,19 @@ struct WriteContext<'a> {
     file_name: &'a str,
     dest: &'a Path,
     previous: Option<&'a Previous>,
+    /// The generator's name, part of every member's codec fingerprint.
+    generator: &'a str,
 }
 
 /// Whether a member of this coding is worth copying: a stored member's copy costs what
-/// storing it does (xz devel tarballs are stored), so only members to be deflated are
-/// copied (those deflate could not shrink too: copying spares coding their first chunk).
+/// storing it does (xz tarballs are stored), so only members to be deflated are copied
+/// (those deflate could not shrink too: copying spares coding their first chunk).
 fn worth_copying(coding: Coding) -> bool {
     coding != Coding::Stored
 }
 
 /// Streams every member through the pipeline, or copies it from the previous wheel when
-/// its bytes did not change; the devel tarball is produced on a scoped thread while it is
+/// its bytes did not change; a tarball member is produced on a scoped thread while it is
 /// consumed (twice when the old wheel has one: hashed first, coded only if it changed).
 fn write_members<W: Write + std::io::Seek>(
     zip: &mut ZipWriter<W>,
@@ -212,29 +220,32 @@ fn write_members<W: Write + std::io::Seek>(
     context: &WriteContext,
 ) -> Result<(Vec<FinishedMember>, ReuseCounts), WriteError> {
     let (options, progress, file_name, dest) = (context.options, context.progress, context.file_name, context.dest);
+    let generator = context.generator;
     let mut counts = ReuseCounts::default();
     let member_coding = coding(options);
     let previous_for_files = context.previous.filter(|_| worth_copying(member_coding));
-    let headers: Vec<EntryHeader> =
-        members.iter().map(|member| entry_header(member.name.clone(), member_coding, member.executable)).collect();
+    let headers: Vec<EntryHeader> = members
+        .iter()
+        .map(|member| entry_header(member.name.clone(), member_coding, member.executable, generator))
+        .collect();
     let prehashed = prehash(previous_for_files, members, &headers);
     let finished = std::thread::scope(|scope| {
         let mut pipeline = Pipeline::new();
         for ((member, header), prehashed) in members.iter().zip(headers).zip(prehashed) {
             match &member.data {
-                MemberData::DevelTar(tar_spec) => {
+                MemberData::Tarball(tar_spec) => {
                     // An xz stream does not deflate; storing it saves the cores for xz.
                     let member_coding = match tar_spec.compression {
-                        DevelTarballCompression::Xz { .. } => Coding::Stored,
-                        DevelTarballCompression::None => coding(options),
+                        TarballCompression::Xz { .. } => Coding::Stored,
+                        TarballCompression::None => coding(options),
                     };
-                    let header = entry_header(member.name.clone(), member_coding, false);
+                    let header = entry_header(member.name.clone(), member_coding, false, generator);
                     let size_bound = tar::size_bound(tar_spec);
                     let previous = context.previous.filter(|_| worth_copying(member_coding));
                     let hashed = std::cell::RefCell::new(None);
                     let open = || -> Result<Box<dyn Read + Send>, WriteError> {
                         let (reader, producer) =
-                            tar::spawn_devel_tarball(scope, tar_spec, &member.name, &super::Silent, file_name);
+                            tar::spawn_tarball(scope, tar_spec, &member.name, &super::Silent, file_name);
                         *hashed.borrow_mut() = Some(producer);
                         Ok(Box::new(reader))
                     };
@@ -251,8 +262,7 @@ fn write_members<W: Write + std::io::Seek>(
                         continue;
                     }
                     pipeline.begin(header, member_coding, size_bound);
-                    let (reader, producer) =
-                        tar::spawn_devel_tarball(scope, tar_spec, &member.name, progress, file_name);
+                    let (reader, producer) = tar::spawn_tarball(scope, tar_spec, &member.name, progress, file_name);
                     let streamed = stream_member(&mut pipeline, zip, reader, None, None, dest);
                     let produced = join_producer(producer, &member.name);
                     // A failing producer ends the stream early, so the reader saw no error; a

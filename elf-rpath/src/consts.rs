@@ -1,14 +1,12 @@
-//! The ELF vocabulary: the numbers of the ELF specification and the GNU extensions that
-//! the editor and readers of its output (the packager's `verify`) both speak, so there is
-//! one definition of each.
+//! The ELF vocabulary: the numbers of the ELF specification and the GNU extensions the
+//! editor speaks, one definition of each. Readers of its output keep their own (the release
+//! gate reads through `elf-audit`, with goblin's), so a wrong number here cannot hide there.
 //!
 //! Owns: constants only. Does not own: decoding (`parse`).
 
 /// The first four bytes of every ELF file.
 pub const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
 
-/// `e_machine` of AMDGPU code objects: never ours to edit (SPEC §6).
-pub const EM_AMDGPU: u16 = 224;
 pub const EM_MIPS: u16 = 8;
 pub const EM_PPC: u16 = 20;
 pub const EM_PPC64: u16 = 21;

@@ -3,8 +3,8 @@
 //! file streams (into an archive, or over the file with [`apply_edit_in_place`]).
 //!
 //! Owns: reading ELF headers (never the whole file), deciding in-place vs grown layouts,
-//! and the bytes of the edit. Must not know: packages, wheels, ROCm, or which entries a
-//! search path gets (the packager decides that and asks for the whole path).
+//! and the bytes of the edit. Must not know: packages, wheels, the product that uses it, or
+//! which entries a search path gets (the caller decides that and asks for the whole path).
 //!
 //! Modules: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy,
 //! in-place edit, self-check), `grow` (the appended-segment layout), `layout` (where the
@@ -32,8 +32,6 @@ use parse::{ElfFile, DF_1_PIE, DT_FLAGS_1, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_S
 use source::{FileSource, Source};
 pub use splice::{BytePatch, EditStrategy, RpathEdit, SplicedReader};
 
-pub use consts::EM_AMDGPU;
-
 /// What an ELF file is, decided from its headers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -46,7 +44,7 @@ pub enum ElfKind {
     Other,
 }
 
-/// What the packager needs to know about one ELF file.
+/// What a caller needs to know about one ELF file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElfInfo {
     pub kind: ElfKind,
@@ -62,10 +60,15 @@ pub struct ElfInfo {
 
 impl ElfInfo {
     /// Whether the editor may touch it at all: an executable or shared library for a CPU,
-    /// never a GPU code object. The plan edits only files that are also built for the
-    /// wheel's own machine ([`TargetMachine::can_run`], SPEC §6).
+    /// never a file for another machine (a GPU code object) nor one with no search path.
+    /// Which of these a caller edits (its own machine's only, say) is the caller's policy.
     pub fn is_patchable(&self) -> bool {
-        self.kind != ElfKind::Other && self.machine != EM_AMDGPU
+        self.kind != ElfKind::Other
+    }
+
+    /// Whether the file is for a CPU this editor knows ([`ElfKind::Other`] otherwise).
+    pub fn is_for_a_cpu(&self) -> bool {
+        HOST_MACHINES.contains(&self.machine)
     }
 
     /// The search path in effect (DT_RUNPATH wins over DT_RPATH when both exist).
@@ -107,10 +110,9 @@ impl ElfError {
 
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            Self::Malformed { .. } => Some(
-                "the file is truncated or corrupt: rebuild the artifact or remove the file from it, \
-                 and report the build if a fresh one has it too",
-            ),
+            Self::Malformed { .. } => {
+                Some("the file is truncated or corrupt: rebuild it, and report its build if a fresh one is too")
+            }
             Self::Unsupported { refusal, .. } => refusal.hint(),
             Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
                 Some("the disk is full: the file is unchanged (the edited copy replaces it only when complete)")
@@ -129,9 +131,12 @@ impl ElfError {
 pub enum Refusal {
     /// 32-bit or big-endian: the editor writes 64-bit little-endian tables only.
     Format,
-    /// Not an executable or shared library for a CPU: a GPU code object, an object file, a
-    /// static program (nothing to search).
-    NotOurs,
+    /// Built for a machine that is no CPU this editor knows (a GPU code object, BPF): it has
+    /// no search path to edit.
+    ForeignMachine,
+    /// For a CPU, but not an executable or shared library with a dynamic section (an object
+    /// file, a core file, a static program): nothing there searches a path.
+    NoSearchPath,
     /// The layout cannot take the edit, or the planned result failed its own read-back.
     Layout,
     /// Not ELF at all, or not the file the edit was planned for.
@@ -142,9 +147,12 @@ impl Refusal {
     pub fn hint(self) -> Option<&'static str> {
         match self {
             Self::Format => Some("only 64-bit little-endian ELF (x86_64, aarch64, ppc64le) can be patched"),
-            Self::NotOurs => Some(
-                "only executables and shared libraries get a search path; the packager copies other ELF files \
-                 (GPU code objects, object files, static programs) unchanged",
+            Self::ForeignMachine => {
+                Some("only files for a CPU get a search path: leave a file for another machine unchanged")
+            }
+            Self::NoSearchPath => Some(
+                "only executables and shared libraries with a dynamic section get a search path: leave object \
+                 files, core files and static programs unchanged",
             ),
             Self::Layout => Some(
                 "the file is left as it is; please report it with the output of `readelf -lSW` on it \
@@ -157,7 +165,7 @@ impl Refusal {
 
 /// CPUs we classify as executables or libraries; anything else (GPU code objects, BPF) is
 /// `Other` whatever its type, so it is never edited. Which of these a run edits is the
-/// wheel platform's business ([`TargetMachine`]).
+/// caller's business.
 const HOST_MACHINES: &[u16] = &[
     2,   // EM_SPARC
     3,   // EM_386
@@ -202,8 +210,8 @@ pub fn plan_set_rpath(path: &Path, rpath: &str) -> Result<RpathEdit, ElfError> {
     Ok(edit)
 }
 
-/// Applies `edit` to the file itself (for `cargo xtask elf`). The packager never does this;
-/// it streams with [`SplicedReader`].
+/// Applies `edit` to the file itself, as patchelf does. A caller that writes the edited
+/// file elsewhere (into an archive) streams it with [`SplicedReader`] instead.
 ///
 /// Atomic, so a full disk or a crash leaves the original untouched rather than a file whose
 /// headers already point at an appended block that never arrived: the spliced result goes
@@ -288,13 +296,12 @@ fn info_from(source: &dyn Source, elf: &ElfFile) -> Result<ElfInfo, ElfError> {
 mod tests {
     use super::*;
 
-    /// The CLI has no flag to leave a file out, so the hint must not suggest one.
+    /// The hints speak of the file, never of a caller's flags or inputs.
     #[test]
     fn malformed_hint_names_something_the_user_can_do() {
         let error = ElfError::Malformed { path: PathBuf::from("lib/libx.so"), reason: "truncated".to_owned() };
         let hint = error.hint().unwrap_or_default();
-        assert!(hint.contains("rebuild the artifact") && hint.contains("remove the file"), "{hint}");
-        assert!(hint.contains("report the build"), "{hint}");
-        assert!(!hint.contains("glob") && !hint.contains("exclude"), "{hint}");
+        assert!(hint.contains("rebuild it") && hint.contains("report its build"), "{hint}");
+        assert!(!hint.contains("--") && !hint.contains("artifact"), "{hint}");
     }
 }

@@ -1,4 +1,4 @@
-//! Where relocations write, as `eu-elflint --gnu-ld` measures it: from `r_offset` up to
+//! Where relocations write, as eu-elflint (in its GNU ld mode) measures it: from `r_offset` up to
 //! `r_offset` + the size of the relocation's symbol. A read-only `PT_LOAD` inside that range
 //! is, to it, a text relocation the file never declared ("read-only section modified but text
 //! relocation flag not set"): a jump slot at the end of `.got.plt` for a 15 KB function

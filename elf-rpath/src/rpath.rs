@@ -47,12 +47,13 @@ pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Resu
     }
     let info = info_from(source, elf)?;
     if !info.is_patchable() {
+        let refusal = if info.is_for_a_cpu() { Refusal::NoSearchPath } else { Refusal::ForeignMachine };
         return Err(unsupported(
             format!(
                 "{:?} ELF for machine {} is not ours to edit (only host executables and shared libraries)",
                 info.kind, info.machine
             ),
-            Refusal::NotOurs,
+            refusal,
         ));
     }
     if rpath.contains('\0') {
@@ -61,7 +62,7 @@ pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Resu
     let Some(dynamic) = &elf.dynamic else {
         return Err(unsupported(
             "no dynamic section (a static executable has no search path)".into(),
-            Refusal::NotOurs,
+            Refusal::NoSearchPath,
         ));
     };
     check_loads(source, &elf.phdrs)?;

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use super::{ElfError, RpathEdit};
 
-/// The largest table (`.dynstr`, section headers, ...) read into memory. Real ROCm libraries
-/// have `.dynstr` of a few MiB; anything past this is corrupt, not big.
+/// The largest table (`.dynstr`, section headers, ...) read into memory. The largest real
+/// libraries (GPU math libraries of several GiB) have `.dynstr` of a few MiB; anything past
+/// this is corrupt, not big.
 pub(crate) const MAX_TABLE_BYTES: u64 = 256 << 20;
 
 /// Bytes addressed by file offset. `read` fails (as `Malformed`) on ranges past the end.

@@ -2,30 +2,33 @@
 //! compiled template, RPATH edits planned just before their wheel is written (so at most one
 //! wheel's edits are in memory), and the run's report.
 //!
-//! Owns: the order outputs are written in, `--only`, `--no-build-packages`, the completeness
-//! check, and committing: every output of a run is staged first, and only when all of them
-//! were written and the set is complete are they renamed into place together (issue 10).
-//! Does not own: decisions (`plan`), formats (`write`), the dest-dir lock (`dest_lock`).
+//! Owns: the order outputs are written in, `--only`, the two output modes (archives, or
+//! `--no-build-packages` trees: `config::OutputMode`, one writer function each), the
+//! completeness check, and committing: every output of a run is staged first, and only when
+//! all of them were written and the set is complete are they renamed into place together
+//! (SPEC §5). Does not own: decisions (`plan`), formats (`write`), the destination and its
+//! lock (`config::Destination`, `dest_lock`), whose output directory is the one written to.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::catalog::CatalogError;
-use crate::config::{DevelTarballCompression, PackageConfig, PackageGroup, PlatformTag};
+use crate::config::{ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag};
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
+use crate::identity::{PackageRole, PlatformTags, WheelFileName};
 use crate::launcher::LauncherTemplate;
 use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
-use crate::python::{self, PackageRole};
+use crate::python;
 use crate::relpath::RelPath;
 use crate::write::{
-    self, ArchiveOptions, CoreMetadata, DevelTarSpec, EntryPoint, Member, MemberData, SdistFile, SdistSpec, StagedFile,
-    TarEntry, TarEntryKind, TarEntrySource, TarTotals, WheelSpec, WriteError,
+    self, ArchiveOptions, CoreMetadata, EntryPoint, Generator, Member, MemberData, SdistFile, SdistSpec, StagedFile,
+    TarEntry, TarEntryKind, TarEntrySource, TarTotals, TarballSpec, WheelSpec, WriteError,
 };
 
 /// One output file in the summary table.
@@ -59,6 +62,10 @@ impl OutputReport {
     }
 }
 
+/// Who writes our wheels: named in every `WHEEL` file and part of every member's codec
+/// fingerprint (SPEC §8), so a rerun copies only what this tool coded.
+pub const GENERATOR: Generator = Generator { name: "rocm-packager", version: env!("CARGO_PKG_VERSION") };
+
 const SUMMARY: &str = "ROCm SDK for Python";
 const REQUIRES_PYTHON: &str = ">=3.9";
 const LICENSE: &str = "MIT";
@@ -75,83 +82,132 @@ fn description(dist_name: &str) -> String {
 /// An output written to its temp file, with its line of the summary.
 type Staged = (OutputReport, StagedFile);
 
-/// Writes every package of `plan` selected by `config.only` into `config.output_dir()`
-/// (`--dest-dir`'s `dist/`, or `--dest-dir` itself for trees), whose lock the caller holds. Archives appear there all at once, and only when every one was
-/// written and (for a full run) the set is complete; a failure leaves the directory as it
-/// was, earlier runs' packages included (SPEC §5, §2 validations).
+/// Writes every package of `plan` selected by `config.only` into the output directory of
+/// `lock`, the run's destination lock, which the caller took for `config.destination()`:
+/// archives (`dest_dir/dist/`) or trees (`dest_dir`), as `config.output` says. Outputs
+/// appear there all at once, and only when every one was written and (for a full run) the
+/// set is complete; a failure leaves the directory as it was, earlier runs' packages
+/// included (SPEC §5, §2 validations).
 pub fn write_outputs(
     plan: &Plan,
     config: &PackageConfig,
     progress: &dyn Progress,
     lock: &DestLock,
 ) -> Result<Vec<OutputReport>, crate::Error> {
-    let output_dir = config.output_dir();
-    if lock.dest() != output_dir {
-        let reason = format!("the lock held is for {}, not {}", lock.dest().display(), output_dir.display());
+    if lock.destination() != &config.destination() {
+        let reason = format!(
+            "the lock held is for {}, not {}",
+            lock.output_dir().display(),
+            config.destination().output_dir.display()
+        );
         return Err(WriteError::Invalid { reason }.into());
     }
-    let wanted = |group: PackageGroup| config.only.is_empty() || config.only.contains(&group);
-    let options = ArchiveOptions {
-        compression: config.wheel_compression,
-        build_time: config.build_time,
-        reuse_previous: config.reuse,
-    };
     let launcher = compile_launcher_if_needed(plan, config)?;
-    let packages: Vec<&PackagePlan> = plan.packages.iter().filter(|package| wanted(package.group)).collect();
+    let packages = selected_packages(plan, config, progress);
+    let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
+    let run = Run { plan, config, progress, lock, launcher: launcher.as_ref(), tags: &tags };
+    match config.output {
+        OutputMode::Archives(settings) => write_archives(&run, &packages, settings),
+        OutputMode::Trees => write_trees(&run, &packages),
+    }
+}
+
+/// What every output of one run is written with.
+struct Run<'a> {
+    plan: &'a Plan,
+    config: &'a PackageConfig,
+    progress: &'a dyn Progress,
+    lock: &'a DestLock,
+    launcher: Option<&'a LauncherTemplate>,
+    tags: &'a PlatformTags,
+}
+
+impl Run<'_> {
+    fn wants(&self, group: PackageGroup) -> bool {
+        self.config.only.is_empty() || self.config.only.contains(&group)
+    }
+}
+
+/// The packages `--only` selects, in plan order.
+fn selected_packages<'a>(plan: &'a Plan, config: &PackageConfig, progress: &dyn Progress) -> Vec<&'a PackagePlan> {
     // `--only` a group this build has no package of (device in legacy mode, devel without
     // `dev` artifacts) writes nothing for it, and no error: a CI matrix may run every group
     // whatever the build's mode. Said, so an empty job is no surprise.
     for group in &config.only {
-        if *group != PackageGroup::Meta && !plan.packages.iter().any(|package| package.group == *group) {
+        if *group != PackageGroup::Meta && !plan.packages.iter().any(|package| package.group() == *group) {
             let group = group.as_str();
             progress.warn(&format!("--only {group}: this build has no {group} package, nothing was written for it"));
         }
     }
-    let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
-    if !config.build_packages {
-        // All trees or none, like the archives (issue 24): each is written whole under a
-        // temp name, and only then are all swapped in; a failure drops the staged ones.
-        let mut trees = Vec::new();
-        for package in packages {
-            let spec = wheel_spec(plan, package, config, launcher.as_ref(), &tags)?;
-            trees.push(write::stage_tree(&output_dir, &spec)?);
-        }
-        if wanted(PackageGroup::Meta) {
-            trees.push(write::stage_sdist_tree(&output_dir, &sdist_spec(plan))?);
-        }
-        for root in lock.commit_trees(trees)? {
-            progress.output_finished(&root.display().to_string());
-        }
-        return Ok(Vec::new());
+    let wanted = |group: PackageGroup| config.only.is_empty() || config.only.contains(&group);
+    plan.packages.iter().filter(|package| wanted(package.group())).collect()
+}
+
+/// `--no-build-packages`: all trees or none, like the archives (SPEC §5): each is written
+/// whole under a temp name, and only then are all swapped in; a failure drops the staged
+/// ones. Trees have no compression: the devel tarball's entries are laid out as files.
+fn write_trees(run: &Run<'_>, packages: &[&PackagePlan]) -> Result<Vec<OutputReport>, crate::Error> {
+    let output_dir = run.lock.output_dir();
+    let mut trees = Vec::new();
+    for package in packages {
+        let spec = wheel_spec(run, package, DevelTarballCompression::None)?;
+        trees.push(write::stage_tree(output_dir, &spec)?);
     }
+    if run.wants(PackageGroup::Meta) {
+        trees.push(write::stage_sdist_tree(output_dir, &sdist_spec(run.plan))?);
+    }
+    for root in run.lock.commit_trees(trees)? {
+        run.progress.output_finished(&root.display().to_string());
+    }
+    Ok(Vec::new())
+}
+
+/// The wheels and the sdist, staged and then committed together.
+fn write_archives(
+    run: &Run<'_>,
+    packages: &[&PackagePlan],
+    settings: ArchiveSettings,
+) -> Result<Vec<OutputReport>, crate::Error> {
+    let output_dir = run.lock.output_dir();
+    let options = ArchiveOptions {
+        compression: settings.wheel_compression,
+        build_time: run.config.build_time,
+        reuse: settings.reuse,
+    };
     // Until the commit below, each output lives under a temp name and is removed if
     // anything fails (dropping it): renaming as each one finished would replace an earlier
     // run's package before the run is known to succeed.
-    let mut staged = stage_wheels(plan, &packages, config, launcher.as_ref(), &tags, &options, progress)?;
-    if wanted(PackageGroup::Meta) {
+    let mut staged = stage_wheels(run, packages, &options, settings.devel_tarball_compression)?;
+    if run.wants(PackageGroup::Meta) {
         let started = Instant::now();
-        let spec = sdist_spec(plan);
-        let file = write::stage_sdist(&output_dir, &spec, &options)?;
-        progress.output_finished(&file.written.file_name);
+        let spec = sdist_spec(run.plan);
+        let file = write::stage_sdist(output_dir, &spec, &options)?;
+        run.progress.output_finished(&file.written.file_name);
         staged.push((OutputReport::new(&spec.metadata.name, &file.written, started), file));
     }
     let (outputs, files): (Vec<OutputReport>, Vec<StagedFile>) = staged.into_iter().unzip();
-    if config.only.is_empty() {
-        check_complete(plan, &output_dir, &outputs)?;
+    let full_run = run.config.only.is_empty();
+    if full_run {
+        check_complete(run.plan, output_dir, &outputs)?;
     }
-    lock.commit(files)?;
-    if config.only.is_empty() {
-        remove_stale(plan, lock.dest(), &outputs, progress)?;
+    run.lock.commit(files)?;
+    if full_run {
+        remove_stale(run.plan, output_dir, &outputs, run.progress)?;
     }
     Ok(outputs)
 }
 
 /// After a full run's commit: our wheels of this version it no longer produces go
-/// (`stale`), so the destination holds one coherent set (issue 24).
-fn remove_stale(plan: &Plan, dest: &Path, outputs: &[OutputReport], progress: &dyn Progress) -> Result<(), WriteError> {
+/// (`stale`), so the destination holds one coherent set.
+fn remove_stale(
+    plan: &Plan,
+    output_dir: &Path,
+    outputs: &[OutputReport],
+    progress: &dyn Progress,
+) -> Result<(), WriteError> {
     let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
-    let removed = crate::stale::remove_stale_archives(dest, &plan.version, &produced)
-        .map_err(|source| WriteError::Write { path: dest.to_path_buf(), source })?;
+    let removed = crate::stale::remove_stale_archives(output_dir, &plan.version, &produced)
+        .map_err(|source| WriteError::Write { path: output_dir.to_path_buf(), source })?;
     for path in removed {
         progress.warn(&format!("removed {}: an earlier run's package this run no longer produces", path.display()));
     }
@@ -166,21 +222,18 @@ const WHEEL_WRITERS: usize = 2;
 /// Stages the wheels of `packages`, [`WHEEL_WRITERS`] at a time, and returns them in plan
 /// order. Each wheel's bytes do not depend on what else is being written.
 fn stage_wheels(
-    plan: &Plan,
+    run: &Run<'_>,
     packages: &[&PackagePlan],
-    config: &PackageConfig,
-    launcher: Option<&LauncherTemplate>,
-    tags: &BTreeMap<String, String>,
     options: &ArchiveOptions,
-    progress: &dyn Progress,
+    devel_tarball: DevelTarballCompression,
 ) -> Result<Vec<Staged>, crate::Error> {
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let stage_one = |package: &PackagePlan| -> Result<Staged, crate::Error> {
         let started = Instant::now();
-        let spec = wheel_spec(plan, package, config, launcher, tags)?;
-        let file = write::stage_wheel(&config.output_dir(), &spec, options, progress)?;
-        Ok((OutputReport::new(&package.dist_name, &file.written, started), file))
+        let spec = wheel_spec(run, package, devel_tarball)?;
+        let file = write::stage_wheel(run.lock.output_dir(), &spec, options, run.progress)?;
+        Ok((OutputReport::new(&package.names.distribution, &file.written, started), file))
     };
     let worker = || {
         let mut done = Vec::new();
@@ -238,13 +291,13 @@ fn platform_tags(
     packages: &[&PackagePlan],
     config: &PackageConfig,
     launcher: Option<&LauncherTemplate>,
-) -> Result<BTreeMap<String, String>, crate::Error> {
+) -> Result<PlatformTags, crate::Error> {
     match &config.platform_tag {
         PlatformTag::Default(_) if plan.build_os == crate::build_os::BuildOs::Windows => {
-            Ok(packages.iter().map(|package| (package.dist_name.clone(), WINDOWS_TAG.to_owned())).collect())
+            Ok(packages.iter().map(|package| (package.role.clone(), WINDOWS_TAG.to_owned())).collect())
         }
         PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => {
-            Ok(packages.iter().map(|package| (package.dist_name.clone(), tag.clone())).collect())
+            Ok(packages.iter().map(|package| (package.role.clone(), tag.clone())).collect())
         }
         PlatformTag::Manylinux => manylinux::choose_tags(plan, packages, launcher),
     }
@@ -254,7 +307,7 @@ fn platform_tags(
 /// package): some tools of the table exist on Linux alone, and a Windows build may leave
 /// out others (rocminfo), so `rocm-sdk test` expects only what was built (SPEC §7).
 fn retain_built_tools(entry_points: &mut Vec<EntryPoint>, package: &PackagePlan, info: &python::DistInfo) {
-    let built: BTreeSet<&str> = python::console_scripts_of(package.role(), info)
+    let built: BTreeSet<&str> = python::console_scripts_of(&package.role, info)
         .into_iter()
         .filter(|script| {
             RelPath::new(&format!("{}.exe", script.tool)).is_ok_and(|exe| package.files.contains_key(&exe))
@@ -265,16 +318,17 @@ fn retain_built_tools(entry_points: &mut Vec<EntryPoint>, package: &PackagePlan,
 }
 
 fn wheel_spec(
-    plan: &Plan,
+    run: &Run<'_>,
     package: &PackagePlan,
-    config: &PackageConfig,
-    launcher: Option<&LauncherTemplate>,
-    tags: &BTreeMap<String, String>,
+    devel_tarball: DevelTarballCompression,
 ) -> Result<WheelSpec, crate::Error> {
-    let platform_tag = tags
-        .get(&package.dist_name)
-        .ok_or_else(|| PlanError::Invalid { message: format!("no platform tag chosen for {}", package.dist_name) })?;
-    let mut python_part = python::python_part(package.role(), &plan.dist_info);
+    let (plan, launcher) = (run.plan, run.launcher);
+    let names = &package.names;
+    let platform_tag = run
+        .tags
+        .get(&package.role)
+        .ok_or_else(|| PlanError::Invalid { message: format!("no platform tag chosen for {}", names.distribution) })?;
+    let mut python_part = python::python_part(&package.role, &plan.dist_info);
     if plan.build_os == crate::build_os::BuildOs::Windows {
         retain_built_tools(&mut python_part.entry_points, package, &plan.dist_info);
     }
@@ -288,16 +342,19 @@ fn wheel_spec(
             executable: file.executable,
         })
         .collect();
-    let platform_dir = package.platform_dir.clone().unwrap_or_default();
     for (rel, file) in &package.files {
         let data = member_data(file, launcher)?;
-        members.push(Member { name: format!("{platform_dir}/{rel}"), data, executable: file.is_executable() });
+        members.push(Member { name: names.platform_dir.member(rel), data, executable: file.is_executable() });
     }
     if let Some(devel_tree) = &package.devel_tree {
-        let py_package = package.py_package.clone().unwrap_or_default();
-        let (file_name, compression) = match config.devel_tarball_compression {
-            DevelTarballCompression::None => ("_devel.tar", config.devel_tarball_compression),
-            DevelTarballCompression::Xz { .. } => ("_devel.tar.xz", config.devel_tarball_compression),
+        let Some(pure_package) = &names.pure_package else {
+            let message = format!("{} has a devel tree but no pure package to carry it", names.distribution);
+            return Err(PlanError::Invalid { message }.into());
+        };
+        let platform_dir = names.platform_dir.as_str().to_owned();
+        let file_name = match devel_tarball {
+            DevelTarballCompression::None => "_devel.tar",
+            DevelTarballCompression::Xz { .. } => "_devel.tar.xz",
         };
         let mut entries = vec![TarEntry { name: platform_dir.clone(), kind: TarEntryKind::Dir }];
         for file in devel_tree_files {
@@ -305,24 +362,30 @@ fn wheel_spec(
             entries.push(TarEntry { name: file.path, kind: TarEntryKind::File { data, executable: file.executable } });
         }
         let tree = DevelTreeEntries { root: platform_dir.clone(), tree: Arc::clone(devel_tree) };
-        let spec = DevelTarSpec { entries, streamed: Some(Arc::new(tree)), compression, build_time: config.build_time };
+        let spec = TarballSpec {
+            entries,
+            streamed: Some(Arc::new(tree)),
+            compression: devel_tarball,
+            build_time: run.config.build_time,
+        };
         members.push(Member {
-            name: format!("{py_package}/{file_name}"),
-            data: MemberData::DevelTar(Arc::new(spec)),
+            name: format!("{pure_package}/{file_name}"),
+            data: MemberData::Tarball(Arc::new(spec)),
             executable: false,
         });
     }
     Ok(WheelSpec {
         metadata: CoreMetadata {
-            name: package.dist_name.clone(),
+            name: names.distribution.clone(),
             version: plan.version.clone(),
-            summary: format!("{SUMMARY}: {}", package.dist_name),
+            summary: format!("{SUMMARY}: {}", names.distribution),
             requires_dist: package.requires_dist.clone(),
             requires_python: Some(REQUIRES_PYTHON.to_owned()),
             license: Some(LICENSE.to_owned()),
             provides_extra: Vec::new(),
-            description: Some(description(&package.dist_name)),
+            description: Some(description(&names.distribution)),
         },
+        generator: GENERATOR,
         platform_tag: platform_tag.clone(),
         entry_points: python_part.entry_points,
         members,
@@ -406,12 +469,12 @@ fn sdist_spec(plan: &Plan) -> SdistSpec {
         .collect();
     SdistSpec {
         metadata: CoreMetadata {
-            name: python::dist_name(PackageRole::Meta, &plan.dist_info),
+            name: plan.dist_info.names(&PackageRole::Meta).distribution,
             version: plan.version.clone(),
             summary: SUMMARY.to_owned(),
             requires_python: Some(REQUIRES_PYTHON.to_owned()),
             license: Some(LICENSE.to_owned()),
-            description: Some(description("rocm")),
+            description: Some(description(&plan.dist_info.names(&PackageRole::Meta).distribution)),
             ..CoreMetadata::default()
         },
         files,
@@ -421,33 +484,35 @@ fn sdist_spec(plan: &Plan) -> SdistSpec {
 /// SPEC §2 validations: a kpack-split build must publish the whole set. Checked on the
 /// run's staged outputs, before any is committed, so an incomplete set never reaches
 /// `dest` (which is only named in the error).
-fn check_complete(plan: &Plan, dest: &Path, outputs: &[OutputReport]) -> Result<(), PlanError> {
+fn check_complete(plan: &Plan, output_dir: &Path, outputs: &[OutputReport]) -> Result<(), PlanError> {
     if !plan.kpack_split {
         return Ok(());
     }
-    let names: Vec<&str> = outputs.iter().map(|output| output.file_name.as_str()).collect();
     let version = &plan.version;
-    let mut required: BTreeMap<String, String> = BTreeMap::new();
-    required.insert(format!("rocm-{version}.tar.gz"), format!("rocm-{version}.tar.gz"));
-    required.insert(format!("rocm_sdk_core-{version}-"), format!("rocm_sdk_core-{version}-*.whl"));
-    required.insert(format!("rocm_sdk_libraries-{version}-"), format!("rocm_sdk_libraries-{version}-*.whl"));
-    for target in &plan.families.device_targets {
-        required.insert(
-            format!("rocm_sdk_device_{target}-{version}-"),
-            format!("rocm_sdk_device_{target}-{version}-*.whl"),
-        );
-    }
-    if plan.packages.iter().any(|package| package.group == PackageGroup::Devel) {
-        required.insert(format!("rocm_sdk_devel-{version}-"), format!("rocm_sdk_devel-{version}-*.whl"));
-    }
-    let missing: Vec<String> = required
-        .into_iter()
-        .filter(|(prefix, _)| !names.iter().any(|name| name.starts_with(prefix.as_str())))
-        .map(|(_, pattern)| pattern)
+    let written: Vec<WheelFileName> = outputs
+        .iter()
+        .filter_map(|output| WheelFileName::parse(&output.file_name))
+        .filter(|wheel| wheel.version == *version)
         .collect();
+    let mut required = vec![PackageRole::Core, PackageRole::Libraries { family: None }];
+    required.extend(plan.families.device_targets.iter().map(|target| PackageRole::Device { target: target.clone() }));
+    if plan.packages.iter().any(|package| package.group() == PackageGroup::Devel) {
+        required.push(PackageRole::Devel { family: None });
+    }
+    let mut missing: BTreeSet<String> = required
+        .iter()
+        .map(|role| plan.dist_info.names(role).file_name_form())
+        .filter(|distribution| !written.iter().any(|wheel| wheel.distribution == *distribution))
+        .map(|distribution| format!("{distribution}-{version}-*.whl"))
+        .collect();
+    let sdist = format!("{}-{version}.tar.gz", plan.dist_info.names(&PackageRole::Meta).file_name_form());
+    if !outputs.iter().any(|output| output.file_name == sdist) {
+        missing.insert(sdist);
+    }
+    let missing: Vec<String> = missing.into_iter().collect();
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(PlanError::IncompleteOutput { dest: dest.to_path_buf(), missing })
+        Err(PlanError::IncompleteOutput { output_dir: output_dir.to_path_buf(), missing })
     }
 }

@@ -10,7 +10,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::catalog::Catalog;
-use crate::elf::consts::{ELF_MAGIC, EM_AMDGPU};
+use crate::elf::consts::ELF_MAGIC;
+use crate::platform::EM_AMDGPU;
 
 /// The operating system a build's binaries run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

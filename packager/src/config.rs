@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 /// Archive settings are the archive writer's own types.
-pub use archive_write::{BuildTime, DevelTarballCompression, WheelCompression};
+pub use archive_write::{BuildTime, Reuse, TarballCompression as DevelTarballCompression, WheelCompression};
 
 /// Which packages a run builds (`--only`), so a CI matrix can split the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -93,12 +93,51 @@ impl PlatformTag {
     }
 }
 
+/// What a run writes, with the settings that only mean something for that kind of output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Wheels and the `rocm` sdist, into `--dest-dir`'s `dist/` (the default).
+    Archives(ArchiveSettings),
+    /// `--no-build-packages`: each package laid out as the tree its archive would hold, in
+    /// `--dest-dir` itself, for inspection (the devel tarball expanded).
+    Trees,
+}
+
+/// How archives are written (`--wheel-compression*`, `--devel-tarball-*`, `--no-reuse`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArchiveSettings {
+    pub wheel_compression: WheelCompression,
+    pub devel_tarball_compression: DevelTarballCompression,
+    /// Copy unchanged members' compressed bytes from the wheels already in the output
+    /// directory (SPEC §8), or never (`--no-reuse`). The same output either way.
+    pub reuse: Reuse,
+}
+
+/// What happens to absolute RPATH entries (`/build/...`) of the files the plan edits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AbsoluteRpath {
+    /// Removed (the default): a path of the build machine means nothing where the wheel is
+    /// installed, and whoever creates it could inject a library (SPEC §2, RPATHs).
+    Remove,
+    /// `--keep-absolute-rpath`: kept as they are.
+    Keep,
+}
+
+/// Where a run writes: the destination (`--dest-dir`, which holds the run's lock) and the
+/// directory in it the outputs go to, decided by the output mode (SPEC §2): `dist/` for
+/// archives, the destination itself for trees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Destination {
+    pub dest_dir: PathBuf,
+    pub output_dir: PathBuf,
+}
+
 /// Everything `packager::package` needs. No `Default`: the caller decides each field.
 #[derive(Clone, Debug)]
 pub struct PackageConfig {
     pub artifacts_dir: PathBuf,
     /// `--dest-dir`, as the reference means it: archives go to its `dist/`, trees
-    /// (`--no-build-packages`) into it ([`PackageConfig::output_dir`]).
+    /// (`--no-build-packages`) into it ([`PackageConfig::destination`]).
     pub dest_dir: PathBuf,
     pub version: String,
     /// `--version-suffix`: the nonce appended to platform package directory names.
@@ -107,14 +146,9 @@ pub struct PackageConfig {
     /// `--build-os`: the build's operating system when its binaries cannot tell (SPEC §7).
     pub build_os: Option<crate::build_os::BuildOs>,
     pub build_time: BuildTime,
-    pub wheel_compression: WheelCompression,
-    pub devel_tarball_compression: DevelTarballCompression,
-    /// `--no-build-packages`: lay the package trees out in `dest_dir` instead of archiving.
-    pub build_packages: bool,
-    pub keep_absolute_rpath: bool,
-    /// Copy unchanged members' compressed bytes from the wheels already in the directory
-    /// the archives are written to (SPEC §8); `--no-reuse` clears it. Same output either way.
-    pub reuse: bool,
+    /// Archives (with their settings) or trees.
+    pub output: OutputMode,
+    pub absolute_rpath: AbsoluteRpath,
     /// Empty means every group.
     pub only: Vec<PackageGroup>,
     pub families: FamilyRequest,
@@ -130,12 +164,17 @@ impl PackageConfig {
     /// Where this run writes, and so what it locks: `dest_dir/dist/` for archives, where
     /// the seeds' `pip install --find-links=${PACKAGES_DIR}/dist` and TheRock's upload
     /// scripts look; `dest_dir` itself for `--no-build-packages` trees (SPEC §2, as the
-    /// reference lays them out).
+    /// reference lays them out). The only place that decides it.
+    pub fn destination(&self) -> Destination {
+        let output_dir = match self.output {
+            OutputMode::Archives(_) => self.dest_dir.join(DIST_DIR),
+            OutputMode::Trees => self.dest_dir.clone(),
+        };
+        Destination { dest_dir: self.dest_dir.clone(), output_dir }
+    }
+
+    /// The directory the outputs go to ([`PackageConfig::destination`]).
     pub fn output_dir(&self) -> PathBuf {
-        if self.build_packages {
-            self.dest_dir.join(DIST_DIR)
-        } else {
-            self.dest_dir.clone()
-        }
+        self.destination().output_dir
     }
 }

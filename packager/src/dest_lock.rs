@@ -1,8 +1,8 @@
 //! One packaging run at a time per destination: two runs into the same `--dest-dir` would
 //! interleave files, so the second fails fast naming the lock.
 //!
-//! The lock file lives in the destination's root, which need not be the directory the
-//! outputs go to ([`DestLock::acquire_in`]): when archives go to `--dest-dir`'s `dist/`
+//! The lock file lives in the destination (`--dest-dir`), which need not be the directory
+//! the outputs go to ([`Destination`]): when archives go to `--dest-dir`'s `dist/`
 //! (SPEC §2), that directory is what users upload and index, and an empty lock file has
 //! no place there. A run also removes the lock file when it ends, so no destination keeps
 //! one: it unlinks the file while still holding it, and a run that opened the file before
@@ -14,7 +14,8 @@
 //! killed (SIGKILL, power loss) could not remove its own, so the next holder removes
 //! them, and a CLI interrupted by SIGINT removes them through
 //! [`DestLock::remove_temp_files`] before it exits. Nothing else in the destination is
-//! touched, whoever made it: another tool's `.x.tmp-y`, a symlink, a directory (issue 24).
+//! touched, whoever made it: another tool's `.x.tmp-y`, a symlink, a directory (a
+//! destination may be shared, and what is not ours is not ours to remove).
 //!
 //! The run's outputs are renamed into place through the lock too ([`DestLock::commit`]),
 //! so an interrupt's cleanup waits for a commit under way to finish (the set is then
@@ -29,6 +30,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use crate::config::Destination;
 use crate::write::{self, StagedFile, StagedTree, WriteError, WrittenFile};
 
 const LOCK_NAME: &str = ".rocm-packager.lock";
@@ -42,8 +44,9 @@ pub struct DestLock {
     _file: File,
     /// The lock file, removed when the run ends.
     path: PathBuf,
-    /// The directory the outputs go to, which the lock guards.
-    dest: PathBuf,
+    /// The destination the lock guards, and the directory the run's outputs go to: the
+    /// writers take it from here, so a run writes only where it holds the lock.
+    destination: Destination,
     /// Temp files of an earlier, killed run removed when the lock was taken.
     pub removed_stale: usize,
     /// Held while committing or cleaning up; true once an interrupt's cleanup ran.
@@ -51,29 +54,30 @@ pub struct DestLock {
 }
 
 impl DestLock {
-    /// Takes the lock of `dest`, a run's destination that is also where its outputs go
-    /// (see [`DestLock::acquire_in`]).
-    pub fn acquire(dest: &Path) -> Result<DestLock, WriteError> {
-        DestLock::acquire_in(dest, dest)
-    }
-
-    /// Takes the lock of the destination `dest_root` for a run writing into `output_dir`
-    /// (the root itself, or a directory below it such as `dist/`), creating both, or fails
-    /// at once if another run holds it; then removes temp files killed runs left in
-    /// `output_dir`. The lock file stays in the root, out of the directory users upload.
-    pub fn acquire_in(dest_root: &Path, output_dir: &Path) -> Result<DestLock, WriteError> {
-        for dir in [dest_root, output_dir] {
-            std::fs::create_dir_all(dir).map_err(|source| WriteError::Write { path: dir.to_path_buf(), source })?;
+    /// Takes the lock of `destination.dest_dir` for a run writing into its `output_dir`
+    /// (the destination itself, or a directory below it such as `dist/`), creating both, or
+    /// fails at once if another run holds it; then removes temp files killed runs left in
+    /// the output directory. The lock file stays in `dest_dir`, out of the directory users
+    /// upload.
+    pub fn acquire(destination: &Destination) -> Result<DestLock, crate::Error> {
+        let Destination { dest_dir, output_dir } = destination;
+        for dir in [dest_dir, output_dir] {
+            std::fs::create_dir_all(dir).map_err(|source| WriteError::Write { path: dir.clone(), source })?;
         }
-        let path: PathBuf = dest_root.join(LOCK_NAME);
-        let file = lock_file(dest_root, &path)?;
+        let path: PathBuf = dest_dir.join(LOCK_NAME);
+        let file = lock_file(dest_dir, &path)?;
         let removed_stale = remove_temp_files_in(output_dir)?;
-        Ok(DestLock { _file: file, path, dest: output_dir.to_path_buf(), removed_stale, cleaned: Mutex::new(false) })
+        Ok(DestLock { _file: file, path, destination: destination.clone(), removed_stale, cleaned: Mutex::new(false) })
     }
 
-    /// The directory the outputs go to, which this lock guards.
-    pub fn dest(&self) -> &Path {
-        &self.dest
+    /// The destination this lock guards.
+    pub fn destination(&self) -> &Destination {
+        &self.destination
+    }
+
+    /// The directory the run's outputs go to.
+    pub fn output_dir(&self) -> &Path {
+        &self.destination.output_dir
     }
 
     /// Removes every writer temp file (and `--no-build-packages` temp tree) in the
@@ -84,7 +88,7 @@ impl DestLock {
         let mut cleaned = self.cleaned.lock().unwrap_or_else(PoisonError::into_inner);
         let first = !*cleaned;
         *cleaned = true;
-        let removed = remove_temp_files_in(&self.dest)?;
+        let removed = remove_temp_files_in(self.output_dir())?;
         // The run ends here (it commits nothing after a cleanup), and the process may exit
         // without dropping the lock. Once only: the next run may have made a new one since.
         if first {
@@ -98,12 +102,15 @@ impl DestLock {
         let cleaned = self.cleaned.lock().unwrap_or_else(PoisonError::into_inner);
         if *cleaned {
             let reason =
-                format!("the run was interrupted and its temporary files removed from {}", self.dest.display());
+                format!("the run was interrupted and its temporary files removed from {}", self.output_dir().display());
             return Err(WriteError::Invalid { reason });
         }
-        if let Some(file) = files.iter().find(|file| file.written.path.parent() != Some(self.dest.as_path())) {
-            let reason =
-                format!("{} is not in {}, the locked destination", file.written.path.display(), self.dest.display());
+        if let Some(file) = files.iter().find(|file| file.written.path.parent() != Some(self.output_dir())) {
+            let reason = format!(
+                "{} is not in {}, the locked destination",
+                file.written.path.display(),
+                self.output_dir().display()
+            );
             return Err(WriteError::Invalid { reason });
         }
         write::commit(files)
@@ -115,11 +122,12 @@ impl DestLock {
         let cleaned = self.cleaned.lock().unwrap_or_else(PoisonError::into_inner);
         if *cleaned {
             let reason =
-                format!("the run was interrupted and its temporary files removed from {}", self.dest.display());
+                format!("the run was interrupted and its temporary files removed from {}", self.output_dir().display());
             return Err(WriteError::Invalid { reason });
         }
-        if let Some(tree) = trees.iter().find(|tree| tree.root().parent() != Some(self.dest.as_path())) {
-            let reason = format!("{} is not in {}, the locked destination", tree.root().display(), self.dest.display());
+        if let Some(tree) = trees.iter().find(|tree| tree.root().parent() != Some(self.output_dir())) {
+            let reason =
+                format!("{} is not in {}, the locked destination", tree.root().display(), self.output_dir().display());
             return Err(WriteError::Invalid { reason });
         }
         write::commit_trees(trees)
@@ -139,8 +147,8 @@ impl Drop for DestLock {
 
 /// Opens, creates if need be, and locks the lock file at `path`, or fails at once if another
 /// run holds it.
-fn lock_file(dest_root: &Path, path: &Path) -> Result<File, WriteError> {
-    let locked = || WriteError::Locked { dest: dest_root.to_path_buf(), lock: path.to_path_buf() };
+fn lock_file(dest_dir: &Path, path: &Path) -> Result<File, crate::Error> {
+    let locked = || crate::Error::Locked { dest_dir: dest_dir.to_path_buf(), lock: path.to_path_buf() };
     for _ in 0..MAX_LOCK_ATTEMPTS {
         let file = File::options()
             .create(true)
@@ -191,6 +199,11 @@ mod tests {
 
     use crate::write::atomic::{is_temp_name, temp_prefix, TEMP_TREE_MARKER_FILE};
 
+    /// A destination whose outputs go into it directly (as trees do).
+    fn at(dir: &Path) -> Destination {
+        Destination { dest_dir: dir.to_path_buf(), output_dir: dir.to_path_buf() }
+    }
+
     #[test]
     fn temp_names() {
         assert!(is_temp_name(&format!("{}Ab3xYz", temp_prefix("rocm-7.0.tar.gz"))));
@@ -208,7 +221,7 @@ mod tests {
         fs_err::create_dir_all(tree.join("lib")).expect("mkdir");
         fs_err::write(tree.join(TEMP_TREE_MARKER_FILE), "").expect("mark");
         fs_err::write(dest.path().join("rocm-7.0.tar.gz"), "complete").expect("write");
-        let lock = DestLock::acquire(dest.path()).expect("lock");
+        let lock = DestLock::acquire(&at(dest.path())).expect("lock");
         assert_eq!(lock.removed_stale, 2);
         let mut left: Vec<String> = fs_err::read_dir(dest.path())
             .expect("read")
@@ -216,29 +229,29 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, [LOCK_NAME, "rocm-7.0.tar.gz"]);
-        let error = DestLock::acquire(dest.path()).err().expect("held");
+        let error = DestLock::acquire(&at(dest.path())).err().expect("held");
         assert!(error.to_string().contains("another packaging run is writing to"), "{error}");
         drop(lock);
         assert_eq!(names(dest.path()), ["rocm-7.0.tar.gz"], "a run leaves no lock file behind");
-        DestLock::acquire(dest.path()).expect("free again");
+        DestLock::acquire(&at(dest.path())).expect("free again");
     }
 
     #[test]
     fn a_lock_file_removed_by_its_holder_is_no_longer_the_lock() {
         let dest = tempfile::tempdir().expect("tempdir");
         let path = dest.path().join(LOCK_NAME);
-        let lock = DestLock::acquire(dest.path()).expect("lock");
+        let lock = DestLock::acquire(&at(dest.path())).expect("lock");
         // What a second run opened just before the first one ended.
         let opened_before = File::open(&path).expect("open the lock file");
         assert!(is_current(&opened_before, &path).expect("stat"));
         drop(lock);
         assert!(!is_current(&opened_before, &path).expect("stat"), "removed");
-        let next = DestLock::acquire(dest.path()).expect("the next run");
+        let next = DestLock::acquire(&at(dest.path())).expect("the next run");
         assert!(!is_current(&opened_before, &path).expect("stat"), "another file is the lock now");
         // An interrupted run removes its lock file when it cleans up, and only then.
         next.remove_temp_files().expect("clean up");
         assert!(!path.exists());
-        let after = DestLock::acquire(dest.path()).expect("a run after the interrupted one");
+        let after = DestLock::acquire(&at(dest.path())).expect("a run after the interrupted one");
         drop(next);
         assert!(path.exists(), "the interrupted run removed the lock file of the run after it");
         drop(after);
@@ -261,12 +274,13 @@ mod tests {
         let output_dir = root.path().join("dist");
         fs_err::create_dir_all(&output_dir).expect("mkdir");
         fs_err::write(output_dir.join(format!("{}abc123", temp_prefix("rocm-7.0.tar.gz"))), "half").expect("write");
-        let lock = DestLock::acquire_in(root.path(), &output_dir).expect("lock");
-        assert_eq!((lock.removed_stale, lock.dest()), (1, output_dir.as_path()));
+        let destination = Destination { dest_dir: root.path().to_path_buf(), output_dir: output_dir.clone() };
+        let lock = DestLock::acquire(&destination).expect("lock");
+        assert_eq!((lock.removed_stale, lock.output_dir()), (1, output_dir.as_path()));
         assert_eq!(names(root.path()), [LOCK_NAME, "dist"]);
         assert_eq!(names(&output_dir), Vec::<String>::new(), "nothing of the lock in the directory users upload");
         // Runs into the same root exclude each other, whatever their output directory.
-        let error = DestLock::acquire(root.path()).err().expect("held");
+        let error = DestLock::acquire(&at(root.path())).err().expect("held");
         assert!(error.to_string().contains(&format!("another packaging run is writing to {}", root.path().display())));
     }
 }

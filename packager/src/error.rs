@@ -1,9 +1,12 @@
-//! `packager::Error`: one enum over the stages' errors, forwarding their hints.
+//! `packager::Error`: one enum over the stages' errors, forwarding their hints. The crates
+//! below (`elf-rpath`, `archive-write`) word their hints in terms of files; where a
+//! packaging run has better words (its flags, its artifacts, what it does with a file it
+//! may not edit), they are said here.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::catalog::CatalogError;
-use crate::elf::ElfError;
+use crate::elf::{ElfError, Refusal};
 use crate::launcher::LauncherError;
 use crate::manylinux::TagError;
 use crate::plan::PlanError;
@@ -23,6 +26,9 @@ pub enum Error {
     Write(#[from] WriteError),
     #[error(transparent)]
     Tag(#[from] TagError),
+    /// One run at a time per destination (`dest_lock`).
+    #[error("another packaging run is writing to {} (lock {} is held)", dest_dir.display(), lock.display())]
+    Locked { dest_dir: PathBuf, lock: PathBuf },
 }
 
 impl Error {
@@ -31,11 +37,53 @@ impl Error {
         match self {
             Error::Catalog(error) => error.hint(),
             Error::Plan(error) => error.hint(),
-            Error::Elf(error) => error.hint(),
+            Error::Elf(error) => elf_hint(error),
             Error::Launcher(error) => error.hint(),
-            Error::Write(error) => error.hint(),
+            Error::Write(error) => write_hint(error),
             Error::Tag(error) => error.hint(),
+            Error::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
         }
+    }
+}
+
+/// The ELF editor's hint, in a packaging run's words: the file came from an artifact, and a
+/// file the editor may not touch is one the packager copies unchanged (SPEC §6).
+fn elf_hint(error: &ElfError) -> Option<&'static str> {
+    match error {
+        ElfError::Malformed { .. } => Some(
+            "the file is truncated or corrupt: rebuild the artifact or remove the file from it, \
+             and report the build if a fresh one has it too",
+        ),
+        ElfError::Unsupported { refusal: Refusal::ForeignMachine | Refusal::NoSearchPath, .. } => Some(
+            "only executables and shared libraries get a search path; the packager copies other ELF files \
+             (GPU code objects, object files, static programs) unchanged",
+        ),
+        _ => error.hint(),
+    }
+}
+
+/// The archive writer's hint, in a packaging run's words: where it writes is `--dest-dir`,
+/// and what it reads is the build's artifacts.
+fn write_hint(error: &WriteError) -> Option<&'static str> {
+    let errno = match error {
+        WriteError::Write { source, .. } => source.raw_os_error(),
+        _ => None,
+    };
+    match (error, errno) {
+        (WriteError::Write { .. }, Some(libc::ENOSPC)) => {
+            Some("the destination is full: free space or pass another --dest-dir; nothing partial was left in it")
+        }
+        (WriteError::Write { .. }, Some(libc::EDQUOT)) => Some(
+            "your disk quota is used up: free space or pass a --dest-dir elsewhere; nothing partial was left in it",
+        ),
+        (WriteError::Write { .. }, Some(libc::EFBIG)) => Some(
+            "the file is larger than the destination allows (`ulimit -f`, or a file system such as FAT32): \
+             raise the limit or pass a --dest-dir on another file system",
+        ),
+        (WriteError::Changed { .. }, _) => {
+            Some("something modified the artifacts during packaging: rerun when the build has finished")
+        }
+        _ => error.hint(),
     }
 }
 
@@ -49,6 +97,7 @@ impl Error {
             Error::Launcher(error) => error.path(),
             Error::Write(error) => error.path(),
             Error::Tag(error) => error.path(),
+            Error::Locked { lock, .. } => Some(lock),
         }
     }
 }
@@ -81,7 +130,7 @@ impl PlanError {
     pub fn path(&self) -> Option<&Path> {
         match self {
             PlanError::NoProfiler { dir } => Some(dir),
-            PlanError::IncompleteOutput { dest, .. } => Some(dest),
+            PlanError::IncompleteOutput { output_dir, .. } => Some(output_dir),
             _ => None,
         }
     }
@@ -94,5 +143,35 @@ impl LauncherError {
             LauncherError::Read { path, .. } => Some(path),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_error(errno: i32) -> Error {
+        let source = std::io::Error::from_raw_os_error(errno);
+        Error::Write(WriteError::Write { path: PathBuf::from("dist/x.whl"), source })
+    }
+
+    /// A run's hints name what the user passed (`--dest-dir`) and what it read (artifacts).
+    #[test]
+    fn full_disk_quota_and_file_size_limit_name_the_dest_dir() {
+        let hint = |errno| write_error(errno).hint().unwrap_or_default();
+        assert!(hint(libc::ENOSPC).starts_with("the destination is full"), "{}", hint(libc::ENOSPC));
+        assert!(hint(libc::EDQUOT).contains("quota") && hint(libc::EDQUOT).contains("--dest-dir"));
+        assert!(hint(libc::EFBIG).contains("ulimit -f") && hint(libc::EFBIG).contains("--dest-dir"));
+        assert_eq!(write_error(libc::EACCES).hint(), None);
+    }
+
+    /// The CLI has no flag to leave a file out, so the hint must not suggest one.
+    #[test]
+    fn malformed_hint_names_something_the_user_can_do() {
+        let error = Error::Elf(ElfError::Malformed { path: PathBuf::from("lib/libx.so"), reason: "truncated".into() });
+        let hint = error.hint().unwrap_or_default();
+        assert!(hint.contains("rebuild the artifact") && hint.contains("remove the file"), "{hint}");
+        assert!(hint.contains("report the build"), "{hint}");
+        assert!(!hint.contains("glob") && !hint.contains("exclude"), "{hint}");
     }
 }

@@ -1,6 +1,6 @@
 //! Text from the input (file names, SONAMEs, directory names) made safe to print: control
 //! characters as escapes and invalid UTF-8 bytes as `\xNN`, so a hostile name cannot
-//! rewrite the terminal or forge a second line of a message (issue 24).
+//! rewrite the terminal or forge a second line of a message.
 //!
 //! Owns: the escaping. Does not own: deciding which names are refused (`catalog`, `plan`).
 

@@ -117,24 +117,6 @@ pub fn write_index(dist: &Path) -> Result<Index, IndexError> {
     Ok(index)
 }
 
-/// PEP 503 normalisation: lower case, runs of `-`, `_` and `.` become one `-`.
-pub fn normalize_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut in_separator = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !in_separator {
-                out.push('-');
-            }
-            in_separator = true;
-        } else {
-            out.extend(c.to_lowercase());
-            in_separator = false;
-        }
-    }
-    out
-}
-
 /// Temp file beside the page, then rename: a web server or pip reading the index while it
 /// is rebuilt sees the old page or the new one, never half of one.
 fn write_atomically(dir: &Path, file_name: &str, text: &str) -> Result<(), IndexError> {
@@ -172,16 +154,4 @@ fn remove_stale_projects(simple: &Path, index: &Index) -> Result<(), IndexError>
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn normalizes_names() {
-        assert_eq!(normalize_name("rocm-sdk-core"), "rocm-sdk-core");
-        assert_eq!(normalize_name("rocm_sdk_libraries_gfx110X_all"), "rocm-sdk-libraries-gfx110x-all");
-        assert_eq!(normalize_name("A.-_b"), "a-b");
-    }
 }

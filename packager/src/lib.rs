@@ -3,27 +3,29 @@
 //! The pipeline, one module per stage:
 //! `catalog` (read the artifacts dir) → `plan` (decide every member of every package,
 //! RPATH edits through the `elf-rpath` crate) → `assemble` (+ `member`, the payload's
-//! sources) → `write` (the `archive-write` crate: wheels, sdist, devel tarball,
-//! atomically) → `verify` (read a `dist/` back and check it against the contract).
-//! `python` holds the Python code we ship, `launcher` the compiled executable-symlink
-//! replacement, `example` the bundled example build. `targets` (GPU targets and families),
-//! `owners` (which device package a target's payload ships in) and `platform` (the wheel
-//! platform's machine) are the vocabulary every stage shares.
+//! sources) → `write` (the `archive-write` crate: wheels, sdist, devel tarball, or trees,
+//! atomically). Checking a built `dist/` is not ours: the `release-gate` crate does it,
+//! apart from everything here. `python` holds the Python code we ship, `launcher` the
+//! compiled executable-symlink replacement, `manylinux` the `--platform-tag auto` choice
+//! (reading ELF files through `elf-audit`). `identity` (package roles and their names),
+//! `targets` (GPU targets and families), `owners` (which device package a target's
+//! payload ships in) and `platform` (the wheel platform's machine) are the vocabulary
+//! every stage shares.
 //!
 //! Owns: every ROCm packaging rule. Must not know: how ELF tables are encoded or archives
-//! laid out (the two crates below it), or the command line (`xtask`, above it). Inside,
-//! no two modules import each other (`xtask/tests/layers.rs`).
+//! laid out (the crates below it), the command line (`xtask`, above it), the release gate
+//! or the example generator (crates beside it). Inside, no two modules import each other
+//! (`xtask/tests/layers.rs`).
 
 pub mod assemble;
 pub mod build_os;
 pub mod catalog;
 pub mod config;
 pub mod escape;
-pub mod example;
+pub mod identity;
 pub mod index;
 pub mod launcher;
 pub mod manylinux;
-pub mod manylinux_policy;
 pub mod member;
 pub mod owners;
 pub mod plan;
@@ -35,7 +37,6 @@ pub mod report;
 pub mod small_file;
 pub mod stale;
 pub mod targets;
-pub mod verify;
 
 mod dest_lock;
 mod error;
@@ -47,6 +48,7 @@ pub use archive_write as write;
 /// ELF surgery is a crate of its own (`elf-rpath`), which knows nothing of packages.
 pub use elf_rpath as elf;
 
+pub use assemble::GENERATOR;
 pub use config::{BuildTime, PackageConfig};
 pub use dest_lock::DestLock;
 pub use error::Error;
@@ -63,14 +65,14 @@ pub fn plan(config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, Err
     plan::plan_packages(&catalog, config, progress)
 }
 
-/// Runs the whole pipeline: catalog → plan → write. Outputs appear in `config.output_dir()`
-/// all at once, only when every one of them was written; a failed run leaves it as it
-/// was. One run at a time may write there.
+/// Runs the whole pipeline: catalog → plan → write. Outputs appear in the output directory
+/// of `config.destination()` all at once, only when every one of them was written; a
+/// failed run leaves it as it was. One run at a time may write there.
 pub fn package(config: &PackageConfig, progress: &dyn Progress) -> Result<Report, Error> {
     let started = Instant::now();
     let plan = plan(config, progress)?;
     let stages = vec![report::StageTime { stage: "catalog+plan".to_owned(), seconds: started.elapsed().as_secs_f64() }];
-    let lock = DestLock::acquire_in(&config.dest_dir, &config.output_dir())?;
+    let lock = DestLock::acquire(&config.destination())?;
     write_planned(&plan, config, progress, &lock, stages)
 }
 

@@ -1,6 +1,6 @@
 //! Payload members: files read straight from the artifacts directory, and ELF files with
 //! an RPATH edit spliced in while they stream, as the archive writer's
-//! [`MemberSource`]s. Each notices when the artifacts changed under us (issue 10: a file
+//! [`MemberSource`]s. Each notices when the artifacts changed under us (a file
 //! that vanishes or changes between plan and write fails the run cleanly): a file is
 //! re-checked when it is opened (type, length, inode, modification time against the
 //! catalog's) and with `fstat` once it has been read.

@@ -8,6 +8,11 @@
 
 use elf_rpath::ElfInfo;
 
+/// `e_machine` of AMDGPU code objects: never ours to edit (SPEC §6). No wheel platform runs
+/// them, so [`TargetMachine::can_run`] keeps them (with every other machine's files) out of
+/// the RPATH treatment, and the build's operating system is told without them.
+pub const EM_AMDGPU: u16 = 224;
+
 /// `e_machine`, class and byte order of the ELF files a wheel's platform runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TargetMachine {
@@ -65,6 +70,8 @@ impl TargetMachine {
     }
 
     /// Whether `info` was built for this machine: same `e_machine`, class and byte order.
+    /// The packager edits only such files; the rest (AMDGPU code objects, another CPU's
+    /// libraries) it copies unchanged (SPEC §6).
     pub fn can_run(&self, info: &ElfInfo) -> bool {
         info.machine == self.machine && info.is_64 == self.is_64 && info.little_endian == self.little_endian
     }

@@ -1,10 +1,10 @@
 //! The Python code shipped inside the packages (files under `packager/python/`, embedded
 //! with `include_str!`) and the generated `_dist_info.py` (SPEC §2, §3, §4).
 //!
-//! Owns: which Python files each package carries, the package naming rules (distribution
-//! name, pure package, platform directory), the console-script entry points, and the one
-//! way untrusted text enters Python source ([`str_literal`]). Does not own: which native
-//! files go where (`plan`), or archive formats (`write`).
+//! Owns: which Python files each package carries, the console-script entry points, and the
+//! one way untrusted text enters Python source ([`str_literal`]). Does not own: the
+//! package names (`identity`), which native files go where (`plan`), or archive formats
+//! (`write`).
 //!
 //! The Python side computes the same names at run time (`_dist_info_body.py`); the tests
 //! below run both and compare.
@@ -12,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use crate::identity::{NamingScheme, PackageNames, PackageRole};
 use crate::targets::Target;
 use crate::write::EntryPoint;
 
@@ -40,25 +41,20 @@ pub struct DistInfo {
     pub windows: bool,
 }
 
-/// A package of the build (SPEC §2 package table).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PackageRole<'a> {
-    Meta,
-    Core,
-    /// `family` is used (and required) in legacy builds only.
-    Libraries {
-        family: Option<&'a str>,
-    },
-    /// `family` is used (and required) when `DistInfo::devel_target_specific`.
-    Devel {
-        family: Option<&'a str>,
-    },
-    Profiler,
-    /// Kpack-split: one wheel per owner (`gfx90a`; a `:xnack±` suffix is dropped, and a
-    /// target the owner table names is its owner: `gfx1250-strict` → `gfx1250`).
-    Device {
-        target: &'a str,
-    },
+impl DistInfo {
+    /// What of the build decides package names.
+    pub fn naming(&self) -> NamingScheme<'_> {
+        NamingScheme {
+            kpack_split: self.kpack_split,
+            devel_target_specific: self.devel_target_specific,
+            nonce: &self.nonce,
+        }
+    }
+
+    /// The names `role` has in this build.
+    pub fn names(&self, role: &PackageRole) -> PackageNames {
+        PackageNames::new(role, self.naming())
+    }
 }
 
 /// A file to place in a package.
@@ -140,105 +136,9 @@ fn bool_literal(value: bool) -> &'static str {
     }
 }
 
-/// A family or target inside Python identifiers: `gfx110X-all` → `gfx110x_all`.
-pub fn target_identifier(name: &str) -> String {
-    Target::from_target_id(name)
-        .as_str()
-        .chars()
-        .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '_' })
-        .collect()
-}
-
-/// A family or target inside distribution names: `gfx110X-all` → `gfx110x-all` (runs
-/// of `-_.` become one `-`, as name normalisation does).
-pub fn target_dist_segment(name: &str) -> String {
-    let mut segment = String::new();
-    for c in Target::from_target_id(name).as_str().chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !segment.ends_with('-') {
-                segment.push('-');
-            }
-        } else {
-            segment.push(c);
-        }
-    }
-    segment
-}
-
-/// The logical name of a role, as `_dist_info.ALL_PACKAGES` keys it.
-fn logical_name(role: PackageRole<'_>) -> &'static str {
-    match role {
-        PackageRole::Meta => "meta",
-        PackageRole::Core => "core",
-        PackageRole::Libraries { .. } => "libraries",
-        PackageRole::Devel { .. } => "devel",
-        PackageRole::Profiler => "profiler",
-        PackageRole::Device { .. } => "device",
-    }
-}
-
-/// The family a role's names carry, if its kind of package is target specific in this build.
-/// A device wheel is named after its target's owner (SPEC §2, grouped by owner).
-fn naming_family(role: PackageRole<'_>, info: &DistInfo) -> Option<String> {
-    match role {
-        PackageRole::Libraries { family } if !info.kpack_split => family.map(str::to_owned),
-        PackageRole::Devel { family } if info.devel_target_specific => family.map(str::to_owned),
-        PackageRole::Device { target } => Some(Target::from_target_id(target).owner().to_string()),
-        _ => None,
-    }
-}
-
-/// The distribution name (SPEC §2): `rocm-sdk-libraries-gfx110x-all`, `rocm-sdk-device-gfx90a`.
-pub fn dist_name(role: PackageRole<'_>, info: &DistInfo) -> String {
-    let stem = match role {
-        PackageRole::Meta => return "rocm".to_owned(),
-        PackageRole::Core => return "rocm-sdk-core".to_owned(),
-        PackageRole::Profiler => return "rocm-profiler".to_owned(),
-        PackageRole::Libraries { .. } => "rocm-sdk-libraries",
-        PackageRole::Devel { .. } => "rocm-sdk-devel",
-        PackageRole::Device { .. } => "rocm-sdk-device",
-    };
-    match naming_family(role, info) {
-        Some(family) => format!("{stem}-{}", target_dist_segment(&family)),
-        None => stem.to_owned(),
-    }
-}
-
-/// The pure Python package (`rocm_sdk_core`, `rocm_sdk_libraries_gfx110x_all`); None for
-/// device wheels, which have none.
-pub fn py_package_name(role: PackageRole<'_>, info: &DistInfo) -> Option<String> {
-    let stem = match role {
-        PackageRole::Meta => "rocm_sdk",
-        PackageRole::Core => "rocm_sdk_core",
-        PackageRole::Profiler => "rocm_profiler",
-        PackageRole::Libraries { .. } => "rocm_sdk_libraries",
-        PackageRole::Devel { .. } => "rocm_sdk_devel",
-        PackageRole::Device { .. } => return None,
-    };
-    Some(match naming_family(role, info) {
-        Some(family) => format!("{stem}_{}", target_identifier(&family)),
-        None => stem.to_owned(),
-    })
-}
-
-/// The platform directory in site-packages holding the package's native files:
-/// `_` + dist name with `-` → `_` + nonce. Device wheels overlay the libraries directory;
-/// the meta package has none.
-pub fn platform_dir_name(role: PackageRole<'_>, info: &DistInfo) -> Option<String> {
-    match role {
-        PackageRole::Meta => None,
-        PackageRole::Device { .. } => platform_dir_name(PackageRole::Libraries { family: None }, info),
-        _ => Some(format!("_{}{}", dist_name(role, info).replace(['-', '.'], "_"), info.nonce)),
-    }
-}
-
 /// `_dist_info.py` for one package: the generated constants, then the static body.
-pub fn render_dist_info(role: PackageRole<'_>, info: &DistInfo) -> String {
-    let this_family = match role {
-        PackageRole::Libraries { family } | PackageRole::Devel { family } => family,
-        PackageRole::Device { target } => Some(target),
-        _ => None,
-    };
+pub fn render_dist_info(role: &PackageRole, info: &DistInfo) -> String {
+    let this_family = role.family_or_target();
     let mut source = String::new();
     source.push_str(
         "\"\"\"Distribution information of the ROCm Python packages (SPEC section 2).\n\n\
@@ -257,7 +157,7 @@ pub fn render_dist_info(role: PackageRole<'_>, info: &DistInfo) -> String {
         ("DEVICE_TARGETS", list_literal(&info.device_targets)),
         ("TARGET_OWNERS", dict_literal(&crate::owners::owner_overrides())),
         ("THIS_TARGET_FAMILY", optional_literal(this_family)),
-        ("THIS_PACKAGE_LOGICAL_NAME", str_literal(logical_name(role))),
+        ("THIS_PACKAGE_LOGICAL_NAME", str_literal(role.logical_name())),
     ];
     for (name, value) in constants {
         let _ = writeln!(source, "{name} = {value}");
@@ -317,7 +217,7 @@ fn console_scripts(cli_source: &str, windows: bool) -> Vec<ConsoleScript<'_>> {
 }
 
 /// The console scripts of `role` (core and profiler have them) for the build's platform.
-pub fn console_scripts_of(role: PackageRole<'_>, info: &DistInfo) -> Vec<ConsoleScript<'static>> {
+pub fn console_scripts_of(role: &PackageRole, info: &DistInfo) -> Vec<ConsoleScript<'static>> {
     match role {
         PackageRole::Core => console_scripts(CORE_CLI, info.windows),
         PackageRole::Profiler => console_scripts(PROFILER_CLI, info.windows),
@@ -345,11 +245,12 @@ fn entry_points(module: &str, cli_source: &str, windows: bool) -> Vec<EntryPoint
 /// Device wheels get only their own metadata module ([`device_module_name`]): every file
 /// they carry must be theirs alone (SPEC §6), so no `__init__.py` or `_dist_info.py`; and
 /// `.devel_links/{target}.json` is the plan's.
-pub fn python_part(role: PackageRole<'_>, info: &DistInfo) -> PythonPart {
+pub fn python_part(role: &PackageRole, info: &DistInfo) -> PythonPart {
     if let PackageRole::Device { target } = role {
         return device_part(target, info);
     }
-    let Some(package) = py_package_name(role, info) else {
+    let names = info.names(role);
+    let Some(package) = names.pure_package else {
         return PythonPart::default();
     };
     let mut part = PythonPart::default();
@@ -379,7 +280,7 @@ pub fn python_part(role: PackageRole<'_>, info: &DistInfo) -> PythonPart {
         part.files.push(file(format!("{package}/__init__.py"), init));
     }
     part.files.push(file(format!("{package}/_dist_info.py"), &render_dist_info(role, info)));
-    if let Some(platform_dir) = platform_dir_name(role, info) {
+    if let Some(platform_dir) = names.platform_dir {
         let platform_init = file(format!("{platform_dir}/__init__.py"), embedded::PLATFORM_INIT);
         if matches!(role, PackageRole::Devel { .. }) {
             part.devel_tree_files.push(platform_init);
@@ -411,10 +312,10 @@ pub fn device_module_name(target: &str) -> String {
 /// `{libraries platform dir}/_device_{target}.py`: what `_dist_info.py` would say about a
 /// device wheel (SPEC §2: `__version__`, and `LIBRARIES_PY_PACKAGE_NAME`, the pure package
 /// that holds the shared `_dist_info.py`), in a module only this wheel ships.
-fn device_part(target: &str, info: &DistInfo) -> PythonPart {
-    let role = PackageRole::Device { target };
+fn device_part(target: &Target, info: &DistInfo) -> PythonPart {
+    let names = info.names(&PackageRole::Device { target: target.clone() });
     let (Some(platform_dir), Some(libraries_package)) =
-        (platform_dir_name(role, info), py_package_name(PackageRole::Libraries { family: None }, info))
+        (names.platform_dir, info.names(&PackageRole::Libraries { family: None }).pure_package)
     else {
         return PythonPart::default();
     };
@@ -425,14 +326,14 @@ fn device_part(target: &str, info: &DistInfo) -> PythonPart {
     );
     let constants = [
         ("__version__", str_literal(&info.version)),
-        ("TARGET", str_literal(Target::from_target_id(target).owner().as_str())),
-        ("DIST_NAME", str_literal(&dist_name(role, info))),
+        ("TARGET", str_literal(target.owner().as_str())),
+        ("DIST_NAME", str_literal(&names.distribution)),
         ("LIBRARIES_PY_PACKAGE_NAME", str_literal(&libraries_package)),
     ];
     for (name, value) in constants {
         let _ = writeln!(source, "{name} = {value}");
     }
-    let path = format!("{platform_dir}/{}.py", device_module_name(target));
+    let path = format!("{platform_dir}/{}.py", device_module_name(target.as_str()));
     PythonPart { files: vec![file(path, &source)], ..PythonPart::default() }
 }
 
@@ -443,7 +344,7 @@ fn device_part(target: &str, info: &DistInfo) -> PythonPart {
 /// with `Dynamic: Requires-Dist` and `Dynamic: Provides-Extra`, or installers (uv) may
 /// skip the build that selects the GPU packages.
 pub fn sdist_files(info: &DistInfo) -> Vec<PythonFile> {
-    let mut files = python_part(PackageRole::Meta, info).files;
+    let mut files = python_part(&PackageRole::Meta, info).files;
     files.push(file("pyproject.toml".to_owned(), embedded::META_PYPROJECT));
     files.push(file("_rocm_build_backend.py".to_owned(), embedded::META_BACKEND));
     files.sort_by(|a, b| a.path.cmp(&b.path));

@@ -177,7 +177,7 @@ fn check_component(component: &str) -> Result<(), RelPathError> {
         "" | "." => Err(RelPathError::EmptyComponent),
         ".." => Err(RelPathError::ParentComponent),
         // Any control character, not only those that split lines: an escape sequence in a
-        // name rewrites the terminal of whoever lists the package (issue 24).
+        // name rewrites the terminal of whoever lists the package.
         name if name.contains('\\') || name.chars().any(char::is_control) => Err(RelPathError::BadCharacter),
         _ => Ok(()),
     }

@@ -1,6 +1,6 @@
 //! Reading the small metadata files of a build (`artifact_manifest.txt`,
 //! `therock_manifest.json`, `dist_info.json`, the checkout's `version.json`): only regular
-//! files, and only up to a size limit (issue 24). A FIFO in their place hung the run
+//! files, and only up to a size limit. A FIFO in their place hung the run
 //! forever and a link to `/dev/zero` ate memory until it ran out.
 //!
 //! Owns: the open, the type check and the bounded read. Does not own: what the files mean

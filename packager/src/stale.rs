@@ -1,7 +1,7 @@
-//! Archives of our own earlier runs that this run no longer produces (issue 24): a family
-//! dropped between two runs left its old wheel of the same version beside the new set, and
-//! an index built from the destination offered it. A full run removes them once its own
-//! set is committed.
+//! Archives of our own earlier runs that this run no longer produces: a family dropped
+//! between two runs left its old wheel of the same version beside the new set, and an index
+//! built from the destination offered it (SPEC §2, "Refusing a partial set"). A full run
+//! removes them once its own set is committed.
 //!
 //! Only what we wrote is touched, known by name and version: a wheel of one of our
 //! distributions (`rocm_sdk_*`, `rocm_profiler`), of this run's version, for the same
@@ -16,43 +16,22 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The parts of a wheel file name this module judges by.
-struct WheelName<'a> {
-    dist: &'a str,
-    version: &'a str,
-    platform: &'a str,
-}
-
-fn parse_wheel_name(file_name: &str) -> Option<WheelName<'_>> {
-    let stem = file_name.strip_suffix(".whl")?;
-    let parts: Vec<&str> = stem.split('-').collect();
-    match parts.as_slice() {
-        [dist, version, _python, _abi, platform] => Some(WheelName { dist, version, platform }),
-        _ => None,
-    }
-}
-
-fn is_our_distribution(dist: &str) -> bool {
-    dist.starts_with("rocm_sdk_") || dist == "rocm_profiler"
-}
-
-fn is_windows(platform: &str) -> bool {
-    platform.starts_with("win")
-}
+use crate::identity::{is_our_distribution, WheelFileName};
 
 /// Our wheels in `dest` of `version` for the operating system of `produced`, that are not
 /// among `produced` (file names this run committed), sorted.
 pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -> io::Result<Vec<PathBuf>> {
     let windows: BTreeSet<bool> =
-        produced.iter().filter_map(|name| parse_wheel_name(name)).map(|wheel| is_windows(wheel.platform)).collect();
+        produced.iter().filter_map(|name| WheelFileName::parse(name)).map(|wheel| wheel.is_windows()).collect();
     let mut stale = Vec::new();
     for entry in std::fs::read_dir(dest)? {
         let entry = entry?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some(wheel) = parse_wheel_name(name) else { continue };
-        let ours = is_our_distribution(wheel.dist) && wheel.version == version;
-        if !ours || !windows.contains(&is_windows(wheel.platform)) || produced.contains(name) {
+        // A build tag is never ours: such a wheel was made by another tool.
+        let Some(wheel) = WheelFileName::parse(name).filter(|wheel| wheel.build.is_none()) else { continue };
+        let ours = is_our_distribution(&wheel.distribution) && wheel.version == version;
+        if !ours || !windows.contains(&wheel.is_windows()) || produced.contains(name) {
             continue;
         }
         // Only regular files: a directory or link under such a name is not an archive we wrote.

@@ -119,7 +119,7 @@ fn last_artifact_wins_and_overrides_are_reported() {
     let winner = &namespace.all[&rel("lib/libx.so")];
     assert_eq!(catalog.artifact_dir_name(winner.artifact), "bbb_lib_generic");
     assert_eq!(*winner.source, *b.join("two/stage/lib/libx.so"));
-    // The stamp is the winner's own: the writer re-checks that very file (issue 10).
+    // The stamp is the winner's own: the writer re-checks that very file.
     let stamp = FileStamp::of(&fs_err::metadata(b.join("two/stage/lib/libx.so")).expect("stat"));
     assert_eq!(winner.kind, EntryKind::File { len: 8, mode: 0o640, stamp });
     // `lib` is a directory in both artifacts: that is a merge, not an override.
@@ -230,7 +230,7 @@ fn missing_inputs_are_named() {
     let error = Catalog::read(&missing).expect_err("missing dir");
     assert_eq!(error.to_string(), format!("artifacts directory not found: {}", missing.display()));
 
-    // Issue 23: a directory with no artifact in it says so, before the build manifest.
+    // A directory with no artifact in it says so, before the build manifest.
     let error = Catalog::read(temp.path()).expect_err("no artifacts");
     assert_eq!(
         error.to_string(),

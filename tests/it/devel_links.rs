@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use packager::example::DEEP_DEVICE_FILE;
+use example_artifacts::DEEP_DEVICE_FILE;
 
 use crate::installed::{self, PATH_WITHOUT_GPU_TOOLS};
 use crate::support;

@@ -1,4 +1,4 @@
-//! Malformed ELF (issue 10): hand-made breakages and a proptest harness over mutated corpus
+//! Malformed ELF: hand-made breakages and a proptest harness over mutated corpus
 //! files. Reader and planner must return an error naming the file, never panic; an edit
 //! planned on a mutated file must apply through `SplicedReader` and read back.
 
@@ -166,7 +166,7 @@ fn apply(bytes: &mut Vec<u8>, mutation: &Mutation) {
 }
 
 proptest! {
-    // Bounded so CI runs it on every push (issue 10): proptest's default of 256 cases;
+    // Bounded so CI runs it on every push: proptest's default of 256 cases;
     // `PROPTEST_CASES=100000` runs more (the default config reads it; a literal would not).
     #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
 

@@ -1,4 +1,4 @@
-//! Layouts real builds have and `cc` does not make by default (issue 18, SPEC §6): address
+//! Layouts real builds have and `cc` does not make by default (SPEC §6): address
 //! space holes left by the kpack splitter, program header tables moved by patchelf or by
 //! our own grown layout. Every edit must leave the file as `eu-elflint` found it, grow it by
 //! the edit plus less than a page, and take in-place edits wherever the strings fit.

@@ -1,4 +1,4 @@
-//! Hostile and broken input (issue 10): every bad input is built for real inside a copy of
+//! Hostile and broken input: every bad input is built for real inside a copy of
 //! the bundled example, and each test asserts the clear outcome: an error naming the file
 //! and what to do, or a finding naming what was dropped; never a panic, never outside data
 //! in a package, and never anything partial in `dist/`.

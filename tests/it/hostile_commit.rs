@@ -1,4 +1,4 @@
-//! A run that fails after some of its outputs were written (issue 10): it commits nothing,
+//! A run that fails after some of its outputs were written: it commits nothing,
 //! so `dist/` keeps exactly what an earlier run put there, and an empty `dist/` gets no
 //! partial set. The runs' outputs differ from the earlier ones (a file is added first), so
 //! a package replaced and not put back would show.
@@ -71,7 +71,7 @@ fn a_rerun_that_fails_on_its_last_wheel_leaves_the_earlier_packages_byte_for_byt
     bytes.extend_from_slice(b"grown after the plan");
     fs_err::write(&changed, bytes).expect("write");
 
-    let lock = packager::DestLock::acquire_in(&config.dest_dir, &config.output_dir()).expect("lock");
+    let lock = packager::DestLock::acquire(&config.destination()).expect("lock");
     let error = packager::write_locked(&plan, &config, &packager::Silent, &lock).expect_err("the run must fail");
     let text = full_text(&error);
     assert!(text.contains(&changed.display().to_string()) && text.contains("changed while"), "{text}");
@@ -152,7 +152,7 @@ fn a_devel_path_added_or_removed_after_the_plan_fails_naming_it() {
         let config = example.config();
         let plan = packager::plan(&config, &packager::Silent).expect("plans");
         let named = change(&dir);
-        let lock = packager::DestLock::acquire_in(&config.dest_dir, &config.output_dir()).expect("lock");
+        let lock = packager::DestLock::acquire(&config.destination()).expect("lock");
         let error = packager::write_locked(&plan, &config, &packager::Silent, &lock).expect_err(what);
         let text = full_text(&error);
         let says = "was added, removed or modified since the plan";

@@ -1,4 +1,4 @@
-//! The destination is shared (issue 24): taking the lock removes only temp files our
+//! The destination is shared: taking the lock removes only temp files our
 //! writers marked as theirs, never another tool's `.x.tmp-y`, a directory or a symlink,
 //! and the lock file is never opened through a symlink. `--no-build-packages` is all or
 //! nothing like the archives: a full disk leaves the earlier trees as they were, and a
@@ -118,7 +118,7 @@ fn trees_on_a_full_disk_leave_the_earlier_trees_as_they_were() {
     let tmpfs = Tmpfs::mount(&example.temp.path().join("small"), "64m");
     let mut config = example.config();
     config.dest_dir = tmpfs.0.join("trees");
-    config.build_packages = false;
+    config.output = packager::config::OutputMode::Trees;
     // Where the code lays trees out (`--dest-dir` itself today), not a path of our own.
     let out = config.output_dir();
     packager::package(&config, &packager::Silent).expect("the first run has room");
@@ -155,7 +155,7 @@ fn fault_child_lays_out_trees() {
     let Some(dirs) = std::env::var_os(SWAP_CHILD_ENV) else { return };
     let dirs = PathBuf::from(dirs);
     let mut config = crate::support::package_config(&dirs.join("artifacts"), &dirs.join("trees"));
-    config.build_packages = false;
+    config.output = packager::config::OutputMode::Trees;
     packager::package(&config, &packager::Silent).expect("the child's run");
 }
 
@@ -190,7 +190,7 @@ fn sigkill_while_trees_are_swapped_leaves_every_tree_whole() {
     add_devel_headers(&example, 3000, 64);
     // The child's configuration, so the directory watched is the one the code writes to.
     let mut config = crate::support::package_config(&example.artifacts, &example.temp.path().join("trees"));
-    config.build_packages = false;
+    config.output = packager::config::OutputMode::Trees;
     let trees_dir = config.output_dir();
     let exe = std::env::current_exe().expect("test binary");
     let child = || {

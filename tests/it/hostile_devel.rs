@@ -1,4 +1,4 @@
-//! A truncated devel tarball in a real install (issue 24): the legacy example installed
+//! A truncated devel tarball in a real install: the legacy example installed
 //! with pip, its `_devel.tar` cut to 8 KiB. `rocm-sdk path --root` used to exit 0 with
 //! most of the tree missing and delete the tarball; now it fails with one line naming the
 //! tarball and the family's devel package to reinstall, writes nothing and keeps the

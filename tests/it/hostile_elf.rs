@@ -110,7 +110,7 @@ fn corrupt_elf_files_fail_the_run_naming_them() {
                     .find(|(name, _)| name.ends_with("/lib/libbroken.so.1"))
                     .unwrap_or_else(|| panic!("{what}: accepted but not shipped"));
                 assert_eq!(member.1, &bytes, "{what}: accepted but changed");
-                let report = packager::verify::verify_dist(&example.dist()).expect("dist verifies");
+                let report = release_gate::verify_dist(&example.dist()).expect("dist verifies");
                 assert_eq!(report.n_violations(), 0, "{what}: {report:?}");
                 fs_err::remove_file(&broken).expect("rm");
                 example.package().expect("repackage without it");

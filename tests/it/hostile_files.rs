@@ -98,7 +98,7 @@ fn unreadable_paths_are_named() {
 
 /// A core file the plan copies as it is, and one it patches (RPATH), with their paths.
 fn planned_sources(plan: &packager::Plan) -> (PathBuf, PathBuf) {
-    let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core");
+    let core = plan.packages.iter().find(|package| package.names.distribution == "rocm-sdk-core").expect("core");
     let copied = core
         .files
         .iter()
@@ -138,7 +138,7 @@ fn write_after_change(change: &Change, which: usize) -> String {
     let (copied, patched) = planned_sources(&plan);
     let path = if which == 0 { copied } else { patched };
     change(&path, example.temp.path());
-    let lock = packager::DestLock::acquire_in(&config.dest_dir, &config.output_dir()).expect("lock");
+    let lock = packager::DestLock::acquire(&config.destination()).expect("lock");
     let error = packager::write_locked(&plan, &config, &packager::Silent, &lock)
         .expect_err("a file changed after planning must fail the write");
     let left = dist_snapshot(&example.dist());
@@ -216,7 +216,7 @@ fn a_same_size_rewrite_after_planning_fails_the_write_and_leaves_dist_as_it_was(
         let (copied, patched) = planned_sources(&plan);
         let path = if which == "copied" { copied } else { patched };
         rewrite_same_size(&path);
-        let lock = packager::DestLock::acquire_in(&config.dest_dir, &config.output_dir()).expect("lock");
+        let lock = packager::DestLock::acquire(&config.destination()).expect("lock");
         let error = packager::write_locked(&plan, &config, &packager::Silent, &lock)
             .expect_err("a file rewritten after planning must fail the write");
         let text = full_text(&error);
@@ -252,13 +252,13 @@ impl std::io::Write for RewriteMidway<'_> {
 
 #[test]
 fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
-    use packager::write::{write_devel_tarball, DevelTarSpec, TarEntry, TarEntryKind, WriteError};
+    use packager::write::{write_tarball, TarEntry, TarEntryKind, TarballSpec, WriteError};
     let temp = tempfile::tempdir().expect("tempdir");
     let path = temp.path().join("big.bin");
     fs_err::write(&path, vec![7u8; 4 << 20]).expect("write");
     let metadata = fs_err::metadata(&path).expect("stat");
     let stamp = Some(packager::catalog::FileStamp::of(&metadata));
-    let spec = DevelTarSpec {
+    let spec = TarballSpec {
         entries: vec![TarEntry {
             name: "_devel/big.bin".into(),
             kind: TarEntryKind::File {
@@ -271,7 +271,8 @@ fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
         build_time: packager::config::BuildTime::DEFAULT,
     };
     let mut out = RewriteMidway { path: &path, written: 0, rewritten: false };
-    let error = write_devel_tarball(&mut out, &spec).expect_err("a file rewritten while it streams must fail");
+    let error = write_tarball(&mut out, &spec, std::path::Path::new("_devel.tar"))
+        .expect_err("a file rewritten while it streams must fail");
     assert!(out.rewritten, "the file was rewritten midway");
     let WriteError::Changed { path: named, reason } = &error else { panic!("{error:?}") };
     assert_eq!(named, &path);

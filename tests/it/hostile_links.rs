@@ -72,7 +72,7 @@ fn links_leaving_the_artifacts_are_dropped_never_followed() {
             "{link}: {found:?}"
         );
     }
-    let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core");
+    let core = plan.packages.iter().find(|package| package.names.distribution == "rocm-sdk-core").expect("core");
     for (link, _) in links {
         assert!(!core.files.keys().any(|rel| rel.as_str() == *link), "{link} planned into core");
     }
@@ -134,7 +134,7 @@ fn an_artifact_or_prefix_that_is_a_link_to_outside_is_not_walked() {
     symlink(example.temp.path().join("outside"), example.artifacts.join("core-leak_lib_generic")).expect("symlink");
     fs_err::write(example.temp.path().join("outside/artifact_manifest.txt"), "stage\n").expect("write");
     let plan = packager::plan(&example.config(), &packager::Silent).expect("plans");
-    let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core");
+    let core = plan.packages.iter().find(|package| package.names.distribution == "rocm-sdk-core").expect("core");
     assert!(!core.files.keys().any(|rel| rel.as_str() == "lib/libleak.so"));
 
     // A manifest prefix inside a real artifact that leads outside through a link.

@@ -1,4 +1,4 @@
-//! Never block or read without bound (issue 24): a metadata file of the build that is a
+//! Never block or read without bound: a metadata file of the build that is a
 //! FIFO or a link to `/dev/zero` is an error naming it, and `verify --dist` reports a
 //! `.whl` that is a FIFO instead of waiting on it. A hang here is the bug, so none of these
 //! tests has a timeout of its own: the test harness would show it as never finishing.
@@ -6,7 +6,7 @@
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
-use packager::verify::Check;
+use release_gate::Check;
 
 use super::{fails_leaving_dist_intact, full_text, Example};
 
@@ -61,7 +61,7 @@ fn verify_reports_a_wheel_that_is_a_fifo() {
     example.package().expect("packages");
     let fifo = example.dist().join("rocm_sdk_extra-7.12.0.dev0-py3-none-linux_x86_64.whl");
     mkfifo(&fifo);
-    let report = packager::verify::verify_dist(&example.dist()).expect("verify runs");
+    let report = release_gate::verify_dist(&example.dist()).expect("verify runs");
     let package = report.packages.iter().find(|package| package.file == fifo_name(&fifo)).expect("the FIFO is listed");
     assert!(
         package

@@ -115,7 +115,7 @@ fn hostile_version_suffix_and_platform_tag_are_refused() {
 
 /// Control characters in a name (not only a newline) are refused, and the message shows
 /// them escaped: raw, an escape sequence would rewrite the terminal of whoever reads the
-/// error (issue 24).
+/// error.
 #[test]
 fn names_with_control_characters_are_refused_and_printed_escaped() {
     for (name, shown) in
@@ -135,7 +135,7 @@ fn names_with_control_characters_are_refused_and_printed_escaped() {
 }
 
 /// Names that differ only in case are one file on Windows and macOS: `verify --dist` warns
-/// about them as it does about names Windows cannot extract (issue 24).
+/// about them as it does about names Windows cannot extract.
 #[test]
 fn names_differing_only_in_case_are_reported_by_verify() {
     let example = Example::new();
@@ -144,14 +144,12 @@ fn names_differing_only_in_case_are_reported_by_verify() {
     fs_err::write(dir.join("Readme.txt"), "one").expect("write");
     fs_err::write(dir.join("README.txt"), "two").expect("write");
     example.package().expect("packages; the names are legal on Linux");
-    let report = packager::verify::verify_dist(&example.dist()).expect("verify");
+    let report = release_gate::verify_dist(&example.dist()).expect("verify");
     let warnings: Vec<_> = report
         .packages
         .iter()
         .flat_map(|package| &package.warnings)
-        .filter(|warning| {
-            warning.check == packager::verify::Check::WindowsName && warning.message.contains("only in case")
-        })
+        .filter(|warning| warning.check == release_gate::Check::WindowsName && warning.message.contains("only in case"))
         .collect();
     assert!(
         warnings

@@ -1,4 +1,4 @@
-//! A SONAME is input, not a path (issue 24): a library whose SONAME is `/etc/passwd`,
+//! A SONAME is input, not a path: a library whose SONAME is `/etc/passwd`,
 //! climbs with `..`, is `.` or `..`, or is empty, is packaged as a library without a
 //! SONAME, the run reports it naming the file, and no devel link leaves the tree.
 
@@ -77,7 +77,7 @@ fn a_soname_that_is_not_a_plain_file_name_is_reported_and_ignored() {
             );
         assert!(String::from_utf8_lossy(link).starts_with("-> ../../_rocm_sdk_core/lib/libevil.so.1"), "{soname:?}");
 
-        let verified = packager::verify::verify_dist(&example.dist()).expect("dist verifies");
+        let verified = release_gate::verify_dist(&example.dist()).expect("dist verifies");
         assert_eq!(verified.n_violations(), 0, "{soname:?}: {verified:?}");
     }
 }

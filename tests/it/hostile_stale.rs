@@ -1,10 +1,10 @@
-//! Stale outputs (issue 24): a family dropped between two runs into one destination used
+//! Stale outputs: a family dropped between two runs into one destination used
 //! to leave its old wheel of the same version there, and `verify --dist` passed the mixed
 //! set. A full run now removes its own earlier wheels it no longer produces (known by name
 //! and version, nothing else), and `verify --dist` reports a wheel the set's `rocm` sdist
 //! does not offer.
 
-use packager::verify::Check;
+use release_gate::Check;
 
 use super::{dist_snapshot, Example};
 
@@ -52,7 +52,7 @@ fn a_family_dropped_between_runs_loses_its_old_wheels_and_nothing_else() {
     produced.sort_unstable();
     let left: Vec<String> = dist_snapshot(&example.dist()).into_keys().collect();
     assert_eq!(left, produced, "the destination holds exactly this run's set");
-    let verified = packager::verify::verify_dist(&example.dist()).expect("verify");
+    let verified = release_gate::verify_dist(&example.dist()).expect("verify");
     assert_eq!(verified.n_violations(), 0, "{verified:?}");
 }
 
@@ -69,7 +69,7 @@ fn verify_reports_a_wheel_the_sdist_does_not_offer() {
     drop_family(&example, DROPPED);
     example.package().expect("the second run");
     fs_err::copy(keep.join(old), example.dist().join(old)).expect("put the old wheel back");
-    let verified = packager::verify::verify_dist(&example.dist()).expect("verify");
+    let verified = release_gate::verify_dist(&example.dist()).expect("verify");
     let package = verified.packages.iter().find(|package| &package.file == old).expect("listed");
     assert!(
         package.violations.iter().any(|v| v.check == Check::Completeness && v.message.contains("does not offer")),

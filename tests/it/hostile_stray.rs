@@ -1,4 +1,4 @@
-//! Stray names (issue 24): an artifact directory TheRock would not name so (other case,
+//! Stray names: an artifact directory TheRock would not name so (other case,
 //! a `*.bak` copy), a manifest prefix of `.`, a manifest that is a symlink out of the
 //! artifacts directory, and a kpack-split flag written as a string: each is an error
 //! naming the file, where each used to be taken silently (a new family, even the default).

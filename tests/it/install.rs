@@ -1,7 +1,7 @@
-//! End to end (issues 5 and 6) on the legacy example (packaged once, by `targets::build`):
+//! End to end on the legacy example (packaged once, by `targets::build`):
 //! installed with real pip and uv into fresh venvs and exercised the way users and the
 //! loader use it (the checks themselves live in `installed`), the family chosen at install
-//! time holding at run time (issue 25), plus the plan and `verify` read against the same
+//! time holding at run time, plus the plan and `verify` read against the same
 //! build.
 
 use std::collections::BTreeMap;
@@ -107,8 +107,8 @@ fn probe_family(venv: &Path) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("JSON from the family probe")
 }
 
-/// The family chosen at install time holds at run time without the variable (SPEC §4,
-/// issue 25): the non-default family installed with `ROCM_SDK_TARGET_FAMILY` set is then
+/// The family chosen at install time holds at run time without the variable (SPEC §4):
+/// the non-default family installed with `ROCM_SDK_TARGET_FAMILY` set is then
 /// what `determine_target_family()`, `find_libraries`, `initialize_process` and
 /// `rocm-sdk test` use, on a machine with no GPU. With a second family installed beside
 /// it, nothing says which, and each of them fails with one error listing both.
@@ -254,12 +254,12 @@ fn plan_json_follows_the_rules() {
     );
 }
 
-/// Issue 7: the example's own packages pass `verify --dist`, and the glibc floor it reports
+/// The example's own packages pass `verify --dist`, and the glibc floor it reports
 /// is the one `auditwheel show` finds.
 #[test]
 fn verify_passes_on_the_example_and_agrees_with_auditwheel() {
     let dist = &build(false).dist;
-    let report = packager::verify::verify_dist(dist).expect("verify");
+    let report = release_gate::verify_dist(dist).expect("verify");
     assert_eq!(report.n_violations(), 0, "{:#?}", report.violations().collect::<Vec<_>>());
     let auditwheel = support::tools_venv().join("bin/auditwheel");
     let mut compared = 0;
@@ -281,7 +281,7 @@ fn verify_passes_on_the_example_and_agrees_with_auditwheel() {
     assert_eq!(compared, 2);
 }
 
-/// Issue 6: the packages install and pass their self-test with `uv pip install` too, and
+/// The packages install and pass their self-test with `uv pip install` too, and
 /// `uv pip uninstall` takes away everything, the expanded devel tree included.
 #[test]
 fn uv_installs_and_uninstalls_the_example() {
@@ -303,7 +303,7 @@ fn uv_installs_and_uninstalls_the_example() {
     installed::assert_uninstall_restores(&venv, &before, Uninstaller::Uv);
 }
 
-/// Issue 23: uv caches the wheel it builds from the `rocm` sdist and replays that family
+/// uv caches the wheel it builds from the `rocm` sdist and replays that family
 /// choice later; `tool.uv.cache-keys` does not reach an sdist archive (only local project
 /// directories), so the README says `uv pip install --no-cache`. That command follows
 /// `ROCM_SDK_TARGET_FAMILY` even after a cached install of another family.

@@ -1,5 +1,5 @@
 //! What holds in every venv the ROCm packages are installed in, legacy and kpack-split alike
-//! (issues 5 and 6, SPEC §2 and §4): shared libraries load alone, launchers keep their
+//! (SPEC §2 and §4): shared libraries load alone, launchers keep their
 //! argv[0], symlinks live only in the expanded devel tree, libraries reach core through
 //! their RPATH whatever `LD_LIBRARY_PATH` says, the devel tree agrees with the plan,
 //! concurrent first uses expand it once and completely, and `pip uninstall` takes every
@@ -208,7 +208,7 @@ pub fn assert_devel_tree_matches_plan(venv: &Path, artifacts: &Path, devel_dist:
     let site = site_packages(venv);
     let config = support::package_config(artifacts, Path::new("/nonexistent-dest"));
     let plan = packager::plan(&config, &packager::Silent).expect("plan");
-    let devel = plan.packages.iter().find(|package| package.dist_name == devel_dist).expect("devel plan");
+    let devel = plan.packages.iter().find(|package| package.names.distribution == devel_dist).expect("devel plan");
     let mut n_runtime = 0;
     let tree = devel.devel_tree.as_ref().expect("a devel tree").collect().expect("devel tree");
     for (rel, entry) in &tree {

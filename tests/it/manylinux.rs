@@ -1,4 +1,4 @@
-//! Issue 19: `--platform-tag auto` (and `ROCM_SDK_WHEEL_PLATFORM_TAG=auto`) gives each wheel
+//! `--platform-tag auto` (and `ROCM_SDK_WHEEL_PLATFORM_TAG=auto`) gives each wheel
 //! the most widely installable manylinux tag its files allow: checked against binutils'
 //! `readelf` and auditwheel, installed with pip; a wheel that needs a library outside the
 //! policy is refused by name; a tag given by hand that the files break stays a
@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use packager::config::PlatformTag;
-use packager::verify::Check;
+use release_gate::Check;
 
 use crate::support;
 use crate::targets::cli::xtask;
@@ -95,7 +95,7 @@ fn auto_gives_each_wheel_its_glibc_floor_and_pip_installs_them() {
     println!("wheel names under auto: {names:#?}");
     assert!(names.iter().any(|name| name.starts_with("rocm_sdk_core-") && tag_minor(&dist.join(name)) > 5));
 
-    let report = packager::verify::verify_dist(&dist).expect("verify");
+    let report = release_gate::verify_dist(&dist).expect("verify");
     assert_eq!(report.n_violations(), 0, "{:#?}", report.violations().collect::<Vec<_>>());
     let venv = support::fresh_venv(&temp.path().join("venv"));
     let installed = support::pip_install(&venv, &dist, &["rocm[libraries,devel]"], &[]);
@@ -152,7 +152,7 @@ fn a_tag_given_by_hand_that_the_files_break_is_a_verify_error() {
     let mut config = support::package_config(&artifacts, temp.path());
     config.platform_tag = PlatformTag::Fixed("manylinux_2_17_x86_64".to_owned());
     packager::package(&config, &packager::Silent).expect("a tag by hand is taken as given");
-    let report = packager::verify::verify_dist(&config.output_dir()).expect("verify");
+    let report = release_gate::verify_dist(&config.output_dir()).expect("verify");
     let mut broken: Vec<&str> = report
         .violations()
         .filter(|finding| finding.check == Check::Portability)

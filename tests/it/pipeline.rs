@@ -1,4 +1,4 @@
-//! Issue 5: the pipeline's modes end to end on the bundled example, compared with the
+//! The pipeline's modes end to end on the bundled example, compared with the
 //! normal run that `targets::build` packages once per test binary.
 //!
 //! This module owns `--only` (a CI matrix of one job per group, merged, equals the full

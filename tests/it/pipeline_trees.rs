@@ -11,7 +11,7 @@ use super::{add_with_parents, sdist_nodes, tar_nodes, wheel_entries, Node};
 use crate::support;
 use crate::targets::{build, file_name, wheels, VERSION};
 
-/// The packager's lock file, which a run removes when it ends (issue 25).
+/// The packager's lock file, which a run removes when it ends.
 const LOCK: &str = ".rocm-packager.lock";
 
 #[test]
@@ -21,7 +21,7 @@ fn trees_hold_exactly_what_the_archives_hold() {
         let temp = tempfile::tempdir().expect("temp dir");
         let trees = temp.path().join("trees");
         let mut config = support::package_config(&build.artifacts, &trees);
-        config.build_packages = false;
+        config.output = packager::config::OutputMode::Trees;
         packager::package(&config, &packager::Silent).expect("lay out the trees");
 
         let wheels = wheels(&build.dist);

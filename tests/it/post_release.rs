@@ -49,7 +49,7 @@ fn a_core_post_release_joins_a_final_set() {
     let cores: Vec<&String> = names.iter().filter(|name| name.starts_with("rocm_sdk_core-")).collect();
     assert_eq!(cores.len(), 2, "{names:?}");
 
-    let report = packager::verify::verify_dist(&dist).expect("verify reads the dist");
+    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
     let violations: Vec<_> = report.packages.iter().flat_map(|package| &package.violations).collect();
     assert!(violations.is_empty(), "{violations:#?}");
 

@@ -1,5 +1,5 @@
 //! Runs the Python unit tests of `packager/python/tests` with the system `python3`, so
-//! `cargo test` covers the code shipped inside the packages (issue 6).
+//! `cargo test` covers the code shipped inside the packages.
 
 use std::path::Path;
 use std::process::Command;

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use packager::config::WheelCompression;
+use packager::config::{ArchiveSettings, OutputMode, Reuse, WheelCompression};
 use packager::{PackageConfig, Report};
 
 use crate::hostile::{dist_snapshot, Example};
@@ -30,7 +30,12 @@ fn cold_archives(example: &Example, config: &PackageConfig) -> BTreeMap<String, 
     if dest.exists() {
         fs_err::remove_dir_all(&dest).expect("rm");
     }
-    let report = package(&PackageConfig { dest_dir: dest.clone(), reuse: false, ..config.clone() });
+    // The same settings, reuse off.
+    let output = match config.output {
+        OutputMode::Archives(settings) => OutputMode::Archives(ArchiveSettings { reuse: Reuse::Never, ..settings }),
+        OutputMode::Trees => OutputMode::Trees,
+    };
+    let report = package(&PackageConfig { dest_dir: dest.clone(), output, ..config.clone() });
     assert_eq!(report.reuse.reused_bytes, 0, "a cold run has nothing to reuse");
     let archives = dist_snapshot(&archive_dir(&report));
     fs_err::remove_dir_all(&dest).expect("rm");
@@ -128,10 +133,13 @@ fn core_output(report: &Report) -> &packager::assemble::OutputReport {
 fn another_compression_level_reuses_nothing() {
     let example = Example::new();
     package(&example.config());
-    let config = PackageConfig { wheel_compression: WheelCompression::Deflate { level: 1 }, ..example.config() };
+    let config = PackageConfig {
+        output: archives(WheelCompression::Deflate { level: 1 }, Reuse::FromPrevious),
+        ..example.config()
+    };
     let report = rerun_matches_cold(&example, &config, "level 1 after level 6");
     assert_eq!(report.reuse.reused_bytes, 0, "{:?}", report.reuse);
-    let stored = PackageConfig { wheel_compression: WheelCompression::Stored, ..example.config() };
+    let stored = PackageConfig { output: archives(WheelCompression::Stored, Reuse::FromPrevious), ..example.config() };
     let report = rerun_matches_cold(&example, &stored, "stored after level 1");
     assert_eq!(report.reuse.reused_bytes, 0, "{:?}", report.reuse);
 }
@@ -141,7 +149,10 @@ fn no_reuse_compresses_everything_into_the_same_bytes() {
     let example = Example::new();
     let first = package(&example.config());
     let before = dist_snapshot(&archive_dir(&first));
-    let report = package(&PackageConfig { reuse: false, ..example.config() });
+    let report = package(&PackageConfig {
+        output: archives(WheelCompression::Deflate { level: 6 }, Reuse::Never),
+        ..example.config()
+    });
     assert_eq!(report.reuse.reused_bytes, 0);
     assert!(dist_snapshot(&archive_dir(&report)) == before);
 }
@@ -230,4 +241,9 @@ fn rewrite_with_zip_crate(wheel: &Path) {
     drop(archive);
     let bytes = out.finish().expect("finish").into_inner();
     fs_err::write(wheel, bytes).expect("write");
+}
+
+/// Archives with `wheel_compression` and `reuse`, the rest as the CLI's defaults.
+fn archives(wheel_compression: WheelCompression, reuse: Reuse) -> OutputMode {
+    OutputMode::Archives(ArchiveSettings { wheel_compression, reuse, ..crate::support::archive_settings() })
 }

@@ -1,4 +1,4 @@
-//! The runtime API of SPEC §4 (issue 6) on the real installed packages: small Python
+//! The runtime API of SPEC §4 on the real installed packages: small Python
 //! programs run in one venv holding only `rocm` and core (installed from the kpack-split
 //! example), so every library the API finds is core's and every libraries-package library
 //! is missing, as it is for a user who has not installed `rocm[libraries]`.

@@ -1,4 +1,4 @@
-//! Issue 19: a TheRock developer swaps the reference's command for ours and runs the next
+//! A TheRock developer swaps the reference's command for ours and runs the next
 //! lines of the seeds' instructions unchanged (SPEC §2 "Where outputs land"): `--dest-dir=P`,
 //! a fresh venv, `pip install 'rocm[libraries,devel]' --pre --no-cache-dir
 //! --find-links=P/dist`, `rocm-sdk test`. The CMake target's variant is in `cmake`.

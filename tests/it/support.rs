@@ -200,7 +200,7 @@ pub fn assert_success(output: &std::process::Output, what: &str) {
 /// missing file or a wrong count.
 pub fn write_example(dir: &Path, kpack_split: bool) -> PathBuf {
     let artifacts = dir.join("artifacts");
-    let summary = packager::example::write_example(&artifacts, &packager::example::ExampleOptions { kpack_split })
+    let summary = example_artifacts::write_example(&artifacts, &example_artifacts::ExampleOptions { kpack_split })
         .expect("generate the bundled example");
     assert!(summary.warnings.is_empty(), "the example is incomplete: {}", summary.warnings.join("; "));
     artifacts
@@ -209,7 +209,7 @@ pub fn write_example(dir: &Path, kpack_split: bool) -> PathBuf {
 /// A `PackageConfig` as the CLI would make it for `artifacts` → `--dest-dir dest`, with
 /// defaults: archives land in `dest/dist/` (SPEC §2).
 pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig {
-    use packager::config::{DevelTarballCompression, FamilyRequest, WheelCompression};
+    use packager::config::{FamilyRequest, OutputMode};
     packager::PackageConfig {
         artifacts_dir: artifacts.to_path_buf(),
         dest_dir: dest.to_path_buf(),
@@ -218,14 +218,22 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         platform_tag: packager::config::PlatformTag::Fixed(format!("linux_{}", std::env::consts::ARCH)),
         build_os: None,
         build_time: packager::BuildTime::DEFAULT,
-        wheel_compression: WheelCompression::Deflate { level: 6 },
-        devel_tarball_compression: DevelTarballCompression::None,
-        build_packages: true,
-        keep_absolute_rpath: false,
-        reuse: true,
+        output: OutputMode::Archives(archive_settings()),
+        absolute_rpath: packager::config::AbsoluteRpath::Remove,
         only: Vec::new(),
         families: FamilyRequest::default(),
         scratch_dir: None,
+    }
+}
+
+/// The CLI's default archive settings: deflate level 6, an uncompressed devel tarball,
+/// reuse of unchanged members.
+pub fn archive_settings() -> packager::config::ArchiveSettings {
+    use packager::config::{ArchiveSettings, DevelTarballCompression, Reuse, WheelCompression};
+    ArchiveSettings {
+        wheel_compression: WheelCompression::Deflate { level: 6 },
+        devel_tarball_compression: DevelTarballCompression::None,
+        reuse: Reuse::FromPrevious,
     }
 }
 

@@ -1,4 +1,4 @@
-//! Issue 13 (SPEC §6): targets vs target ids, device wheels, and the places where the
+//! Targets vs target ids (SPEC §6), device wheels, and the places where the
 //! reference packager goes wrong with them, shown on the bundled example packaged for real.
 //!
 //! This module owns the shared builds (each example mode generated and packaged once per
@@ -30,7 +30,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use packager::example::DEVICE_TARGET_IDS;
+use example_artifacts::DEVICE_TARGET_IDS;
 use sha2::{Digest, Sha256};
 
 use crate::support;
@@ -305,7 +305,7 @@ fn device_wheels_add_only_their_own_files() {
         assert_eq!(values, serde_json::json!([VERSION, target, "rocm_sdk_libraries"]), "{device_module}");
         // Every file the wheel adds, the manifest and the metadata module included, is
         // mirrored into the devel tree, from `_rocm_sdk_devel/{relpath}` back up to
-        // site-packages and into the libraries dir (issue 25).
+        // site-packages and into the libraries dir.
         let added: BTreeSet<&str> =
             members.keys().filter_map(|member| member.strip_prefix("_rocm_sdk_libraries/")).collect();
         let links = links["links"].as_array().expect("links");
@@ -340,7 +340,7 @@ fn device_module_values(source: &[u8]) -> serde_json::Value {
 #[test]
 fn verify_passes_on_the_real_output() {
     for kpack_split in [false, true] {
-        let report = packager::verify::verify_dist(&build(kpack_split).dist).expect("verify reads the dist");
+        let report = release_gate::verify_dist(&build(kpack_split).dist).expect("verify reads the dist");
         let violations: Vec<_> = report.packages.iter().flat_map(|package| &package.violations).collect();
         assert!(violations.is_empty(), "kpack_split={kpack_split}: {violations:#?}");
         // Core, profiler, the sdist, and libraries + devel per legacy family or libraries,
@@ -351,7 +351,7 @@ fn verify_passes_on_the_real_output() {
             .packages
             .iter()
             .flat_map(|package| &package.warnings)
-            .filter(|warning| warning.check == packager::verify::Check::WindowsName)
+            .filter(|warning| warning.check == release_gate::Check::WindowsName)
             .filter_map(|warning| warning.path.as_deref())
             .collect();
         windows_names.sort();

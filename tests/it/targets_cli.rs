@@ -192,7 +192,7 @@ fn completeness_works_on_targets() {
     for target in ["gfx1030", "gfx1250", "gfx90a"] {
         wheel_of(&one, &format!("rocm_sdk_device_{target}"));
     }
-    let verified = packager::verify::verify_dist(&one).expect("verify");
+    let verified = release_gate::verify_dist(&one).expect("verify");
     let violations: Vec<_> = verified.packages.iter().flat_map(|package| &package.violations).collect();
     assert!(violations.is_empty(), "{violations:#?}");
 }

@@ -71,7 +71,8 @@ fn non_pie_executable_grown_through_the_pipeline_still_runs() {
     let config = support::package_config(&artifacts, temp.path());
     let dist = config.output_dir();
     let plan = packager::plan(&config, &packager::Silent).expect("plan");
-    let core = plan.packages.iter().find(|package| package.dist_name == "rocm-sdk-core").expect("core package");
+    let core =
+        plan.packages.iter().find(|package| package.names.distribution == "rocm-sdk-core").expect("core package");
     let planned = core.files.iter().find(|(rel, _)| rel.as_str() == PROGRAM).map(|(_, file)| file);
     match planned {
         Some(PlannedFile::PatchRpath { edit, .. }) => {
@@ -113,8 +114,8 @@ fn patched_files_in_the_wheels_need_no_second_edit() {
     let temp = tempfile::tempdir().expect("temp dir");
     let mut n_checked = 0;
     for package in &plan.packages {
-        let Some(platform_dir) = &package.platform_dir else { continue };
-        let wheel_name = package.dist_name.replace('-', "_");
+        let platform_dir = package.names.platform_dir.as_str();
+        let wheel_name = package.names.file_name_form();
         let patched: Vec<_> = package
             .files
             .iter()
@@ -149,7 +150,7 @@ fn load_offsets_and_addresses(readelf_text: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Issue 18: the kpack-split example's hipSPARSE keeps a 1.125 GiB hole in its address
+/// The kpack-split example's hipSPARSE keeps a 1.125 GiB hole in its address
 /// space, as the kpack splitter leaves real ROCm libraries. The pipeline grows its RPATH
 /// (the libraries wheel appends four entries) by a block and less than a page of alignment,
 /// keeps every `PT_LOAD` congruent modulo the page size, and the install tests load it.
@@ -159,7 +160,7 @@ fn a_kpack_split_library_with_an_address_space_hole_grows_by_its_block() {
     let source = build.artifacts.join("blas_lib_generic/math-libs/BLAS/hipBLAS/stage/lib/libhipsparse.so.4");
     let before = readelf(&source);
     let hole_end = load_offsets_and_addresses(&before).iter().map(|(_, vaddr)| *vaddr).max().unwrap_or(0);
-    assert_eq!(hole_end, packager::example::KPACK_HOLE_END, "the example lost its hole:\n{before}");
+    assert_eq!(hole_end, example_artifacts::KPACK_HOLE_END, "the example lost its hole:\n{before}");
     let members = wheel_members(&wheel_of(&build.dist, "rocm_sdk_libraries"));
     let packed = &members["_rocm_sdk_libraries/lib/libhipsparse.so.4"];
     let temp = tempfile::tempdir().expect("temp dir");
@@ -171,6 +172,6 @@ fn a_kpack_split_library_with_an_address_space_hole_grows_by_its_block() {
     let after = readelf(&out);
     let loads = load_offsets_and_addresses(&after);
     assert!(loads.iter().all(|(offset, vaddr)| offset % 4096 == vaddr % 4096), "{after}");
-    assert!(loads.iter().any(|(_, vaddr)| *vaddr == packager::example::KPACK_HOLE_END), "{after}");
+    assert!(loads.iter().any(|(_, vaddr)| *vaddr == example_artifacts::KPACK_HOLE_END), "{after}");
     assert!(after.contains("Library rpath: [$ORIGIN:$ORIGIN/../../_rocm_sdk_core/lib"), "{after}");
 }

@@ -99,7 +99,7 @@ fn libraries_for_other_machines_are_copied_untouched() {
 
     // verify --dist reads the foreign libraries as data, as the packager does: their
     // absolute RPATH is for a loader of another machine.
-    let verified = packager::verify::verify_dist(&dist).expect("verify reads the dist");
+    let verified = release_gate::verify_dist(&dist).expect("verify reads the dist");
     let violations: Vec<_> = verified.violations().collect();
     assert!(violations.is_empty(), "{violations:#?}");
     let libraries = verified

@@ -114,7 +114,7 @@ fn uninstalling_a_device_wheel_leaves_the_rest_working(venv: &Path, everything: 
     let gfx1030_file = "lib/rocblas/library/Kernels_gfx1030.co";
     let gfx90a_file = "lib/rocblas/library/Kernels_gfx90a-xnack-.co";
     // Every file a device wheel added, its metadata module and manifest included, appears
-    // in the devel tree as a hard link of the installed one (issue 25).
+    // in the devel tree as a hard link of the installed one.
     let added: Vec<(&str, Vec<String>)> =
         ["gfx1030", "gfx90a"].into_iter().map(|target| (target, files_added_by(venv, target))).collect();
     for (target, files) in &added {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use packager::config::PackageGroup;
-use packager::verify::{verify_dist, Check};
+use release_gate::{verify_dist, Check};
 
 use super::{build, copy_tree, wheel_members, wheel_of, CreationOrder, VERSION};
 use crate::installed::PATH_WITHOUT_GPU_TOOLS;
@@ -184,8 +184,8 @@ fn legacy_builds_do_not_merge_targets() {
     let mut libraries: Vec<&str> = plan
         .packages
         .iter()
-        .filter(|package| package.group == PackageGroup::Libraries)
-        .map(|package| package.dist_name.as_str())
+        .filter(|package| package.group() == PackageGroup::Libraries)
+        .map(|package| package.names.distribution.as_str())
         .collect();
     libraries.sort_unstable();
     assert_eq!(libraries, ["rocm-sdk-libraries-gfx1250", "rocm-sdk-libraries-gfx1250-strict"]);

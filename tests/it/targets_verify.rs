@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use packager::verify::{verify_dist, Check};
+use release_gate::{verify_dist, Check};
 
 use super::{build, file_name, wheel_of, VERSION};
 

@@ -1,4 +1,4 @@
-//! `verify --dist` (issue 7): a correct kpack-split set built for real passes; each test
+//! `verify --dist`: a correct kpack-split set built for real passes; each test
 //! then breaks exactly one thing in it and sees exactly that violation, naming the archive
 //! and the member.
 //!
@@ -19,7 +19,7 @@ mod set;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use packager::verify::{verify_dist, Check, VerifyReport};
+use release_gate::{verify_dist, Check, VerifyReport};
 use sha2::{Digest, Sha256};
 
 use crate::support;

@@ -70,7 +70,7 @@ fn devel_symlink_leaving_site_packages() {
     );
 }
 
-/// A SONAME of `..` or `.` once became such a link (issue 24): it resolves, to a directory
+/// A SONAME of `..` or `.` once became such a link: it resolves, to a directory
 /// holding the link, so anything walking the installed tree loops. An empty target too.
 #[test]
 fn devel_symlink_looping_to_its_own_directory_or_empty() {

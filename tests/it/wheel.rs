@@ -17,7 +17,7 @@ pub fn options() -> ArchiveOptions {
     ArchiveOptions {
         compression: WheelCompression::Deflate { level: 6 },
         build_time: BuildTime::DEFAULT,
-        reuse_previous: true,
+        reuse: packager::config::Reuse::FromPrevious,
     }
 }
 
@@ -61,6 +61,7 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
     fs_err::write(&kpack, compressed_code()).expect("write the archive");
     WheelSpec {
         metadata: metadata("demo-pkg"),
+        generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
         entry_points: vec![EntryPoint { name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
         members: vec![

@@ -1,4 +1,4 @@
-//! Windows builds packaged on Linux (SPEC §7, issue 21): the bundled example as a Windows
+//! Windows builds packaged on Linux (SPEC §7): the bundled example as a Windows
 //! build (PE files from MinGW-w64) becomes `win_amd64` wheels and the sdist, with PE files
 //! copied byte for byte and no profiler wheel; `verify --dist` passes it and fails a copy
 //! broken the two ways a Windows set breaks; a build mixing ELF and PE is refused.
@@ -15,9 +15,9 @@ use crate::support;
 
 /// The Windows example written under `dir/artifacts`, or a failure naming MinGW-w64.
 fn windows_example(dir: &Path) -> PathBuf {
-    support::tool(packager::example::MINGW_GCC);
+    support::tool(example_artifacts::MINGW_GCC);
     let artifacts = dir.join("artifacts");
-    packager::example::write_windows_example(&artifacts).expect("generate the Windows example");
+    example_artifacts::write_windows_example(&artifacts).expect("generate the Windows example");
     artifacts
 }
 
@@ -48,7 +48,7 @@ fn a_windows_build_becomes_win_amd64_wheels_that_verify_passes() {
     let core = crate::targets::wheel_members(&dist.join("rocm_sdk_core-7.12.0.dev0-py3-none-win_amd64.whl"));
     let source = fs_err::read(artifacts.join("core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")).expect("read");
     assert_eq!(core["_rocm_sdk_core/bin/amdhip64_7.dll"], source);
-    let report = packager::verify::verify_dist(&dist).expect("verify");
+    let report = release_gate::verify_dist(&dist).expect("verify");
     let violations: Vec<String> = report.violations().map(|violation| format!("{violation:?}")).collect();
     assert!(violations.is_empty(), "{violations:#?}");
     // Console scripts for the tools a Windows build has, as the reference's Windows lists
@@ -90,7 +90,7 @@ fn a_broken_windows_set_fails_naming_the_elf_file_and_the_missing_import() {
         "int notshipped_value(void);\nint user(void) { return notshipped_value(); }\n",
     )
     .expect("write");
-    let gcc = packager::example::MINGW_GCC;
+    let gcc = example_artifacts::MINGW_GCC;
     support::run(Command::new(gcc).current_dir(&scratch).args(["-shared", "-o", "notshipped.dll", "dep.c"]));
     support::run(
         Command::new(gcc)
@@ -112,7 +112,7 @@ fn a_broken_windows_set_fails_naming_the_elf_file_and_the_missing_import() {
             .arg(&elf)
             .arg("_rocm_sdk_libraries_gfx110x_all/bin/libstray.so"),
     );
-    let report = packager::verify::verify_dist(&dist).expect("verify");
+    let report = release_gate::verify_dist(&dist).expect("verify");
     let violations: Vec<String> = report
         .violations()
         .map(|violation| {
@@ -128,7 +128,7 @@ fn a_broken_windows_set_fails_naming_the_elf_file_and_the_missing_import() {
     fs_err::create_dir_all(&linux_dist).expect("mkdir");
     fs_err::copy(&wheel, linux_dist.join("rocm_sdk_libraries_gfx110x_all-7.12.0.dev0-py3-none-linux_x86_64.whl"))
         .expect("copy");
-    let report = packager::verify::verify_dist(&linux_dist).expect("verify");
+    let report = release_gate::verify_dist(&linux_dist).expect("verify");
     let in_linux: Vec<String> = report.violations().map(|violation| violation.message.clone()).collect();
     assert!(
         in_linux.iter().any(|message| message.contains("a Windows PE file in a `linux_x86_64` wheel")),

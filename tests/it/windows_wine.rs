@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use packager::example::DEEP_DEVICE_FILE;
+use example_artifacts::DEEP_DEVICE_FILE;
 
 use crate::support;
 

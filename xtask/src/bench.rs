@@ -4,10 +4,11 @@
 //! our time as a multiple of the compression floors (libdeflate's, and zlib-rs's), and
 //! `dist/` against what stock zlib at level 6 makes of the same payload. Then reruns
 //! `package` into the same destination after a few changes, which copies what did not
-//! change from the wheels there. Optionally runs the reference packager on the same tree.
+//! change from the wheels there (SPEC §8). Optionally runs the reference packager on the
+//! same tree.
 //!
 //! Owns: orchestrating runs, caching generated trees under `target/bench/`, `--json`. Does
-//! not own: generating the tree (`packager::example::write_synthetic`), the table (`render`).
+//! not own: generating the tree (`example_artifacts::write_synthetic`), the table (`render`).
 
 mod floor;
 mod measure;
@@ -21,7 +22,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use anyhow::Context;
-use packager::example::{SyntheticOptions, SyntheticSummary};
+use example_artifacts::{SyntheticOptions, SyntheticSummary};
 
 use crate::Output;
 
@@ -337,7 +338,7 @@ fn synthetic_tree(work_dir: &Path, size: u64, output: Output) -> anyhow::Result<
     }
     let started = Instant::now();
     let options = SyntheticOptions { payload_bytes: size, seed: 0x5EED_0000 + size };
-    let summary = packager::example::write_synthetic(&tree.join("artifacts"), &options)
+    let summary = example_artifacts::write_synthetic(&tree.join("artifacts"), &options)
         .with_context(|| format!("generating the synthetic build in {}", tree.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     let text = serde_json::to_string_pretty(&summary).context("serialising the summary")?;

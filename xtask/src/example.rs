@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use packager::example::{write_example, write_windows_example, ExampleOptions};
+use example_artifacts::{write_example, write_windows_example, ExampleOptions};
 
 use crate::Output;
 

@@ -125,10 +125,10 @@ fn report_error(error: &anyhow::Error) {
         error.chain().find_map(|cause| cause.downcast_ref::<packager::catalog::CatalogError>().and_then(|e| e.hint()))
     });
     let hint = hint.or_else(|| {
-        error.chain().find_map(|cause| cause.downcast_ref::<packager::example::ExampleError>().and_then(|e| e.hint()))
+        error.chain().find_map(|cause| cause.downcast_ref::<example_artifacts::ExampleError>().and_then(|e| e.hint()))
     });
     let hint = hint.or_else(|| {
-        error.chain().find_map(|cause| cause.downcast_ref::<packager::verify::VerifyError>().and_then(|e| e.hint()))
+        error.chain().find_map(|cause| cause.downcast_ref::<release_gate::VerifyError>().and_then(|e| e.hint()))
     });
     let hint = hint.or_else(|| {
         error.chain().find_map(|cause| cause.downcast_ref::<packager::index::IndexError>().and_then(|e| e.hint()))
@@ -165,10 +165,11 @@ fn error_path(error: &anyhow::Error) -> Option<&Path> {
             error.path()
         } else if let Some(error) = cause.downcast_ref::<packager::index::IndexError>() {
             Some(error.path())
-        } else if let Some(error) = cause.downcast_ref::<packager::verify::VerifyError>() {
+        } else if let Some(error) = cause.downcast_ref::<release_gate::VerifyError>() {
             match error {
-                packager::verify::VerifyError::NotADirectory { path }
-                | packager::verify::VerifyError::Read { path, .. } => Some(path.as_path()),
+                release_gate::VerifyError::NotADirectory { path } | release_gate::VerifyError::Read { path, .. } => {
+                    Some(path.as_path())
+                }
             }
         } else {
             None

@@ -11,7 +11,10 @@ use std::time::Instant;
 use anyhow::Context;
 use packager::build_os::BuildOs;
 use packager::catalog::{therock, CatalogError};
-use packager::config::{DevelTarballCompression, FamilyRequest, PackageGroup, PlatformTag, WheelCompression};
+use packager::config::{
+    AbsoluteRpath, ArchiveSettings, DevelTarballCompression, FamilyRequest, OutputMode, PackageGroup, PlatformTag,
+    Reuse, WheelCompression,
+};
 use packager::plan::PlanError;
 use packager::report::StageTime;
 use packager::{BuildTime, PackageConfig};
@@ -160,14 +163,12 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     }
     // From here on an interrupt may clean the destination's temp files: only while this
     // run holds its lock, since those of another run are not ours.
-    let lock = Arc::new(
-        packager::DestLock::acquire_in(&config.dest_dir, &config.output_dir()).map_err(packager::Error::from)?,
-    );
+    let lock = Arc::new(packager::DestLock::acquire(&config.destination())?);
     if lock.removed_stale > 0 && !output.quiet {
         eprintln!(
             "note: removed {} temporary file(s) an interrupted run left in {}",
             lock.removed_stale,
-            lock.dest().display()
+            lock.output_dir().display()
         );
     }
     let armed = interrupts.clean_on_interrupt(&lock);
@@ -251,16 +252,6 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         windows: split_list(args.windows_amdgpu_families.as_deref()),
         expansion: targets,
     };
-    let wheel_compression = if args.no_wheel_compression {
-        WheelCompression::Stored
-    } else {
-        WheelCompression::Deflate { level: args.wheel_compression_level }
-    };
-    let devel_tarball_compression = if args.devel_tarball_compression && !args.no_devel_tarball_compression {
-        DevelTarballCompression::Xz { preset: args.devel_tarball_xz_preset }
-    } else {
-        DevelTarballCompression::None
-    };
     Ok(PackageConfig {
         artifacts_dir,
         dest_dir,
@@ -272,16 +263,32 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
             None => PlatformTag::Default(host_platform_tag()),
         },
         build_time: build_time()?,
-        wheel_compression,
-        devel_tarball_compression,
-        // The last of --build-packages / --no-build-packages wins (clap resets the other).
-        build_packages: !args.no_build_packages,
-        keep_absolute_rpath: args.keep_absolute_rpath,
-        reuse: !args.no_reuse,
+        output: output_mode(args),
+        absolute_rpath: if args.keep_absolute_rpath { AbsoluteRpath::Keep } else { AbsoluteRpath::Remove },
         only: args.only.iter().map(|group| PackageGroup::from(*group)).collect(),
         families,
         scratch_dir: None,
     })
+}
+
+/// What the run writes: the last of --build-packages / --no-build-packages wins (clap resets
+/// the other), and the compression and reuse flags mean something only for archives.
+fn output_mode(args: &PackageArgs) -> OutputMode {
+    if args.no_build_packages {
+        return OutputMode::Trees;
+    }
+    let wheel_compression = if args.no_wheel_compression {
+        WheelCompression::Stored
+    } else {
+        WheelCompression::Deflate { level: args.wheel_compression_level }
+    };
+    let devel_tarball_compression = if args.devel_tarball_compression && !args.no_devel_tarball_compression {
+        DevelTarballCompression::Xz { preset: args.devel_tarball_xz_preset }
+    } else {
+        DevelTarballCompression::None
+    };
+    let reuse = if args.no_reuse { Reuse::Never } else { Reuse::FromPrevious };
+    OutputMode::Archives(ArchiveSettings { wheel_compression, devel_tarball_compression, reuse })
 }
 
 /// The default `--dest-dir` inside a TheRock checkout, relative to its root.
@@ -369,7 +376,7 @@ fn generate_example(output: Output) -> anyhow::Result<PathBuf> {
         .prefix(".example-artifacts.tmp-")
         .tempdir_in(&target)
         .with_context(|| format!("creating a temporary directory in {}", target.display()))?;
-    packager::example::write_example(temp.path(), &packager::example::ExampleOptions { kpack_split: false })
+    example_artifacts::write_example(temp.path(), &example_artifacts::ExampleOptions { kpack_split: false })
         .with_context(|| format!("generating the bundled example into {}", temp.path().display()))?;
     let mut hasher = DefaultHasher::new();
     hash_tree(temp.path(), &mut hasher)?;

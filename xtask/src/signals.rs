@@ -1,6 +1,6 @@
 //! SIGINT and SIGTERM during `package`: the run stops, and the temp files its writers had
 //! open in the destination are removed first, so an interrupted run leaves `dist/` as it
-//! found it (issue 10). Outputs are renamed into place only together, at the end of a
+//! found it. Outputs are renamed into place only together, at the end of a
 //! successful run (`packager::write::commit`), and a cleanup waits for a commit already
 //! under way, so an interrupt never leaves part of a run's set in `dist/`.
 //!
@@ -91,7 +91,7 @@ fn wait_and_clean(set: libc::sigset_t, armed: &Mutex<Option<Arc<DestLock>>>) {
     match armed.as_deref() {
         Some(lock) => match lock.remove_temp_files() {
             Ok(removed) => {
-                let dest = lock.dest().display();
+                let dest = lock.output_dir().display();
                 eprintln!("\ninterrupted by {name}: removed {removed} temporary file(s) from {dest}")
             }
             Err(error) => eprintln!("\ninterrupted by {name}: {error}"),

@@ -21,10 +21,11 @@ pub fn render_plan(plan: &Plan) -> Result<String, packager::Error> {
         let _ = writeln!(out, "{}", windows_build_line(pe_file, Path::new("")));
     }
     for package in &plan.packages {
-        let platform = package.platform_dir.as_deref().unwrap_or("");
-        let _ = writeln!(out, "\n{} ({} files{})", package.dist_name, package.files.len(), devel_count(package));
+        let platform_dir = &package.names.platform_dir;
+        let _ =
+            writeln!(out, "\n{} ({} files{})", package.names.distribution, package.files.len(), devel_count(package));
         for (rel, file) in &package.files {
-            let _ = writeln!(out, "  {platform}/{rel}  {}", describe_file(file));
+            let _ = writeln!(out, "  {}  {}", platform_dir.member(rel), describe_file(file));
         }
         if let Some(tree) = &package.devel_tree {
             tree.walk_planned(&mut |rel, entry| {
@@ -33,7 +34,7 @@ pub fn render_plan(plan: &Plan) -> Result<String, packager::Error> {
                     DevelEntry::Symlink { target, why } => format!("symlink -> {target} ({})", link_reason(*why)),
                     DevelEntry::File { file } => describe_file(file),
                 };
-                let _ = writeln!(out, "  {platform}/{rel}  {what}");
+                let _ = writeln!(out, "  {}  {what}", platform_dir.member(rel));
                 Ok(())
             })?;
         }

@@ -1,4 +1,4 @@
-//! `cargo xtask verify --dist DIR [--json]`: prints what `packager::verify::verify_dist`
+//! `cargo xtask verify --dist DIR [--json]`: prints what `release_gate::verify_dist`
 //! found, grouped by package, and turns it into an exit code (0 clean or warnings only,
 //! 1 violations; errors such as an unreadable dist become 2 in `main`).
 
@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use packager::verify::{verify_dist, Finding, VerifyReport};
+use release_gate::{verify_dist, Finding, VerifyReport};
 
 use crate::Output;
 
@@ -118,7 +118,7 @@ fn describe(finding: &Finding) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use packager::verify::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport};
+    use release_gate::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport};
 
     use super::render;
 

@@ -1,4 +1,4 @@
-//! Issues 2 and 23: bad input ends with a one-line error naming the path, then one `hint:`
+//! Bad input ends with a one-line error naming the path, then one `hint:`
 //! line, exit code 2, no panic; a wrong path is reported before anything derived from it.
 
 use std::path::Path;
@@ -45,7 +45,7 @@ fn missing_build_manifest() {
 fn manifest_line_outside_the_artifact() {
     let dir = tempfile::tempdir().expect("tempdir");
     let artifacts = dir.path().join("artifacts");
-    packager::example::write_example(&artifacts, &packager::example::ExampleOptions { kpack_split: false })
+    example_artifacts::write_example(&artifacts, &example_artifacts::ExampleOptions { kpack_split: false })
         .expect("example");
     let manifest = artifacts.join("core-hip_lib_generic/artifact_manifest.txt");
     std::fs::write(&manifest, "core/clr/stage\n../../../etc\n").expect("write");

@@ -1,4 +1,4 @@
-//! Issue 2: inside a TheRock checkout, `package` needs no flags: the version comes from
+//! Inside a TheRock checkout, `package` needs no flags: the version comes from
 //! `version.json` (`{rocm-version}.dev0`), the artifacts from `build/artifacts`.
 //! `--therock-dir` does the same from outside, `--version` overrides, and a checkout not
 //! built yet is an error rather than the bundled example under the checkout's version.

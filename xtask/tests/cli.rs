@@ -202,7 +202,7 @@ fn compress_types(dist: &Path) -> Vec<u64> {
     serde_json::from_slice(&output.stdout).expect("test step")
 }
 
-/// Reference compatibility (issue 4): `--wheel-compression` and `--build-packages` undo
+/// Reference compatibility: `--wheel-compression` and `--build-packages` undo
 /// their `--no-` forms; the last one given wins.
 #[test]
 fn positive_flags_undo_their_negative_forms() {
@@ -239,7 +239,7 @@ fn devel_tarballs(dist: &Path) -> Vec<String> {
     serde_json::from_slice(&output.stdout).expect("test step")
 }
 
-/// Issue 19: the reference's command line works unchanged. `--devel-tarball-compression`
+/// The reference's command line works unchanged. `--devel-tarball-compression`
 /// alone (argparse's BooleanOptionalAction) turns xz on and `--no-…` turns it off, the
 /// last one winning; `true`/`false` values still work; empty family lists, as TheRock's
 /// CI passes them for a single-platform build, are no lists.

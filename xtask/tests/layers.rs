@@ -1,9 +1,11 @@
-//! The layers the compiler cannot see (issue 22). Crates already point one way (their
-//! `Cargo.toml`s); inside a crate, modules could still lean on each other in circles. This
-//! reads every `use crate::…`, `use super::…` and `crate::…::` path of each crate and
-//! checks that, among the children of any one module (the crate root's included), the
-//! "uses" relation has no cycle: no two modules import each other, directly or around.
-//! A module's own children are its implementation and may use it freely.
+//! The layers the compiler cannot see. Between crates: every workspace crate depends only
+//! on the crates its row below allows (their `Cargo.toml`s), so the graph points one way,
+//! the release gate reaches none of the crates that plan and write packages, and the
+//! packager reaches neither the gate nor the example generator. Inside a crate: this reads
+//! every `use crate::…`, `use super::…` and `crate::…::` path of each crate and checks that,
+//! among the children of any one module (the crate root's included), the "uses" relation
+//! has no cycle: no two modules import each other, directly or around. A module's own
+//! children are its implementation and may use it freely.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -190,10 +192,90 @@ fn check_crate(crate_dir: &str) -> Vec<String> {
     problems
 }
 
+/// Each workspace crate (by directory) and the workspace crates it may depend on, in any
+/// dependency section. A new crate needs a row; a new edge needs a reason.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("xtask", &["packager", "release-gate", "example-artifacts"]),
+    ("packager", &["elf-rpath", "archive-write", "elf-audit"]),
+    ("release-gate", &["elf-audit"]),
+    ("elf-audit", &[]),
+    ("elf-rpath", &[]),
+    ("archive-write", &[]),
+    ("example-artifacts", &[]),
+];
+
+/// What must never be reachable from a crate, directly or through others: the gate shares
+/// no code with what it judges, and the product does not carry its test-input generator.
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    ("release-gate", &["packager", "elf-rpath", "archive-write", "xtask", "example-artifacts"]),
+    ("elf-audit", &["packager", "elf-rpath", "archive-write", "release-gate", "xtask"]),
+    ("packager", &["release-gate", "example-artifacts", "xtask"]),
+];
+
+/// The workspace crates named in `crate_dir/Cargo.toml`'s dependency sections, by directory.
+fn workspace_dependencies(root: &Path, crate_dir: &str, members: &[&str]) -> BTreeSet<String> {
+    let manifest = fs_err::read_to_string(root.join(crate_dir).join("Cargo.toml")).expect("read Cargo.toml");
+    let mut in_dependencies = false;
+    let mut found = BTreeSet::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line.ends_with("dependencies]");
+            continue;
+        }
+        let Some(name) = line.split(['=', '.', ' ']).next().filter(|_| in_dependencies) else { continue };
+        if members.contains(&name) {
+            found.insert(name.to_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn crates_point_one_way() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let members: Vec<&str> = ALLOWED.iter().map(|(name, _)| *name).collect();
+    let workspace = fs_err::read_to_string(root.join("Cargo.toml")).expect("read the workspace Cargo.toml");
+    let mut problems = Vec::new();
+    for (crate_dir, _) in ALLOWED {
+        if !workspace.contains(&format!("\"{crate_dir}\"")) {
+            problems.push(format!("{crate_dir} is not a workspace member"));
+        }
+    }
+    let graph: BTreeMap<&str, BTreeSet<String>> =
+        members.iter().map(|crate_dir| (*crate_dir, workspace_dependencies(&root, crate_dir, &members))).collect();
+    for (crate_dir, allowed) in ALLOWED {
+        for dependency in &graph[crate_dir] {
+            if !allowed.contains(&dependency.as_str()) {
+                problems.push(format!("{crate_dir} depends on {dependency}, which its row in ALLOWED does not list"));
+            }
+        }
+    }
+    for (crate_dir, forbidden) in FORBIDDEN {
+        let mut reached = BTreeSet::new();
+        let mut stack: Vec<String> = vec![(*crate_dir).to_owned()];
+        while let Some(next) = stack.pop() {
+            for dependency in graph.get(next.as_str()).into_iter().flatten() {
+                if reached.insert(dependency.clone()) {
+                    stack.push(dependency.clone());
+                }
+            }
+        }
+        for crate_name in forbidden.iter().filter(|name| reached.contains(**name)) {
+            problems.push(format!("{crate_dir} reaches {crate_name}"));
+        }
+        if reached.contains(*crate_dir) {
+            problems.push(format!("{crate_dir} depends on itself, around"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 #[test]
 fn no_module_imports_in_a_circle() {
     let mut problems = Vec::new();
-    for crate_dir in ["packager", "elf-rpath", "archive-write", "xtask"] {
+    for crate_dir in
+        ["packager", "elf-rpath", "archive-write", "elf-audit", "release-gate", "example-artifacts", "xtask"]
+    {
         problems.extend(check_crate(crate_dir));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -1,4 +1,4 @@
-//! Issue 23: `cargo xtask verify` checks the tools the tests need before it runs anything.
+//! `cargo xtask verify` checks the tools the tests need before it runs anything.
 //! With `ld.lld` and `cmake` missing from `PATH` (and `apt-get` too, so it cannot install
 //! them) it prints one line for each, naming the command that installs it, and exits 2.
 

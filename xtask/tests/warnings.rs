@@ -1,7 +1,7 @@
 //! What `package` tells the user about its decisions, as a user sees it: the built `xtask`
 //! binary run as a child on the bundled example. Links that leave the tree or loop are
-//! warned about at default verbosity, once each, and not with `-q` (issue 10); `-v`
-//! explains every kind of decision in the words of `--plan` (issue 9).
+//! warned about at default verbosity, once each, and not with `-q`; `-v`
+//! explains every kind of decision in the words of `--plan`.
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

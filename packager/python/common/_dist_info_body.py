@@ -258,7 +258,7 @@ def _offload_arch_candidates():
 def match_target_family(requested, available=None):
     """The available family that `requested` names, or None.
 
-    Targets are compared by base ISA, case-insensitively (issue 13): `gfx90a`, `GFX90A`
+    Targets are compared by base ISA, case-insensitively (SPEC §6): `gfx90a`, `GFX90A`
     and `gfx90a:xnack-` all name `gfx90a`. In a kpack-split build a target not on offer
     itself selects another with the same owner (SPEC §2): a `gfx1250` GPU and a build of
     `gfx1250-strict` only share the `gfx1250` device package.

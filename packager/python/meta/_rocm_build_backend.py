@@ -75,7 +75,7 @@ def compute_requirements(dist_info):
     if "device" in packages:
         device = packages["device"]
         # The fallback default is not a detection: without a named or detected target,
-        # a plain `device` extra would install the wrong GPU's files (issue 13).
+        # a plain `device` extra would install the wrong GPU's files.
         if family is not None and source != dist_info.SOURCE_DEFAULT:
             extras["device"] = [_require(dist_info, device, family)]
         # One extra per owner: targets that share a device package share its extra, and

@@ -1,4 +1,4 @@
-"""A damaged devel tarball or a failed expansion (issue 24): refused or cleaned up, never half done.
+"""A damaged devel tarball or a failed expansion: refused or cleaned up, never half done.
 
 Each fault is made for real: a tarball cut short or garbled, a RECORD hash that does not
 match, members that fail mid-way, a destination that fills up (a small tmpfs as root, a

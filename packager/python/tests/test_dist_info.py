@@ -1,4 +1,4 @@
-"""Target family selection and package naming of `_dist_info` (SPEC §3, issue 13)."""
+"""Target family selection and package naming of `_dist_info` (SPEC §3)."""
 
 import json
 import unittest

@@ -1,4 +1,4 @@
-"""The target family at run time (SPEC §4, issue 25): the variable, else the family of the
+"""The target family at run time (SPEC §4): the variable, else the family of the
 target-specific packages installed, else detection, else the default; and every lookup
 follows it. At install time (SPEC §3) installed packages play no part.
 

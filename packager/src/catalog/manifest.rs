@@ -86,7 +86,7 @@ pub(super) fn read_build_manifest(path: &Path) -> Result<BuildManifest, CatalogE
     }
     // Only a literal `true` selects kpack-split mode, as in the reference; a value that is
     // neither a boolean nor absent (`"true"`, `1`) is a mistake that would silently mean
-    // legacy mode, so it is refused (issue 24).
+    // legacy mode, so it is refused.
     let kpack_split = match json.pointer("/flags/KPACK_SPLIT_ARTIFACTS") {
         None | Some(serde_json::Value::Null) => false,
         Some(serde_json::Value::Bool(flag)) => *flag,
@@ -138,7 +138,7 @@ pub(super) fn read_artifact_manifest(artifact_dir: &Path) -> Result<Vec<PathBuf>
 }
 
 /// A manifest that is a symlink must stay inside the artifacts directory: one pointing
-/// elsewhere would let a file outside the build decide what is packaged (issue 24).
+/// elsewhere would let a file outside the build decide what is packaged.
 fn check_manifest_location(artifact_dir: &Path, path: &Path) -> Result<(), CatalogError> {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink());
     if !is_link {
@@ -315,7 +315,7 @@ mod tests {
     fn build_manifest_flag() {
         check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": true}}"#, Ok(true));
         check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": false}}"#, Ok(false));
-        // A string or a number silently meant legacy mode once (issue 24): refused.
+        // A string or a number silently meant legacy mode once: refused.
         check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": "true"}}"#, Err(()));
         check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": 1}}"#, Err(()));
         check_build_manifest(r#"{"flags": {"KPACK_SPLIT_ARTIFACTS": null}}"#, Ok(false));

@@ -77,7 +77,7 @@ pub enum EntryKind {
     },
 }
 
-/// Which file a regular file was when the catalog walked it, beyond its length (issue 10:
+/// Which file a regular file was when the catalog walked it, beyond its length (SPEC §5:
 /// a file that changes between plan and write fails the run). A file rewritten in place
 /// with the same size has a new modification time; one renamed over it is a new inode. The
 /// writer compares both when it opens the file and again when it has read all of it.

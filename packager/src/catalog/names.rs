@@ -36,7 +36,7 @@ impl ArtifactName {
         self.target_family.is_generic()
     }
 
-    /// Why this name is not one TheRock writes, if it is not (issue 24): TheRock writes
+    /// Why this name is not one TheRock writes, if it is not: TheRock writes
     /// names in lower case, one of a few components, and `generic` or a `gfx…` family or
     /// target. A stray copy (`blas_lib_gfx1100.bak`) or a name in other case
     /// (`CORE-HIP_LIB_GENERIC`) would otherwise become a family of its own, even the

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use super::{normalize_name, Index, IndexError, IndexedFile};
+use super::{Index, IndexError, IndexedFile};
+use crate::identity::normalize_name;
 
 pub(super) fn scan(dist: &Path) -> Result<Index, IndexError> {
     if !dist.is_dir() {

@@ -11,9 +11,9 @@
 //! file and library (PyPI would take the wheel, and it would fail to load on the machines
 //! that lack the library).
 //!
-//! Owns: the tag choice. Does not own: the policy data (`policy`), symbol-version
-//! arithmetic (`verify::glibc`), ELF reading (`verify::elf_parse`), RPATH closure inside
-//! the install (`verify --dist` checks that it resolves).
+//! Owns: the tag choice. Does not own: the policy data, symbol-version arithmetic and ELF
+//! reading (the `elf-audit` crate, which the release gate reads files with too), RPATH
+//! closure inside the install (`verify --dist` checks that it resolves).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,12 +21,11 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::identity::PlatformTags;
 use crate::launcher::LauncherTemplate;
-use crate::manylinux_policy as policy;
 use crate::plan::{DevelEntry, PackagePlan, Plan, PlannedFile};
 use crate::platform::TargetMachine;
-use crate::verify::elf_parse::{arch_name, elf_identity, parse_elf, ElfFile, ElfWindow};
-use crate::verify::glibc::VersionNeeds;
+use elf_audit::{self as policy, arch_name, elf_identity, parse_elf, ElfFile, ElfWindow, VersionNeeds};
 
 /// Most lines of needs an error lists before it says how many more there are.
 const MAX_LISTED: usize = 40;
@@ -109,7 +108,7 @@ pub fn choose_tags(
     plan: &Plan,
     packages: &[&PackagePlan],
     launcher: Option<&LauncherTemplate>,
-) -> Result<BTreeMap<String, String>, crate::Error> {
+) -> Result<PlatformTags, crate::Error> {
     let host = TargetMachine::host();
     let shipped: BTreeSet<&str> = plan
         .packages
@@ -144,18 +143,18 @@ pub fn choose_tags(
                 }
             }
         }
-        let tag = tag_for(&package.dist_name, &needs, host.arch_name())?;
-        tags.insert(package.dist_name.clone(), tag);
+        let tag = tag_for(&package.names.distribution, &needs, host.arch_name())?;
+        tags.insert(package.role.clone(), tag);
     }
     Ok(tags)
 }
 
 /// Every file of `package` that may be ELF, with its member path, in member order.
 fn sources_of(package: &PackagePlan) -> Result<Vec<Source>, crate::Error> {
-    let platform_dir = package.platform_dir.as_deref().unwrap_or_default();
+    let platform_dir = &package.names.platform_dir;
     let mut sources = Vec::new();
     for (rel, file) in &package.files {
-        let member = format!("{platform_dir}/{rel}");
+        let member = platform_dir.member(rel);
         match file {
             PlannedFile::Copy { source, .. } | PlannedFile::PatchRpath { source, .. } => {
                 sources.push(Source::Disk { member, path: Arc::clone(source) });
@@ -170,7 +169,7 @@ fn sources_of(package: &PackagePlan) -> Result<Vec<Source>, crate::Error> {
                 file: PlannedFile::Copy { source, .. } | PlannedFile::PatchRpath { source, .. },
             } = entry
             {
-                sources.push(Source::Disk { member: format!("{platform_dir}/{rel}"), path: Arc::clone(source) });
+                sources.push(Source::Disk { member: platform_dir.member(rel), path: Arc::clone(source) });
             }
             Ok(())
         })?;

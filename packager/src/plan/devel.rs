@@ -17,10 +17,10 @@ use super::rpath::decide_rpath;
 use super::runtime::{rpath_edit, Builder, SourceFile};
 use super::{elf_error, rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile};
 use crate::catalog::{ArtifactName, CatalogError, Entry, EntryKind, MergedTree, Override};
-use crate::config::PackageGroup;
+use crate::config::{AbsoluteRpath, PackageGroup};
 use crate::elf::{self, EditStrategy};
+use crate::identity::PackageRole;
 use crate::platform::TargetMachine;
-use crate::python::{self, PackageRole};
 use crate::relpath::RelPath;
 use crate::write::WriteError;
 
@@ -39,17 +39,20 @@ pub fn devel_package(
         return Ok(None);
     }
     let role_family = if builder.dist_info.devel_target_specific { family } else { None };
-    let role = PackageRole::Devel { family: role_family };
-    let dist_name = python::dist_name(role, builder.dist_info);
+    let role = PackageRole::Devel { family: role_family.map(str::to_owned) };
+    let names = builder.wheel_names(&role)?;
 
     // Runtime packages this devel tree may link into: arch-neutral ones and its own family.
     let mut placed: BTreeMap<RelPath, Arc<str>> = BTreeMap::new();
     let mut aliases: BTreeMap<RelPath, String> = BTreeMap::new();
     for package in runtime {
-        let same_family = package.family.is_none() || package.family.as_deref() == family;
-        let linkable = matches!(package.group, PackageGroup::Core | PackageGroup::Libraries) && same_family;
-        let Some(platform_dir) = package.platform_dir.as_deref().filter(|_| linkable) else { continue };
-        let platform_dir: Arc<str> = Arc::from(platform_dir);
+        let package_family = package.role.family_or_target();
+        let same_family = package_family.is_none() || package_family == family;
+        let linkable = matches!(package.group(), PackageGroup::Core | PackageGroup::Libraries) && same_family;
+        if !linkable {
+            continue;
+        }
+        let platform_dir: Arc<str> = Arc::from(package.names.platform_dir.as_str());
         for (rel, file) in &package.files {
             // An executable symlink became a launcher in the runtime package; the devel tree
             // keeps the original symlink, which stays inside the devel tree (a link to the
@@ -58,7 +61,7 @@ pub fn devel_package(
                 placed.entry(rel.clone()).or_insert_with(|| Arc::clone(&platform_dir));
             }
         }
-        if let Some(package_aliases) = builder.aliases.get(&package.dist_name) {
+        if let Some(package_aliases) = builder.aliases.get(&package.names.distribution) {
             aliases.extend(package_aliases.iter().map(|(rel, soname)| (rel.clone(), soname.clone())));
         }
     }
@@ -69,17 +72,14 @@ pub fn devel_package(
         placed,
         aliases,
         soname_links: BTreeMap::new(),
-        keep_absolute_rpath: builder.config.keep_absolute_rpath,
+        absolute_rpath: builder.config.absolute_rpath,
         target: builder.config.platform_tag.machine(),
         planned: DevelSummary::default(),
     };
-    tree.planned = plan_walk(builder, &mut tree, &dist_name)?;
+    tree.planned = plan_walk(builder, &mut tree, &names.distribution)?;
     Ok(Some(PackagePlan {
-        group: PackageGroup::Devel,
-        dist_name,
-        family: role_family.map(str::to_owned),
-        py_package: python::py_package_name(role, builder.dist_info),
-        platform_dir: python::platform_dir_name(role, builder.dist_info),
+        role,
+        names,
         requires_dist: Vec::new(),
         files: BTreeMap::new(),
         devel_tree: Some(Arc::new(tree)),
@@ -135,7 +135,7 @@ pub struct DevelTree {
     aliases: BTreeMap<RelPath, String>,
     /// Links to runtime files for SONAMEs the artifacts lack (decided by the planning walk).
     soname_links: BTreeMap<RelPath, DevelEntry>,
-    keep_absolute_rpath: bool,
+    absolute_rpath: AbsoluteRpath,
     target: TargetMachine,
     /// What the planning walk found.
     pub planned: DevelSummary,
@@ -202,7 +202,7 @@ impl DevelTree {
     }
 
     /// [`DevelTree::walk`] for the writer: every entry as the plan found it, or an error
-    /// naming the first path that was added, removed or changed since (issue 10).
+    /// naming the first path that was added, removed or changed since.
     pub fn walk_planned(
         &self,
         each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), crate::Error>,
@@ -325,7 +325,7 @@ impl DevelTree {
             return Ok(copy);
         };
         let Some(existing) = elf.search_path() else { return Ok(copy) };
-        let decision = decide_rpath(&entry.rel, Some(existing), "", &[], self.keep_absolute_rpath);
+        let decision = decide_rpath(&entry.rel, Some(existing), "", &[], self.absolute_rpath);
         if elf.runpath.is_none() && decision.rpath == existing {
             return Ok(copy);
         }

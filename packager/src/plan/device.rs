@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use super::runtime::Builder;
 use super::{owner_merge, rules, PackagePlan, PlanError, PlannedFile};
 use crate::catalog::{ArtifactName, Selection};
-use crate::config::PackageGroup;
-use crate::python::{self, PackageRole};
+use crate::identity::PackageRole;
+use crate::python;
 use crate::relpath::{RelPath, RelPathError};
 use crate::targets::Target;
 
@@ -19,16 +19,13 @@ pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<Pack
     owner_merge::check_members(builder, target)?;
     let predicate = |name: &ArtifactName| rules::is_device_artifact(name, target);
     let namespace = builder.select(&Selection { artifacts: &predicate, include: Vec::new(), exclude: Vec::new() })?;
-    let role = PackageRole::Device { target: target.as_str() };
-    let mut plan = builder.package_from(role, PackageGroup::Device, Some(target.to_string()), &namespace)?;
+    let mut plan = builder.package_from(PackageRole::Device { target: target.clone() }, &namespace)?;
+    let libraries = builder.dist_info.names(&PackageRole::Libraries { family: None });
     // The whole release, so a libraries wheel republished as a post release still serves
     // this device wheel (SPEC §2).
-    plan.requires_dist = vec![format!(
-        "{}{}",
-        python::dist_name(PackageRole::Libraries { family: None }, builder.dist_info),
-        super::version::release_specifier(&builder.dist_info.version)
-    )];
-    let platform_dir = plan.platform_dir.clone().unwrap_or_default();
+    plan.requires_dist =
+        vec![format!("{}{}", libraries.distribution, super::version::release_specifier(&builder.dist_info.version))];
+    let platform_dir = plan.names.platform_dir.clone();
     // The devel tree mirrors everything this wheel adds to the libraries platform dir
     // (SPEC §2, §4): its payload, its metadata module (which `python` adds to the wheel)
     // and this manifest itself, so code comparing the two trees finds no file missing.
@@ -37,7 +34,7 @@ pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<Pack
         RelPath::new(&format!("{}.py", python::device_module_name(target.as_str()))).map_err(invalid_name)?;
     let mut added: BTreeSet<&RelPath> = plan.files.keys().collect();
     added.extend([&manifest_rel, &module_rel]);
-    let manifest = devel_links_manifest(&builder.dist_info.version, &platform_dir, added.into_iter());
+    let manifest = devel_links_manifest(&builder.dist_info.version, platform_dir.as_str(), added.into_iter());
     plan.files.insert(manifest_rel, PlannedFile::Generated { bytes: manifest });
     Ok(plan)
 }

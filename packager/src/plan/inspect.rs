@@ -24,7 +24,7 @@ pub struct FileFacts {
 
 impl FileFacts {
     /// A shared library for this machine with a SONAME: the SONAME rules apply. A SONAME
-    /// is input, not a path (issue 24): one that is not a plain file name would become a
+    /// is input, not a path: one that is not a plain file name would become a
     /// devel link out of site-packages, so it counts as no SONAME ([`Self::bad_soname`]).
     pub fn soname(&self) -> Option<&str> {
         self.raw_soname().filter(|soname| is_plain_file_name(soname))

@@ -24,8 +24,9 @@ use crate::build_os::BuildOs;
 use crate::catalog::{Catalog, CatalogError, FileStamp, Override};
 use crate::config::{PackageConfig, PackageGroup};
 use crate::elf::{EditStrategy, ElfError, ElfKind};
+use crate::identity::{self, PackageRole, WheelNames};
 use crate::progress::Progress;
-use crate::python::{DistInfo, PackageRole};
+use crate::python::DistInfo;
 use crate::relpath::RelPath;
 
 pub use crate::targets::{Target, TargetFamily, TargetId};
@@ -41,7 +42,7 @@ pub enum PlanError {
     BadFamilyName { artifact: String, dir: PathBuf },
     /// Kpack-split per-ISA artifacts carry one GPU target (SPEC §1); a family there would
     /// become a device wheel that no GPU selects.
-    /// Reported, never promoted to a family (issue 24); `artifact` quoted and escaped.
+    /// Reported, never promoted to a family; `artifact` quoted and escaped.
     #[error("artifact directory {artifact:?} in {} is not a name TheRock writes: {reason}", dir.display())]
     UnexpectedArtifact { artifact: String, dir: PathBuf, reason: String },
     #[error("artifact {artifact:?} in {} is in a kpack-split build, but its target family is not a GPU target id", dir.display())]
@@ -68,8 +69,8 @@ pub enum PlanError {
     /// both provide; `first` and `second` are the artifacts.
     #[error("the device wheel of {owner} merges several targets, but {first} and {second} both provide {path} {what}")]
     OwnerClash { owner: String, path: String, first: String, second: String, what: String },
-    #[error("the build is incomplete, missing from {}: {}", dest.display(), missing.join(", "))]
-    IncompleteOutput { dest: PathBuf, missing: Vec<String> },
+    #[error("the build is incomplete, missing from {}: {}", output_dir.display(), missing.join(", "))]
+    IncompleteOutput { output_dir: PathBuf, missing: Vec<String> },
     #[error("{message}")]
     Invalid { message: String },
 }
@@ -246,40 +247,51 @@ pub enum FindingKind {
         target: String,
     },
     /// A library whose SONAME is a path (`/etc/passwd`, `..`) or empty: packaged as if it
-    /// had none, so it never becomes a link out of the tree (issue 24).
+    /// had none, so it never becomes a link out of the tree.
     BadSoname {
         soname: String,
     },
 }
 
-/// One package of the build, fully decided.
-#[derive(Clone, Debug, serde::Serialize)]
+/// One wheel of the build, fully decided.
+#[derive(Clone, Debug)]
 pub struct PackagePlan {
-    pub group: PackageGroup,
-    pub dist_name: String,
-    /// The legacy family, or the device target.
-    pub family: Option<String>,
-    pub py_package: Option<String>,
-    pub platform_dir: Option<String>,
+    /// Which package it is, and for which family or device target.
+    pub role: PackageRole,
+    /// Its names, derived from the role (`identity`).
+    pub names: WheelNames,
     pub requires_dist: Vec<String>,
     /// Files inside the platform dir.
     pub files: BTreeMap<RelPath, PlannedFile>,
     /// The devel tree (devel packages only), paths inside the devel platform dir. Shared
     /// with the writer, which walks it again as it writes the tarball.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub devel_tree: Option<Arc<DevelTree>>,
 }
 
 impl PackagePlan {
-    pub fn role(&self) -> PackageRole<'_> {
-        match self.group {
-            PackageGroup::Meta => PackageRole::Meta,
-            PackageGroup::Core => PackageRole::Core,
-            PackageGroup::Libraries => PackageRole::Libraries { family: self.family.as_deref() },
-            PackageGroup::Devel => PackageRole::Devel { family: self.family.as_deref() },
-            PackageGroup::Profiler => PackageRole::Profiler,
-            PackageGroup::Device => PackageRole::Device { target: self.family.as_deref().unwrap_or_default() },
+    pub fn group(&self) -> PackageGroup {
+        self.role.group()
+    }
+}
+
+/// The plan's JSON keeps the shape it had when these were fields (`--plan --json` is a
+/// boundary others read): group, dist_name, family, py_package, platform_dir, ...
+impl serde::Serialize for PackagePlan {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("PackagePlan", 8)?;
+        out.serialize_field("group", &self.group())?;
+        out.serialize_field("dist_name", &self.names.distribution)?;
+        out.serialize_field("family", &self.role.family_or_target())?;
+        out.serialize_field("py_package", &self.names.pure_package)?;
+        out.serialize_field("platform_dir", self.names.platform_dir.as_str())?;
+        out.serialize_field("requires_dist", &self.requires_dist)?;
+        out.serialize_field("files", &self.files)?;
+        match &self.devel_tree {
+            Some(tree) => out.serialize_field("devel_tree", tree)?,
+            None => out.skip_field("devel_tree")?,
         }
+        out.end()
     }
 }
 
@@ -363,7 +375,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         }
     } else {
         for family in &families.legacy_families {
-            packages.push(builder.runtime_package(PackageRole::Libraries { family: Some(family) })?);
+            packages.push(builder.runtime_package(PackageRole::Libraries { family: Some(family.clone()) })?);
         }
     }
     if let Some(profiler) = builder.profiler_package()? {
@@ -383,7 +395,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     overrides.append(&mut builder.overrides);
     for target in &families.unrequested_targets {
         findings.push(Finding {
-            package: "rocm-sdk-device".to_owned(),
+            package: identity::distribution_stem(PackageGroup::Device).to_owned(),
             path: RelPath::root(),
             what: FindingKind::UnrequestedTarget { target: target.to_string() },
         });
@@ -411,15 +423,15 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
 fn check_no_shared_members(packages: &[PackagePlan]) -> Result<(), PlanError> {
     let mut owners: BTreeMap<String, &str> = BTreeMap::new();
     for package in packages {
-        let Some(platform_dir) = &package.platform_dir else { continue };
+        let dist_name = &package.names.distribution;
         for rel in package.files.keys() {
-            let member = format!("{platform_dir}/{rel}");
-            if let Some(first) = owners.insert(member.clone(), &package.dist_name) {
-                if first != package.dist_name {
+            let member = package.names.platform_dir.member(rel);
+            if let Some(first) = owners.insert(member.clone(), dist_name) {
+                if first != dist_name {
                     return Err(PlanError::DuplicateMember {
                         path: member,
                         first: first.to_owned(),
-                        second: package.dist_name.clone(),
+                        second: dist_name.clone(),
                     });
                 }
             }

@@ -2,6 +2,7 @@
 //! entries stay, absolute (and other cwd-relative) entries go and are reported, then the
 //! package's dependencies are appended relative to the file's depth.
 
+use crate::config::AbsoluteRpath;
 use crate::relpath::RelPath;
 
 /// The new search path of one file and what was removed from the old one.
@@ -13,13 +14,13 @@ pub struct RpathDecision {
 
 /// `existing` is the file's current DT_RUNPATH or DT_RPATH; `deps` are directories inside
 /// `dep_platform_dir` (core's platform dir), reached from the file at `rel` inside its own
-/// platform dir; `keep_absolute` is `--keep-absolute-rpath`.
+/// platform dir; `absolute` says what happens to absolute entries (`--keep-absolute-rpath`).
 pub fn decide_rpath(
     rel: &RelPath,
     existing: Option<&str>,
     dep_platform_dir: &str,
     deps: &[&str],
-    keep_absolute: bool,
+    absolute: AbsoluteRpath,
 ) -> RpathDecision {
     let mut entries: Vec<String> = Vec::new();
     let mut removed = Vec::new();
@@ -27,7 +28,7 @@ pub fn decide_rpath(
         let origin_relative = entry.starts_with("$ORIGIN") || entry.starts_with("${ORIGIN}");
         // A DT_RPATH is searched before everything else: an entry that is not relative to
         // the file lets whoever controls that directory on a user's machine inject a library.
-        if !origin_relative && !keep_absolute {
+        if !origin_relative && absolute == AbsoluteRpath::Remove {
             removed.push(entry.to_owned());
         } else if !entries.iter().any(|seen| seen == entry) {
             entries.push(entry.to_owned());
@@ -50,7 +51,7 @@ mod tests {
 
     fn check(rel: &str, existing: Option<&str>, deps: &[&str], expect_rpath: &str, expect_removed: &[&str]) {
         let rel = RelPath::new(rel).expect("rel");
-        let decision = decide_rpath(&rel, existing, "_rocm_sdk_core", deps, false);
+        let decision = decide_rpath(&rel, existing, "_rocm_sdk_core", deps, AbsoluteRpath::Remove);
         assert_eq!(decision.rpath, expect_rpath);
         assert_eq!(decision.removed, expect_removed);
     }
@@ -81,14 +82,16 @@ mod tests {
     #[test]
     fn is_idempotent() {
         let rel = RelPath::new("lib/libx.so").expect("rel");
-        let first = decide_rpath(&rel, Some("$ORIGIN"), "_rocm_sdk_core", &["lib", "lib/llvm/lib"], false);
-        let second = decide_rpath(&rel, Some(&first.rpath), "_rocm_sdk_core", &["lib", "lib/llvm/lib"], false);
+        let first =
+            decide_rpath(&rel, Some("$ORIGIN"), "_rocm_sdk_core", &["lib", "lib/llvm/lib"], AbsoluteRpath::Remove);
+        let second =
+            decide_rpath(&rel, Some(&first.rpath), "_rocm_sdk_core", &["lib", "lib/llvm/lib"], AbsoluteRpath::Remove);
         assert_eq!(first.rpath, second.rpath);
     }
 
     #[test]
     fn keep_absolute_keeps_them() {
         let rel = RelPath::new("bin/x").expect("rel");
-        assert_eq!(decide_rpath(&rel, Some("/opt/rocm/lib"), "_c", &[], true).rpath, "/opt/rocm/lib");
+        assert_eq!(decide_rpath(&rel, Some("/opt/rocm/lib"), "_c", &[], AbsoluteRpath::Keep).rpath, "/opt/rocm/lib");
     }
 }

@@ -15,8 +15,9 @@ use super::{catalog_error, elf_error, rules, Finding, FindingKind, PackagePlan, 
 use crate::catalog::{Catalog, Entry, EntryKind, FileStamp, Glob, Namespace, Override, Selection, Walks};
 use crate::config::{PackageConfig, PackageGroup};
 use crate::elf;
+use crate::identity::{PackageRole, WheelNames};
 use crate::progress::Progress;
-use crate::python::{self, DistInfo, PackageRole};
+use crate::python::DistInfo;
 use crate::relpath::RelPath;
 
 /// Shared state of one planning run: the catalog, the file facts cache, and what the
@@ -124,14 +125,14 @@ impl<'a> Builder<'a> {
 
     /// The platform dir that RPATH dependencies point into (always core's).
     pub fn core_platform_dir(&self) -> String {
-        python::platform_dir_name(PackageRole::Core, self.dist_info).unwrap_or_else(|| "_rocm_sdk_core".to_owned())
+        self.dist_info.naming().core_platform_dir().as_str().to_owned()
     }
 
     /// Core, or a libraries package (legacy per family, kpack-split arch-neutral).
-    pub fn runtime_package(&mut self, role: PackageRole<'_>) -> Result<PackagePlan, crate::Error> {
-        let (group, family) = match role {
+    pub fn runtime_package(&mut self, role: PackageRole) -> Result<PackagePlan, crate::Error> {
+        let (group, family) = match &role {
             PackageRole::Core => (PackageGroup::Core, None),
-            PackageRole::Libraries { family } => (PackageGroup::Libraries, family),
+            PackageRole::Libraries { family } => (PackageGroup::Libraries, family.as_deref()),
             _ => {
                 return Err(PlanError::Invalid { message: "runtime_package takes core or libraries".to_owned() }.into())
             }
@@ -143,7 +144,7 @@ impl<'a> Builder<'a> {
             _ => rules::is_libraries_artifact(name, family),
         };
         let namespace = self.select(&Selection { artifacts: &predicate, include: Vec::new(), exclude: excludes })?;
-        self.package_from(role, group, family.map(str::to_owned), &namespace)
+        self.package_from(role, &namespace)
     }
 
     /// The profiler package, or `None` when `--only` leaves it out.
@@ -164,34 +165,28 @@ impl<'a> Builder<'a> {
             include: includes,
             exclude: Vec::new(),
         })?;
-        let mut plan = self.package_from(PackageRole::Profiler, PackageGroup::Profiler, None, &namespace)?;
+        let mut plan = self.package_from(PackageRole::Profiler, &namespace)?;
         add_profiler_links(&mut plan.files);
         Ok(Some(plan))
     }
 
-    pub fn package_from(
-        &mut self,
-        role: PackageRole<'_>,
-        group: PackageGroup,
-        family: Option<String>,
-        namespace: &Namespace,
-    ) -> Result<PackagePlan, crate::Error> {
-        let dist_name = python::dist_name(role, self.dist_info);
-        let population = self.populate(namespace, group, &dist_name)?;
-        self.aliases.insert(dist_name.clone(), population.aliases);
-        let mut plan = PackagePlan {
-            group,
-            dist_name,
-            family,
-            py_package: python::py_package_name(role, self.dist_info),
-            platform_dir: python::platform_dir_name(role, self.dist_info),
-            requires_dist: Vec::new(),
-            files: population.files,
-            devel_tree: None,
-        };
+    pub fn package_from(&mut self, role: PackageRole, namespace: &Namespace) -> Result<PackagePlan, crate::Error> {
+        let names = self.wheel_names(&role)?;
+        let population = self.populate(namespace, role.group(), &names.distribution)?;
+        self.aliases.insert(names.distribution.clone(), population.aliases);
+        let mut plan =
+            PackagePlan { role, names, requires_dist: Vec::new(), files: population.files, devel_tree: None };
         plan_edits(plan.files.values_mut())?;
-        self.progress.explain(&format!("{}: {} files", plan.dist_name, plan.files.len()));
+        self.progress.explain(&format!("{}: {} files", plan.names.distribution, plan.files.len()));
         Ok(plan)
+    }
+
+    /// The names of a wheel's role; the meta package, an sdist, has no plan of this kind.
+    pub fn wheel_names(&self, role: &PackageRole) -> Result<WheelNames, PlanError> {
+        self.dist_info
+            .names(role)
+            .into_wheel()
+            .ok_or_else(|| PlanError::Invalid { message: format!("{role:?} is planned as a wheel, but is none") })
     }
 
     /// Applies the runtime rules to every selected entry, in path order.
@@ -287,7 +282,7 @@ impl<'a> Builder<'a> {
         let Some(elf) = facts.elf.as_ref().filter(|_| facts.is_patchable_elf()) else {
             return PlannedFile::Copy { source: source.source.clone(), len, executable, stamp };
         };
-        let decision = decide_rpath(rel, elf.search_path(), core_dir, deps, self.config.keep_absolute_rpath);
+        let decision = decide_rpath(rel, elf.search_path(), core_dir, deps, self.config.absolute_rpath);
         if !decision.removed.is_empty() {
             self.record(Finding {
                 package: dist_name.to_owned(),
@@ -310,7 +305,7 @@ impl<'a> Builder<'a> {
     }
 
     /// Keeps a decision for the summary and `--json`, and explains it at `-v` in the words
-    /// `--plan` lists it with (issue 9).
+    /// `--plan` lists it with.
     pub fn record(&mut self, finding: Finding) {
         self.progress.explain(&finding.to_string());
         self.findings.push(finding);
@@ -343,8 +338,8 @@ impl<'a> Builder<'a> {
 
     /// Drops a symlink that cannot be followed. A link that leaves the tree or loops is a
     /// mistake in the build (an absolute link to the build machine, a bad relative one), and
-    /// is warned about at default verbosity, once, naming the link in the artifacts (issue
-    /// 10). A dangling link is only counted and explained at `-v`, like a link to a
+    /// is warned about at default verbosity, once, naming the link in the artifacts.
+    /// A dangling link is only counted and explained at `-v`, like a link to a
     /// directory: a runtime package selects some components and paths of each artifact, so
     /// links into the rest (`lib/libfoo.so` of a `dev` component, a doc link into an
     /// excluded tree) dangle there by design in every real build, and the devel tree, which

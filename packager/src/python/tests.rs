@@ -45,7 +45,7 @@ fn kpack_info(targets: &[&str], nonce: &str) -> DistInfo {
     }
 }
 
-fn write_dist_info(dir: &Path, role: PackageRole<'_>, info: &DistInfo) -> PathBuf {
+fn write_dist_info(dir: &Path, role: &PackageRole, info: &DistInfo) -> PathBuf {
     let path = dir.join("_dist_info.py");
     fs_err::write(&path, render_dist_info(role, info)).expect("write _dist_info.py");
     path
@@ -89,7 +89,7 @@ fn injected_family_names_round_trip_through_python() {
     info.version = "1.0'\nraise SystemExit(3)\n#".to_owned();
     info.nonce = "_n'\"\\".to_owned();
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = write_dist_info(dir.path(), PackageRole::Libraries { family: Some(evil[2]) }, &info);
+    let path = write_dist_info(dir.path(), &PackageRole::Libraries { family: Some(evil[2].to_owned()) }, &info);
     let values = evaluate(
         &path,
         &[
@@ -107,7 +107,7 @@ fn injected_family_names_round_trip_through_python() {
     assert_eq!(values[2], serde_json::json!(info.version));
     assert_eq!(values[3], serde_json::json!(info.nonce));
     assert_eq!(values[4], serde_json::json!(evil[2]));
-    let source = render_dist_info(PackageRole::Core, &info);
+    let source = render_dist_info(&PackageRole::Core, &info);
     let header_end = source.find("# --- Static body").expect("body marker");
     assert!(source[..header_end].is_ascii(), "the generated header is plain ASCII");
 }
@@ -133,25 +133,27 @@ fn python_computes_the_names_rust_gives_the_packages() {
     ];
     for info in infos {
         let dir = tempfile::tempdir().expect("temp dir");
-        let path = write_dist_info(dir.path(), PackageRole::Core, &info);
+        let path = write_dist_info(dir.path(), &PackageRole::Core, &info);
         let from_python: BTreeMap<String, Vec<Option<String>>> =
             serde_json::from_str(&python(&["-c", NAMES, path.to_str().expect("UTF-8 temp path")]))
                 .expect("JSON from python");
         let mut from_rust = BTreeMap::new();
         let families: Vec<&str> = info.available_target_families.iter().map(String::as_str).collect();
-        let mut roles: Vec<(String, PackageRole<'_>)> = vec![
+        let mut roles: Vec<(String, PackageRole)> = vec![
             ("meta/None".to_owned(), PackageRole::Meta),
             ("core/None".to_owned(), PackageRole::Core),
             ("profiler/None".to_owned(), PackageRole::Profiler),
         ];
         for family in &families {
             if !info.kpack_split {
-                roles.push((format!("libraries/{family}"), PackageRole::Libraries { family: Some(family) }));
+                roles
+                    .push((format!("libraries/{family}"), PackageRole::Libraries { family: Some(family.to_string()) }));
             } else {
-                roles.push((format!("device/{family}"), PackageRole::Device { target: family }));
+                roles
+                    .push((format!("device/{family}"), PackageRole::Device { target: Target::from_target_id(family) }));
             }
             if info.devel_target_specific {
-                roles.push((format!("devel/{family}"), PackageRole::Devel { family: Some(family) }));
+                roles.push((format!("devel/{family}"), PackageRole::Devel { family: Some(family.to_string()) }));
             }
         }
         if info.kpack_split {
@@ -161,32 +163,13 @@ fn python_computes_the_names_rust_gives_the_packages() {
             roles.push(("devel/None".to_owned(), PackageRole::Devel { family: None }));
         }
         for (key, role) in roles {
-            let platform = platform_dir_name(role, &info).unwrap_or_else(|| format!("_rocm{}", info.nonce));
-            from_rust.insert(key, vec![Some(dist_name(role, &info)), py_package_name(role, &info), Some(platform)]);
+            let names = info.names(&role);
+            let platform =
+                names.platform_dir.map_or_else(|| format!("_rocm{}", info.nonce), |dir| dir.as_str().to_owned());
+            from_rust.insert(key, vec![Some(names.distribution), names.pure_package, Some(platform)]);
         }
         assert_eq!(from_python, from_rust, "for {info:?}");
     }
-}
-
-#[test]
-fn names_follow_the_package_table() {
-    let legacy = legacy_info(&["gfx110X-all", "gfx94X-dcgpu"]);
-    let family = PackageRole::Libraries { family: Some("gfx110X-all") };
-    assert_eq!(dist_name(family, &legacy), "rocm-sdk-libraries-gfx110x-all");
-    assert_eq!(py_package_name(family, &legacy).as_deref(), Some("rocm_sdk_libraries_gfx110x_all"));
-    assert_eq!(platform_dir_name(family, &legacy).as_deref(), Some("_rocm_sdk_libraries_gfx110x_all"));
-    let devel = PackageRole::Devel { family: Some("gfx94X-dcgpu") };
-    assert_eq!(dist_name(devel, &legacy), "rocm-sdk-devel-gfx94x-dcgpu");
-    assert_eq!(platform_dir_name(devel, &legacy).as_deref(), Some("_rocm_sdk_devel_gfx94x_dcgpu"));
-
-    let kpack = kpack_info(&["gfx90a"], "_v2");
-    let device = PackageRole::Device { target: "gfx90a:xnack+" };
-    assert_eq!(dist_name(device, &kpack), "rocm-sdk-device-gfx90a");
-    assert_eq!(py_package_name(device, &kpack), None);
-    assert_eq!(platform_dir_name(device, &kpack).as_deref(), Some("_rocm_sdk_libraries_v2"));
-    assert_eq!(dist_name(PackageRole::Devel { family: Some("gfx90a") }, &kpack), "rocm-sdk-devel");
-    assert_eq!(platform_dir_name(PackageRole::Profiler, &kpack).as_deref(), Some("_rocm_profiler_v2"));
-    assert_eq!(platform_dir_name(PackageRole::Meta, &kpack), None);
 }
 
 /// A device wheel, its module and its `TARGET` are named after the owner (SPEC §2), and
@@ -195,23 +178,14 @@ fn names_follow_the_package_table() {
 fn device_names_follow_the_owner() {
     let info = kpack_info(&["gfx1250", "gfx1250-strict"], "");
     for target in ["gfx1250", "gfx1250-strict"] {
-        assert_eq!(dist_name(PackageRole::Device { target }, &info), "rocm-sdk-device-gfx1250");
+        let role = PackageRole::Device { target: Target::from_target_id(target) };
+        assert_eq!(info.names(&role).distribution, "rocm-sdk-device-gfx1250");
         assert_eq!(device_module_name(target), "_device_gfx1250");
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = write_dist_info(dir.path(), PackageRole::Core, &info);
+    let path = write_dist_info(dir.path(), &PackageRole::Core, &info);
     let table: serde_json::Value = serde_json::from_str(crate::owners::TABLE_JSON).expect("JSON");
     assert_eq!(evaluate(&path, &["TARGET_OWNERS"])[0], table["owners"]);
-}
-
-/// Target ids name things after their target: identifiers and dist segments drop the
-/// feature suffixes and lower-case the base (SPEC §6).
-#[test]
-fn target_ids_name_like_their_target() {
-    assert_eq!(target_identifier("GFX90A:xnack+"), "gfx90a");
-    assert_eq!(target_identifier("gfx110X-all"), "gfx110x_all");
-    assert_eq!(target_dist_segment("gfx90a:sramecc+:xnack-"), "gfx90a");
-    assert_eq!(target_dist_segment("gfx110X-all"), "gfx110x-all");
 }
 
 /// SPEC §6: no member path appears in two wheels of one build.
@@ -223,21 +197,24 @@ fn no_two_packages_share_a_python_file() {
         PackageRole::Libraries { family: None },
         PackageRole::Devel { family: None },
         PackageRole::Profiler,
-        PackageRole::Device { target: "gfx1030" },
-        PackageRole::Device { target: "gfx90a" },
+        PackageRole::Device { target: Target::from_target_id("gfx1030") },
+        PackageRole::Device { target: Target::from_target_id("gfx90a") },
     ];
     let mut owners = BTreeMap::new();
-    for role in roles {
+    for role in &roles {
         for file in python_part(role, &info).files {
             if let Some(previous) = owners.insert(file.path.clone(), role) {
                 panic!("{} is in both {previous:?} and {role:?}", file.path);
             }
         }
     }
-    let device: Vec<String> =
-        python_part(PackageRole::Device { target: "gfx90a" }, &info).files.into_iter().map(|f| f.path).collect();
+    let device: Vec<String> = python_part(&PackageRole::Device { target: Target::from_target_id("gfx90a") }, &info)
+        .files
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
     assert_eq!(device, ["_rocm_sdk_libraries/_device_gfx90a.py"]);
-    let devel = python_part(PackageRole::Devel { family: None }, &info);
+    let devel = python_part(&PackageRole::Devel { family: None }, &info);
     let tree: Vec<&str> = devel.devel_tree_files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(tree, ["_rocm_sdk_devel/__init__.py"]);
     let wheel: Vec<&str> = devel.files.iter().map(|f| f.path.as_str()).collect();
@@ -263,7 +240,7 @@ fn device_module_evaluates_to_its_target() {
     let dir = tempfile::tempdir().expect("temp dir");
     let info = kpack_info(&["gfx90a"], "_v2");
     for (target, expected_target) in [("gfx90a:xnack+", "gfx90a"), ("x'\"\\\nimport os", "x'\"\\\nimport os")] {
-        let files = python_part(PackageRole::Device { target }, &info).files;
+        let files = python_part(&PackageRole::Device { target: Target::from_target_id(target) }, &info).files;
         let [module] = files.as_slice() else { panic!("one device module, got {files:?}") };
         assert_eq!(module.path, format!("_rocm_sdk_libraries_v2/{}.py", device_module_name(target)));
         let path = dir.path().join("device.py");
@@ -290,7 +267,7 @@ fn console_scripts_match_the_trampoline_modules() {
             serde_json::from_str(&python(&["-c", TOOLS, source.to_str().expect("UTF-8 path")])).expect("JSON");
         // A Linux build leaves out the tools of the `# Windows only.` section.
         expected.retain(|(name, _)| name != "hipInfo");
-        let actual: Vec<(String, String)> = python_part(role, &info)
+        let actual: Vec<(String, String)> = python_part(&role, &info)
             .entry_points
             .into_iter()
             .map(|entry| {
@@ -300,12 +277,12 @@ fn console_scripts_match_the_trampoline_modules() {
             .collect();
         assert_eq!(actual, expected);
     }
-    let core = python_part(PackageRole::Core, &info);
+    let core = python_part(&PackageRole::Core, &info);
     assert!(core.entry_points.iter().any(|e| e.name == "amdclang++" && e.target == "rocm_sdk_core._cli:amdclangpp"));
     assert_eq!(core.entry_points.len(), 28);
     let windows = DistInfo { windows: true, ..info };
     let on_windows: Vec<String> =
-        python_part(PackageRole::Core, &windows).entry_points.into_iter().map(|entry| entry.name).collect();
+        python_part(&PackageRole::Core, &windows).entry_points.into_iter().map(|entry| entry.name).collect();
     let every_platform =
         ["amdclang", "amdclang++", "amdclang-cpp", "amdclang-cl", "amdflang", "amdlld", "offload-arch"];
     let expected: Vec<&str> =
@@ -377,7 +354,7 @@ fn shipped_python_parses_as_python_3_9() {
     ];
     for (index, file) in sdist_files(&info)
         .into_iter()
-        .chain(roles.into_iter().flat_map(|role| python_part(role, &info).files))
+        .chain(roles.into_iter().flat_map(|role| python_part(&role, &info).files))
         .filter(|file| file.path.ends_with(".py"))
         .enumerate()
     {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use packager::config::{BuildTime, DevelTarballCompression};
 use packager::progress::Silent;
 use packager::write::{
-    write_devel_tarball, write_tree, write_wheel, DevelTarSpec, Member, MemberData, TarEntry, TarEntryKind,
-    TarEntrySource, TarTotals, WheelSpec, WriteError,
+    write_tarball, write_tree, write_wheel, Member, MemberData, TarEntry, TarEntryKind, TarEntrySource, TarTotals,
+    TarballSpec, WheelSpec, WriteError,
 };
 
 use super::{bytes, file, metadata, options, python};
@@ -20,7 +20,7 @@ fn long_dir() -> String {
     format!("_devel/include/{}", "very_long_directory_name/".repeat(5).trim_end_matches('/'))
 }
 
-fn devel_spec(fixtures: &Path, compression: DevelTarballCompression) -> DevelTarSpec {
+fn devel_spec(fixtures: &Path, compression: DevelTarballCompression) -> TarballSpec {
     let tool = fixtures.join("tool.sh");
     fs_err::write(&tool, "#!/bin/sh\necho devel tool\n").expect("write");
     let header = fixtures.join("api.h");
@@ -30,7 +30,7 @@ fn devel_spec(fixtures: &Path, compression: DevelTarballCompression) -> DevelTar
         data: packager::member::file(std::sync::Arc::from(path), fs_err::metadata(path).expect("stat").len(), None),
         executable,
     };
-    DevelTarSpec {
+    TarballSpec {
         entries: vec![
             entry("_devel/lib/libfoo.so", TarEntryKind::Symlink { target: "libfoo.so.1".into() }),
             entry("_devel/bin/tool", file_kind(&tool, true)),
@@ -61,6 +61,7 @@ fn devel_wheel(fixtures: &Path, compression: DevelTarballCompression, tar_name: 
     fs_err::write(&readme, "devel\n").expect("write");
     WheelSpec {
         metadata: metadata("demo-devel"),
+        generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
         entry_points: Vec::new(),
         members: vec![
@@ -68,7 +69,7 @@ fn devel_wheel(fixtures: &Path, compression: DevelTarballCompression, tar_name: 
             file("demo_devel/README", &readme, false),
             Member {
                 name: format!("demo_devel/{tar_name}"),
-                data: MemberData::DevelTar(Arc::new(devel)),
+                data: MemberData::Tarball(Arc::new(devel)),
                 executable: false,
             },
         ],
@@ -171,14 +172,14 @@ fn streamed_entries_merge_with_listed_ones_by_name() {
         let mut sorted = listed.entries.clone();
         sorted.sort_by(|a, b| a.name.cmp(&b.name));
         let (streamed, kept): (Vec<_>, Vec<_>) = sorted.into_iter().enumerate().partition(|(index, _)| index % 2 == 1);
-        let split = DevelTarSpec {
+        let split = TarballSpec {
             entries: kept.into_iter().rev().map(|(_, entry)| entry).collect(),
             streamed: Some(Arc::new(Streamed(streamed.into_iter().map(|(_, entry)| entry).collect()))),
             ..listed.clone()
         };
-        let tarball = |spec: &DevelTarSpec| {
+        let tarball = |spec: &TarballSpec| {
             let mut out = Vec::new();
-            write_devel_tarball(&mut out, spec).expect("tarball");
+            write_tarball(&mut out, spec, Path::new("_devel.tar")).expect("tarball");
             out
         };
         assert!(tarball(&listed) == tarball(&split), "{compression:?}: streamed entries changed the tarball");
@@ -189,13 +190,15 @@ fn streamed_entries_merge_with_listed_ones_by_name() {
 #[test]
 fn streamed_entries_twice_or_out_of_order_are_errors() {
     let dir = |name: &str| TarEntry { name: name.into(), kind: TarEntryKind::Dir };
-    let spec = |listed: Vec<TarEntry>, streamed: Vec<TarEntry>| DevelTarSpec {
+    let spec = |listed: Vec<TarEntry>, streamed: Vec<TarEntry>| TarballSpec {
         entries: listed,
         streamed: Some(Arc::new(Streamed(streamed))),
         compression: DevelTarballCompression::None,
         build_time: BuildTime::DEFAULT,
     };
-    let error = |spec: DevelTarSpec| write_devel_tarball(&mut Vec::new(), &spec).expect_err("refused").to_string();
+    let error = |spec: TarballSpec| {
+        write_tarball(&mut Vec::new(), &spec, Path::new("_devel.tar")).expect_err("refused").to_string()
+    };
     let twice = error(spec(vec![dir("_devel/a")], vec![dir("_devel"), dir("_devel/a")]));
     assert!(twice.contains("_devel/a twice"), "{twice}");
     let unordered = error(spec(Vec::new(), vec![dir("_devel/b"), dir("_devel/a")]));

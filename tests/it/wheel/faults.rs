@@ -1,12 +1,12 @@
-//! A failure midway leaves nothing in the destination (issue 10): no partial archive and
+//! A failure midway leaves nothing in the destination: no partial archive and
 //! no temp file.
 
 use std::sync::Arc;
 
 use packager::progress::Silent;
 use packager::write::{
-    write_sdist, write_tree, write_wheel, DevelTarSpec, Member, MemberData, SdistFile, SdistSpec, TarEntry,
-    TarEntryKind, WriteError,
+    write_sdist, write_tree, write_wheel, Member, MemberData, SdistFile, SdistSpec, TarEntry, TarEntryKind,
+    TarballSpec, WriteError,
 };
 
 use super::{bytes, demo_spec, metadata, options};
@@ -37,7 +37,7 @@ fn a_file_that_changed_size_fails_the_wheel_and_leaves_nothing() {
 
     // The same inside the devel tarball, where the file is read on the producer thread.
     let mut spec = demo_spec(tmp.path());
-    let devel = DevelTarSpec {
+    let devel = TarballSpec {
         entries: vec![TarEntry {
             name: "_devel/big.bin".into(),
             kind: TarEntryKind::File {
@@ -51,7 +51,7 @@ fn a_file_that_changed_size_fails_the_wheel_and_leaves_nothing() {
     };
     spec.members.push(Member {
         name: "demo_pkg/_devel.tar.xz".into(),
-        data: MemberData::DevelTar(Arc::new(devel)),
+        data: MemberData::Tarball(Arc::new(devel)),
         executable: false,
     });
     let error = write_wheel(&dist, &spec, &options(), &Silent).expect_err("must fail");

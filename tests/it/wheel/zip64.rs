@@ -25,6 +25,7 @@ fn zip64_child_writes_a_sparse_wheel() {
     drop(handle);
     let spec = WheelSpec {
         metadata: metadata("big"),
+        generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
         entry_points: Vec::new(),
         members: vec![
@@ -86,6 +87,7 @@ fn many_members_use_the_zip64_end_record() {
     let members = (0..70_000).map(|i| bytes(&format!("many/m{i:05}.txt"), &format!("{i}\n"))).collect();
     let spec = WheelSpec {
         metadata: metadata("many"),
+        generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
         entry_points: Vec::new(),
         members,

@@ -35,7 +35,7 @@ fn a_run_into_a_locked_dest_fails_fast_and_runs_once_the_lock_is_free() {
     let artifacts = copy_example(temp.path());
     let dist = temp.path().join("dist");
     fs_err::create_dir_all(&dist).expect("mkdir");
-    // The lock lives in the --dest-dir root, out of the dist/ users upload (issue 25).
+    // The lock lives in the --dest-dir root, out of the dist/ users upload.
     let lock_path = temp.path().join(".rocm-packager.lock");
     let lock = File::options().create(true).truncate(false).write(true).open(&lock_path).expect("open the lock");
     flock(&lock, libc::LOCK_EX);
@@ -52,7 +52,7 @@ fn a_run_into_a_locked_dest_fails_fast_and_runs_once_the_lock_is_free() {
     let free = output(&mut package_command(&artifacts, &dist));
     assert!(free.status.success(), "{}", describe(&free));
     assert_eq!(check_archives(&dist).len(), 7);
-    // Nothing but the packages is left to upload, and the run removed its lock file (issue 25).
+    // Nothing but the packages is left to upload, and the run removed its lock file.
     assert!(!dist.join(".rocm-packager.lock").exists(), "a lock file in {}", dist.display());
     assert!(!lock_path.exists(), "the run left its lock file behind");
 }

@@ -34,7 +34,7 @@ fn dist_from_before(dir: &Path) -> (std::path::PathBuf, BTreeMap<String, Vec<u8>
     (artifacts, before)
 }
 
-/// Whether a lock file is in `dist` or in the --dest-dir above it (issue 25: a run removes
+/// Whether a lock file is in `dist` or in the --dest-dir above it (a run removes
 /// its own, which lives in the --dest-dir, when it ends).
 fn lock_files(dist: &Path) -> bool {
     let dest = dist.parent().expect("dist has a parent");

@@ -1,4 +1,4 @@
-//! The command line under faults (issue 10): signals mid-run, two runs into one
+//! The command line under faults: signals mid-run, two runs into one
 //! destination, a bad `--version`, and a tree of 200,000 files under a descriptor limit.
 //! Each test runs the real `xtask` binary as a child process on a copy of the example.
 

@@ -14,9 +14,9 @@ fn a_non_pep440_version_is_refused_with_the_reason() {
         ("7.0.dev", "not in normal form: use 7.0.dev0"),
         ("07.1", "not in normal form: use 7.1"),
         ("7.0+ABC", "not in normal form: use 7.0+abc"),
-        ("release-7", "it must start with a release number"),
-        ("7.0+", "local part \"\" must be dot-separated letters and digits"),
-        ("7.0\"; import os", "unexpected"),
+        ("release-7", "expected version to start with a number"),
+        ("7.0+", "did not find any alphanumeric ASCII segment following the `+`"),
+        ("7.0\"; import os", "found `\"; import os`, which is not part of a valid version"),
     ];
     for (version, reason) in cases {
         let result = output(

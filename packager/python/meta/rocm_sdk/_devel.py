@@ -118,7 +118,7 @@ def ensure_expanded(devel):
 
 
 def _record_root_first(record, devel):
-    """Lists the tree's root in RECORD before a byte of it is written (issue 24).
+    """Lists the tree's root in RECORD before a byte of it is written.
 
     pip and uv remove a recorded directory with everything in it, so `pip uninstall`
     after an expansion that was killed midway removes the half-written tree too.

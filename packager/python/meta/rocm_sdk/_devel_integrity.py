@@ -1,7 +1,7 @@
 """Whether the devel tarball is whole before it is expanded, and what to say when not (SPEC §4).
 
 A truncated or corrupted tarball used to expand what it could, count as expanded and be
-deleted (issue 24): the tree then missed files and nothing retried. So before anything is
+deleted: the tree then missed files and nothing retried. So before anything is
 written, the tarball's sha256 is checked against the devel wheel's RECORD, which the
 installer verified when it unpacked the wheel, and the tar's own end (the end-of-archive
 blocks after the last member) is checked as well, for RECORDs that carry no hash.

@@ -7,7 +7,7 @@ Every member is checked before anything is written; one bad member refuses the w
 tarball. A member must lie under the devel platform directory, must not pass through a
 symlink of the tarball, and a symlink must resolve, through the tarball's other
 symlinks, to a place inside site-packages. A member under a file member, or a symlink
-with an empty target, is refused too (either failed mid-way once, issue 24). Reading the
+with an empty target, is refused too (either made an expansion fail mid-way). Reading the
 tarball whole first and removing a failed expansion's partial tree are
 `_devel_integrity`'s and `_write_members`' jobs.
 """

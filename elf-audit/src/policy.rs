@@ -10,9 +10,9 @@
 //! compares; the symbol `blacklist` and the `ZLIB`/`LIBATOMIC` versions are left out. To
 //! update it, redo that projection on a newer auditwheel's file.
 //!
-//! Owns: the data and lookups on it. Does not own: reading ELF files (`verify::elf_parse`),
-//! adding up a wheel's needs (`verify::glibc`), choosing a wheel's tag (`manylinux`). A module of its own so that both
-//! `verify` and `manylinux` (which reads ELF files through `verify`) can use it.
+//! Owns: the data and lookups on it. Does not own: reading ELF files (`parse`), adding up
+//! a wheel's needs (`glibc`), choosing a wheel's tag (the packager's `manylinux`) or
+//! judging one (the release gate).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -64,7 +64,7 @@ impl Policy {
 /// The dynamic loaders. A library linked against glibc may name its architecture's loader
 /// in DT_NEEDED; every glibc system has it at that name, and auditwheel never counts it as a
 /// dependency (it is the program interpreter), so no policy lists it.
-pub(crate) const PROGRAM_INTERPRETERS: &[&str] = &[
+pub const PROGRAM_INTERPRETERS: &[&str] = &[
     "ld-linux-x86-64.so.2",
     "ld-linux-aarch64.so.1",
     "ld-linux.so.2",

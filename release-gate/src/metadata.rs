@@ -10,6 +10,9 @@ use std::collections::BTreeSet;
 use super::report::{Check, Findings};
 
 /// The parts of a wheel file name `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
+/// The gate's own reading, not the packager's `WheelFileName`: it shares no code with what
+/// it judges, and the one maintained parser (`uv-distribution-filename`) is an internal
+/// crate of uv with no stable API that needs a newer rustc than the workspace's floor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct WheelName {
     pub name: String,
@@ -92,10 +95,10 @@ pub(crate) fn file_name_form(name: &str) -> String {
     normalize_name(name).replace('-', "_")
 }
 
-/// A normalised PEP 440 version: `[N!]N(.N)*[{a|b|rc}N][.postN][.devN][+local]`, judged
-/// by the packager's own normalisation, so what `package` accepts `verify` accepts.
+/// A normalised PEP 440 version: `[N!]N(.N)*[{a|b|rc}N][.postN][.devN][+local]`, as
+/// `pep440_rs` (the parser the packager checks `--version` with too) writes it.
 pub(crate) fn is_normalized_version(version: &str) -> bool {
-    crate::plan::version::normalize_pep440(version).is_ok_and(|normal| normal == version)
+    version.parse::<pep440_rs::Version>().is_ok_and(|parsed| parsed.to_string() == version)
 }
 
 /// Email-style headers up to the first blank line; continuation lines are joined.

@@ -2,15 +2,14 @@
 //! needs, the manylinux tag that allows (PEP 600, with auditwheel's policies), and the
 //! system libraries a manylinux wheel may leave to the host (PEP 599/600).
 //!
-//! Owns: symbol-version arithmetic. Does not own: reading `.gnu.version_r` (`elf_parse`),
-//! the policies themselves (`manylinux_policy`, auditwheel's data).
+//! Owns: symbol-version arithmetic. Does not own: reading `.gnu.version_r` (`parse`),
+//! the policies themselves (`policy`, auditwheel's data).
 
-use super::report::Portability;
-use crate::manylinux_policy::{policies, Policy, PROGRAM_INTERPRETERS};
+use crate::policy::{policies, Policy, PROGRAM_INTERPRETERS};
 
 /// Libraries every manylinux system provides (auditwheel's `lib_whitelist` of all policies,
 /// plus the dynamic loaders and `libcrypt.so.1`, which every glibc distribution ships).
-pub(crate) const SYSTEM_LIBRARIES: &[&str] = &[
+pub const SYSTEM_LIBRARIES: &[&str] = &[
     "libc.so.6",
     "libm.so.6",
     "libmvec.so.1",
@@ -39,13 +38,13 @@ pub(crate) const SYSTEM_LIBRARIES: &[&str] = &[
 ];
 
 /// A library every manylinux system provides, the dynamic loaders included.
-pub(crate) fn is_system_library(name: &str) -> bool {
+pub fn is_system_library(name: &str) -> bool {
     SYSTEM_LIBRARIES.contains(&name) || PROGRAM_INTERPRETERS.contains(&name)
 }
 
 /// Newest versions needed so far, per prefix.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct VersionNeeds {
+pub struct VersionNeeds {
     glibc: Option<Vec<u32>>,
     glibcxx: Option<Vec<u32>>,
     cxxabi: Option<Vec<u32>>,
@@ -84,14 +83,25 @@ impl VersionNeeds {
         self.glibc.as_ref().and_then(|version| version.get(1).copied())
     }
 
-    /// The facts for the report: newest needs and the oldest policy that satisfies them.
-    pub fn to_portability(&self) -> Portability {
-        Portability {
-            glibc: self.glibc.as_deref().map(format_version),
-            glibcxx: self.glibcxx.as_deref().map(format_version),
-            cxxabi: self.cxxabi.as_deref().map(format_version),
-            manylinux_tag: self.arch.map(|arch| format!("manylinux_2_{}_{arch}", self.manylinux_minor(arch))),
-        }
+    /// The newest `GLIBC_` version needed (`2.34`).
+    pub fn glibc(&self) -> Option<String> {
+        self.glibc.as_deref().map(format_version)
+    }
+
+    /// The newest `GLIBCXX_` version needed (`3.4.30`).
+    pub fn glibcxx(&self) -> Option<String> {
+        self.glibcxx.as_deref().map(format_version)
+    }
+
+    /// The newest `CXXABI_` version needed (`1.3.13`).
+    pub fn cxxabi(&self) -> Option<String> {
+        self.cxxabi.as_deref().map(format_version)
+    }
+
+    /// The oldest policy's tag that satisfies every need (`manylinux_2_34_x86_64`), for the
+    /// architecture of the first file added; beyond the table, the glibc minor itself.
+    pub fn manylinux_tag(&self) -> Option<String> {
+        self.arch.map(|arch| format!("manylinux_2_{}_{arch}", self.manylinux_minor(arch)))
     }
 
     /// The oldest policy satisfying every need; beyond the table, the glibc minor itself.
@@ -145,7 +155,7 @@ fn format_version(version: &[u32]) -> String {
 }
 
 /// The glibc minor a platform tag promises (`manylinux_2_28_x86_64` → 28, `manylinux2014_*` → 17).
-pub(crate) fn tag_glibc_minor(platform: &str) -> Option<u32> {
+pub fn tag_glibc_minor(platform: &str) -> Option<u32> {
     if let Some(rest) = platform.strip_prefix("manylinux_2_") {
         return rest.split('_').next()?.parse().ok();
     }
@@ -164,7 +174,7 @@ mod tests {
     fn tag(versions: &[&str], arch: &'static str) -> Option<String> {
         let mut needs = VersionNeeds::default();
         needs.add(&versions.iter().map(|v| v.to_string()).collect::<Vec<_>>(), Some(arch));
-        needs.to_portability().manylinux_tag
+        needs.manylinux_tag()
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! Owns: judging one parsed [`ElfFile`]. Does not own: parsing (`elf_parse`), resolving
 //! libraries across packages (`closure`), symbol versions (`glibc`).
 
-use super::elf_parse::{ElfFile, Segment, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC, PT_INTERP, PT_NOTE, PT_PHDR};
 use super::report::{Check, Findings};
+use elf_audit::{ElfFile, Segment, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC, PT_INTERP, PT_NOTE, PT_PHDR};
 
 /// Reports structure and RPATH violations of one host ELF file.
 pub(crate) fn check_elf(file: &str, path: &str, elf: &ElfFile, findings: &mut Findings) {
@@ -161,7 +161,7 @@ fn check_search_path(file: &str, path: &str, elf: &ElfFile, findings: &mut Findi
             format!("has DT_RUNPATH `{runpath}`; it must be DT_RPATH so LD_LIBRARY_PATH cannot override it"),
         );
     }
-    for entry in elf.search_path_entries() {
+    for entry in search_path_entries(elf) {
         if is_origin_relative(entry) {
             continue;
         }
@@ -184,17 +184,15 @@ pub(crate) fn origin_rest(entry: &str) -> Option<&str> {
     (rest.is_empty() || rest.starts_with('/')).then_some(rest)
 }
 
-impl ElfFile {
-    /// Entries of the search path in effect (DT_RUNPATH wins over DT_RPATH, as in ld.so).
-    pub fn search_path_entries(&self) -> impl Iterator<Item = &str> {
-        self.runpath.as_deref().or(self.rpath.as_deref()).into_iter().flat_map(|text| text.split(':'))
-    }
+/// Entries of the search path in effect (DT_RUNPATH wins over DT_RPATH, as in ld.so).
+pub(crate) fn search_path_entries(elf: &ElfFile) -> impl Iterator<Item = &str> {
+    elf.runpath.as_deref().or(elf.rpath.as_deref()).into_iter().flat_map(|text| text.split(':'))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::elf_parse::{parse_elf, ElfWindow, ET_DYN, PT_DYNAMIC, PT_LOAD, PT_PHDR};
+    use elf_audit::{parse_elf, ElfWindow, ET_DYN, PT_DYNAMIC, PT_LOAD, PT_PHDR};
 
     proptest::proptest! {
         /// Parsing and checking never panic: a sane ELF64 header over random tables, so

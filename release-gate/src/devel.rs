@@ -109,8 +109,8 @@ fn read_entries(
         } else if entry_type.is_file() {
             let streamed = stream_member(&mut entry, false, false)?;
             if let Some(window) = streamed.window {
-                if let Some(elf) = inspect_elf(file, &path, &window, elf_scope, findings) {
-                    tree.elf_files.push(ElfMember { path: path.clone(), elf });
+                if let Some(member) = inspect_elf(file, &path, &window, elf_scope, findings) {
+                    tree.elf_files.push(member);
                 }
             }
             DevelKind::File

@@ -6,23 +6,31 @@
 //! hyphenated package directories). Does not own: printing (xtask) or building anything.
 //!
 //! Children: `archive` (zip/tar reading, member paths, dist-info), `record` (RECORD),
-//! `metadata` (names, versions, METADATA/WHEEL), `elf_parse` + `elf_checks` (structure,
-//! RPATH), `devel` (devel tarball), `closure` (simulated install), `glibc` (portability),
-//! `set` (cross-package rules), `report` (the result).
+//! `metadata` (names, versions, METADATA/WHEEL), `elf_checks` (structure, RPATH), `devel`
+//! (devel tarball), `closure` (simulated install), `set` (cross-package rules), `release`
+//! (which versions are one release), `report`
+//! (the result); `platform`, `targets` and `escape` are the gate's own words for a
+//! platform tag's machine, GPU targets and printable text. ELF files are read through the
+//! `elf-audit` crate (as is the glibc portability arithmetic), PE files through goblin.
+//!
+//! A crate of its own, apart from the crates that plan and write packages (`packager`,
+//! `elf-rpath`, `archive-write`): it shares no code with what it judges, so a bug there
+//! cannot hide from it (`xtask/tests/layers.rs` keeps it so).
 
 mod archive;
 mod closure;
 mod devel;
 mod elf_checks;
-pub(crate) mod elf_parse;
-mod elf_window;
-pub(crate) mod glibc;
+mod escape;
 mod member;
 mod metadata;
 mod pe;
+mod platform;
 mod record;
+mod release;
 mod report;
 mod set;
+mod targets;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -137,7 +145,7 @@ fn read_archive(dist: &Path, path: &Path) -> Result<Archive, VerifyError> {
     let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let metadata = std::fs::metadata(path).map_err(|source| VerifyError::Read { path: path.to_path_buf(), source })?;
     if !metadata.is_file() {
-        let what = crate::small_file::kind_of(&metadata.file_type());
+        let what = kind_of(&metadata.file_type());
         return Ok(archive::not_a_file(location, &file, what));
     }
     let sha256 = hash_file(path)?;
@@ -146,6 +154,26 @@ fn read_archive(dist: &Path, path: &Path) -> Result<Archive, VerifyError> {
     } else {
         archive::read_sdist(path, location, &file, sha256)
     })
+}
+
+/// A file type in words, for messages.
+fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_symlink() {
+        "a symlink"
+    } else {
+        "a regular file"
+    }
 }
 
 fn hash_file(path: &Path) -> Result<String, VerifyError> {
@@ -167,14 +195,19 @@ fn hash_file(path: &Path) -> Result<String, VerifyError> {
 /// violation when its manylinux tag promises an older glibc than they need.
 fn check_portability(archive: &Archive, findings: &mut Findings) -> Option<Portability> {
     let wheel_name = archive.wheel_name.as_ref()?;
-    let mut needs = glibc::VersionNeeds::default();
+    let mut needs = elf_audit::VersionNeeds::default();
     let devel_elves = archive.devel.iter().flat_map(|tree| tree.elf_files.iter());
     for member in archive.elf_files.iter().chain(devel_elves) {
-        needs.add(&member.elf.needed_versions, elf_parse::arch_name(member.elf.machine, member.elf.little_endian));
+        needs.add(&member.elf.needed_versions, elf_audit::arch_name(member.elf.machine, member.elf.little_endian));
     }
-    let portability = needs.to_portability();
+    let portability = Portability {
+        glibc: needs.glibc(),
+        glibcxx: needs.glibcxx(),
+        cxxabi: needs.cxxabi(),
+        manylinux_tag: needs.manylinux_tag(),
+    };
     for platform in wheel_name.platform.split('.') {
-        let (Some(promised), Some(needed)) = (glibc::tag_glibc_minor(platform), needs.glibc_minor()) else {
+        let (Some(promised), Some(needed)) = (elf_audit::tag_glibc_minor(platform), needs.glibc_minor()) else {
             continue;
         };
         if needed > promised {

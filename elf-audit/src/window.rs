@@ -5,14 +5,14 @@
 //! Owns: keeping the window, from a stream or from a file on disk. Does not own: parsing it
 //! (`elf_parse`).
 
-use crate::elf::consts::ELF_MAGIC;
+use goblin::elf::header::ELFMAG as ELF_MAGIC;
 
 /// How much of each end of an ELF member is kept in memory.
-pub(crate) const WINDOW_BYTES: usize = 8 << 20;
+pub const WINDOW_BYTES: usize = 8 << 20;
 
 /// The first and last [`WINDOW_BYTES`] of a streamed file, and its length.
 #[derive(Debug, Default)]
-pub(crate) struct ElfWindow {
+pub struct ElfWindow {
     head: Vec<u8>,
     /// Bytes after `head`, trimmed from the front to the last `WINDOW_BYTES`.
     tail: Vec<u8>,
@@ -40,6 +40,10 @@ impl ElfWindow {
 
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The window of a file on disk, read with two positioned reads instead of streaming

@@ -10,27 +10,21 @@
 //! so the head and the tail hold them; anything in the middle of a huge file is reported as
 //! not checked rather than read.
 
-pub(crate) use super::elf_window::ElfWindow;
+pub use crate::window::ElfWindow;
 
-/// The marker the lead's launcher embeds before its relative target path (and a NUL).
-pub(crate) const LAUNCHER_MARKER: &[u8] = b"ROCM_SDK_LAUNCHER_TARGET=";
-/// Files larger than this are not searched for [`LAUNCHER_MARKER`].
-const LAUNCHER_MAX_BYTES: u64 = 4 << 20;
-
-// One vocabulary with the editor: the ELF numbers are `elf-rpath`'s (verify still reads
-// through its own parser, which keeps only a window of each member in memory).
-use crate::elf::consts::{
+// The ELF numbers are goblin's, not the editor's (`elf-rpath`): what reads the editor's
+// output shares no definition with it.
+use goblin::elf::dynamic::{
     DT_NEEDED, DT_NULL, DT_RPATH, DT_RUNPATH, DT_SONAME, DT_STRSZ, DT_STRTAB, DT_SYMTAB, DT_VERNEED, DT_VERNEEDNUM,
 };
-pub(crate) use crate::elf::consts::{
-    ELF_MAGIC, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC, PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,
-};
+pub use goblin::elf::header::{ELFMAG as ELF_MAGIC, ET_DYN, ET_EXEC};
+pub use goblin::elf::program_header::{PF_W, PT_DYNAMIC, PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR};
 
 /// Upper bound on loops driven by file contents, so a corrupt file cannot spin forever.
 const MAX_ENTRIES: usize = 1 << 16;
 
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Segment {
+pub struct Segment {
     pub kind: u32,
     pub flags: u32,
     pub offset: u64,
@@ -47,7 +41,7 @@ impl Segment {
 
 /// What verification reads from one ELF file.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ElfFile {
+pub struct ElfFile {
     pub elf_type: u16,
     pub machine: u16,
     pub is_64: bool,
@@ -71,8 +65,6 @@ pub(crate) struct ElfFile {
     pub dynamic_strings: Option<(u64, u64)>,
     /// Version names from `.gnu.version_r` (`GLIBC_2.34`, `GLIBCXX_3.4.30`, ...).
     pub needed_versions: Vec<String>,
-    /// Launcher target after [`LAUNCHER_MARKER`], when present.
-    pub launcher_target: Option<String>,
     /// Structural problems found while reading (tables out of bounds, truncated data).
     pub problems: Vec<String>,
     /// Parts that could not be read because they lie outside the in-memory window.
@@ -133,7 +125,7 @@ impl Fields {
 /// The machine, class and byte order an ELF header names: all that is needed to know
 /// whether a file is for the wheel's platform before judging anything else about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ElfIdentity {
+pub struct ElfIdentity {
     pub machine: u16,
     pub is_64: bool,
     pub little_endian: bool,
@@ -141,7 +133,7 @@ pub(crate) struct ElfIdentity {
 
 /// Reads [`ElfIdentity`] from the first 20 bytes; `None` when they are not a valid start
 /// of an ELF header (then [`parse_elf`] says why).
-pub(crate) fn elf_identity(head: &[u8]) -> Option<ElfIdentity> {
+pub fn elf_identity(head: &[u8]) -> Option<ElfIdentity> {
     if head.len() < 20 || &head[..4] != ELF_MAGIC {
         return None;
     }
@@ -160,7 +152,7 @@ pub(crate) fn elf_identity(head: &[u8]) -> Option<ElfIdentity> {
 }
 
 /// Parses the window. `Err` when even the ELF header is unusable (the caller reports it).
-pub(crate) fn parse_elf(window: &ElfWindow) -> Result<ElfFile, String> {
+pub fn parse_elf(window: &ElfWindow) -> Result<ElfFile, String> {
     let head = window.head();
     if head.len() < 52 || &head[..4] != ELF_MAGIC {
         return Err("shorter than an ELF header".to_owned());
@@ -207,10 +199,6 @@ pub(crate) fn parse_elf(window: &ElfWindow) -> Result<ElfFile, String> {
         read_segments(window, fields, &mut elf);
     }
     read_dynamic(window, fields, &mut elf);
-    // Launchers are small; scanning only small files keeps huge libraries cheap.
-    if window.len() <= LAUNCHER_MAX_BYTES {
-        elf.launcher_target = find_launcher_target(head);
-    }
     Ok(elf)
 }
 
@@ -429,15 +417,8 @@ fn read_verneed(window: &ElfWindow, fields: Fields, elf: &mut ElfFile, vaddr: u6
     }
 }
 
-fn find_launcher_target(head: &[u8]) -> Option<String> {
-    let start = head.windows(LAUNCHER_MARKER.len()).position(|window| window == LAUNCHER_MARKER)?;
-    let rest = &head[start + LAUNCHER_MARKER.len()..];
-    let end = rest.iter().position(|&byte| byte == 0)?;
-    String::from_utf8(rest[..end].to_vec()).ok()
-}
-
 /// The wheel platform architecture name for an `e_machine`.
-pub(crate) fn arch_name(machine: u16, little_endian: bool) -> Option<&'static str> {
+pub fn arch_name(machine: u16, little_endian: bool) -> Option<&'static str> {
     Some(match machine {
         3 => "i686",
         40 => "armv7l",

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use super::archive::Archive;
 use super::metadata::{available_target_families, file_name_form, normalize_name};
 use super::report::{ArchiveKind, Check, Findings};
-use crate::plan::version::{final_release, same_release};
+use crate::release::{final_release, same_release};
+use crate::targets::owner_overrides;
 use crate::targets::Target;
 
 /// Files found under one name: keeps the first of each name, merging byte-identical copies
@@ -52,7 +53,7 @@ pub(crate) fn check_set(archives: &[Archive], findings: &mut Findings) {
 
 /// Two paths of one site-packages that differ only in case (`lib/Foo.h`, `lib/foo.h`) are
 /// one file on Windows and default macOS file systems: reported like the names Windows
-/// cannot extract (issue 24), across every wheel and devel tarball of the set, since all
+/// cannot extract, across every wheel and devel tarball of the set, since all
 /// of them land in one site-packages.
 fn check_case_clashes(archives: &[Archive], findings: &mut Findings) {
     let mut seen: BTreeMap<String, (&str, &str)> = BTreeMap::new();
@@ -80,7 +81,7 @@ fn check_case_clashes(archives: &[Archive], findings: &mut Findings) {
     }
 }
 
-/// Family and target wheels of the set must be on offer in its `rocm` sdist (issue 24): a
+/// Family and target wheels of the set must be on offer in its `rocm` sdist: a
 /// wheel of a family dropped since an earlier run would otherwise pass, although no install
 /// selects it. Only family-suffixed names are judged: `rocm_sdk_libraries_{family}`,
 /// `rocm_sdk_devel_{family}` and `rocm_sdk_device_{target}`.
@@ -129,7 +130,7 @@ fn device_wheel_target(target: &str) -> String {
 fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
     let Some(target) = name.strip_prefix("rocm_sdk_device_") else { return };
     let owned: Vec<(String, String)> =
-        crate::owners::owner_overrides().into_iter().filter(|(listed, _)| file_name_form(listed) == target).collect();
+        owner_overrides().into_iter().filter(|(listed, _)| file_name_form(listed) == target).collect();
     for (listed, owner) in owned {
         findings.violation(
             &wheel.file,
@@ -168,7 +169,7 @@ fn check_one_version(archives: &[Archive], findings: &mut Findings) {
 /// the final release `R` and its post releases (what the packager writes, SPEC §2).
 fn pin_admits(pinned: &str, version: &str) -> bool {
     match pinned.strip_suffix(".*") {
-        Some(release) => final_release(version) == Some(release),
+        Some(release) => final_release(version).as_deref() == Some(release),
         None => pinned == version,
     }
 }

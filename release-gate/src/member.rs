@@ -10,21 +10,28 @@ use std::io::{self, Read};
 use sha2::{Digest, Sha256};
 
 use super::elf_checks::check_elf;
-use super::elf_parse::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC};
 use super::pe::PE_CAP;
 use super::report::{Check, Findings};
-use crate::elf::EM_AMDGPU;
 use crate::platform::TargetMachine;
+use elf_audit::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC};
+use goblin::elf::header::EM_AMDGPU;
 
 /// Metadata files larger than this are reported instead of read.
 const TEXT_CAP: usize = 16 << 20;
 const CHUNK: usize = 256 << 10;
+
+/// The marker the packager's launcher embeds before its relative target path (and a NUL).
+const LAUNCHER_MARKER: &[u8] = b"ROCM_SDK_LAUNCHER_TARGET=";
+/// Files larger than this are not searched for [`LAUNCHER_MARKER`].
+const LAUNCHER_MAX_BYTES: u64 = 4 << 20;
 
 /// A host ELF file found in a package, with the path it installs to in site-packages.
 #[derive(Debug)]
 pub(crate) struct ElfMember {
     pub path: String,
     pub elf: ElfFile,
+    /// Launcher target after [`LAUNCHER_MARKER`], when present.
+    pub launcher_target: Option<String>,
 }
 
 /// Which ELF members verify judges (SPEC §6 "Never edit what is not ours to edit"): only
@@ -125,15 +132,15 @@ fn read_full(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
 
 /// Parses an ELF window and applies the per-file checks to files the wheel's platform
 /// runs. AMDGPU code objects and ELF files for another CPU are only counted (SPEC §6: not
-/// ours to judge), whether or not the rest of them parses. Returns the parsed file for the
-/// closure checks.
+/// ours to judge), whether or not the rest of them parses. Returns the parsed file, at
+/// `path`, for the closure checks.
 pub(crate) fn inspect_elf(
     file: &str,
     path: &str,
     window: &ElfWindow,
     scope: &mut ElfScope,
     findings: &mut Findings,
-) -> Option<ElfFile> {
+) -> Option<ElfMember> {
     match elf_identity(window.head()) {
         Some(identity) if identity.machine == EM_AMDGPU => {
             scope.n_gpu_code_objects += 1;
@@ -152,9 +159,18 @@ pub(crate) fn inspect_elf(
         }
         Ok(elf) => {
             check_elf(file, path, &elf, findings);
-            Some(elf)
+            // Launchers are small; scanning only small files keeps huge libraries cheap.
+            let launcher_target = (window.len() <= LAUNCHER_MAX_BYTES).then(|| find_launcher_target(window.head()));
+            Some(ElfMember { path: path.to_owned(), elf, launcher_target: launcher_target.flatten() })
         }
     }
+}
+
+fn find_launcher_target(head: &[u8]) -> Option<String> {
+    let start = head.windows(LAUNCHER_MARKER.len()).position(|window| window == LAUNCHER_MARKER)?;
+    let rest = &head[start + LAUNCHER_MARKER.len()..];
+    let end = rest.iter().position(|&byte| byte == 0)?;
+    String::from_utf8(rest[..end].to_vec()).ok()
 }
 
 /// Absolute, `..`, empty or backslash components are violations; names Windows cannot

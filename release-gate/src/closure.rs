@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 
 use super::archive::Archive;
 use super::devel::DevelKind;
-use super::elf_checks::origin_rest;
-use super::glibc::is_system_library;
+use super::elf_checks::{origin_rest, search_path_entries};
 use super::member::ElfMember;
 use super::report::{Check, Findings};
+use elf_audit::is_system_library;
 
 /// ld.so and the kernel give up after this many symlinks in one lookup.
 const MAX_SYMLINKS: usize = 40;
@@ -189,9 +189,7 @@ fn lexical(path: &str) -> String {
 
 fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mut Findings) {
     let origin = parent_dir(&member.path);
-    let search_dirs: Vec<String> = member
-        .elf
-        .search_path_entries()
+    let search_dirs: Vec<String> = search_path_entries(&member.elf)
         .filter_map(origin_rest)
         .map(|rest| join(origin, rest.trim_start_matches('/')))
         .collect();
@@ -228,7 +226,7 @@ fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mu
 }
 
 fn check_launcher(install: &Install, file: &str, member: &ElfMember, findings: &mut Findings) {
-    let Some(target) = &member.elf.launcher_target else { return };
+    let Some(target) = &member.launcher_target else { return };
     let message = if target.is_empty() {
         Some("launcher has an empty target".to_owned())
     } else if target.starts_with('/') {
@@ -248,7 +246,7 @@ fn check_devel_link(install: &Install, file: &str, path: &str, kind: &DevelKind,
     match kind {
         DevelKind::Symlink(target) => {
             // An empty target, or one that resolves to a directory holding the link (`..`,
-            // `.`, a SONAME of `..`, issue 24), makes a tree that anything walking it loops in.
+            // `.`, a SONAME of `..`), makes a tree that anything walking it loops in.
             let message = match install.resolve(path) {
                 Err(why) => Some(why.describe()),
                 Ok(_) if target.is_empty() => Some("is empty"),

@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::devel::{read_devel_tar, DevelTree};
-use super::elf_parse::{elf_identity, ElfWindow};
 use super::member::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope, Streamed};
 use super::metadata::{self, parse_headers, WheelName};
 use super::pe::{elf_in_windows_wheel, inspect_pe, windows_machine, PeMember};
 use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
-use crate::elf::EM_AMDGPU;
 use crate::platform::TargetMachine;
+use elf_audit::{elf_identity, ElfWindow};
+use goblin::elf::header::EM_AMDGPU;
 
 const S_IFMT: u32 = 0o170_000;
 const S_IFLNK: u32 = 0o120_000;
@@ -75,7 +75,7 @@ impl Archive {
 }
 
 /// An archive name in `dist/` that is not a regular file (a FIFO, a device): reported, never
-/// opened, since reading a FIFO blocks for ever and a device never ends (issue 24).
+/// opened, since reading a FIFO blocks for ever and a device never ends.
 pub(crate) fn not_a_file(location: PathBuf, file: &str, what: &str) -> Archive {
     let kind = if file.ends_with(".whl") { ArchiveKind::Wheel } else { ArchiveKind::Sdist };
     let mut archive = Archive::new(file, location, String::new(), kind);
@@ -210,9 +210,8 @@ fn read_wheel_member(
             elf_in_windows_wheel(&file, &installed, &platform, &mut archive.findings);
         }
     } else if let Some(window) = streamed.window {
-        let elf = inspect_elf(&file, &installed, &window, &mut archive.elf_scope, &mut archive.findings);
-        if let Some(elf) = elf {
-            archive.elf_files.push(ElfMember { path: installed.clone(), elf });
+        if let Some(member) = inspect_elf(&file, &installed, &window, &mut archive.elf_scope, &mut archive.findings) {
+            archive.elf_files.push(member);
         }
     }
     archive.installed.push(installed);
@@ -352,7 +351,7 @@ fn read_sdist_entries(opened: fs_err::File, archive: &mut Archive) -> io::Result
             let target = entry.link_name_bytes().map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
             let escapes = target.as_deref().is_none_or(|target| {
                 let base = if kind.is_symlink() { trimmed.as_str() } else { "x" };
-                crate::RelPath::new(base).ok().and_then(|link| link.resolve_link_target(target)).is_none()
+                !link_stays_inside(base, target)
             });
             if escapes {
                 archive.findings.violation(
@@ -397,6 +396,29 @@ fn read_sdist_entries(opened: fs_err::File, archive: &mut Archive) -> io::Result
         (Some(text), _, _) => archive.headers = parse_headers(&text),
     }
     Ok(())
+}
+
+/// Whether a link at `link` (a '/'-separated path inside the archive) pointing at `target`
+/// stays inside it: `link` is a plain relative path, and `target`, read from the link's
+/// directory, is relative and never climbs above the root or through a name no
+/// extraction keeps (empty, `.`, `..`, a backslash or a control character).
+fn link_stays_inside(link: &str, target: &str) -> bool {
+    let plain =
+        |name: &str| !matches!(name, "" | "." | "..") && !name.contains('\\') && !name.chars().any(char::is_control);
+    if link.is_empty() || link.starts_with('/') || !link.split('/').all(plain) || target.starts_with('/') {
+        return false;
+    }
+    let mut depth = link.split('/').count() - 1;
+    for component in target.split('/') {
+        match component {
+            "" | "." => {}
+            ".." if depth == 0 => return false,
+            ".." => depth -= 1,
+            name if plain(name) => depth += 1,
+            _ => return false,
+        }
+    }
+    true
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! A scalable synthetic build for `cargo xtask bench` (issue 8): the bundled example plus
+//! A scalable synthetic build for `cargo xtask bench`: the bundled example plus
 //! bulk shaped like a real ROCm tree. A few very large shared libraries (real ELF files
 //! compiled with cc, grown by `objcopy --add-section` with incompressible and compressible
 //! regions), medium kernel databases, tens of thousands of small headers and cmake files,

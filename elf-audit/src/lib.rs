@@ -1,0 +1,21 @@
+//! What a release gate and a platform-tag choice read from ELF files, and nothing else:
+//! headers, program headers, the dynamic section and the symbol versions a file needs,
+//! read from a bounded window of each file; the glibc arithmetic on those versions; and
+//! auditwheel's manylinux policies (PEP 599/600) as data.
+//!
+//! Owns: reading, never writing. Must not know: how files are edited (`elf-rpath`, whose
+//! output this crate reads, so the two share no code, not even the ELF numbers: those are
+//! goblin's), packages, or what a finding means to a release.
+
+mod glibc;
+mod parse;
+mod policy;
+mod window;
+
+pub use glibc::{is_system_library, tag_glibc_minor, VersionNeeds, SYSTEM_LIBRARIES};
+pub use parse::{
+    arch_name, elf_identity, parse_elf, ElfFile, ElfIdentity, Segment, ELF_MAGIC, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC,
+    PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,
+};
+pub use policy::{policies, Policy, PROGRAM_INTERPRETERS};
+pub use window::{ElfWindow, WINDOW_BYTES};
