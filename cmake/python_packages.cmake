@@ -87,7 +87,7 @@ endif()
 
 add_custom_target(python-packages
   COMMAND "${CMAKE_COMMAND}" -E env ${_rocm_packager_env}
-    "${ROCM_PACKAGER_CARGO}" run --manifest-path "${ROCM_PACKAGER_DIR}/Cargo.toml" --package xtask --
+    "${ROCM_PACKAGER_CARGO}" run --manifest-path "${ROCM_PACKAGER_DIR}/Cargo.toml" --package xtask-launch --
     package ${_rocm_packager_args}
   WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
   COMMENT "Packaging ${ROCM_PACKAGER_ARTIFACTS_DIR} into ${ROCM_PACKAGER_DEST_DIR}/dist"

@@ -59,7 +59,7 @@ pub fn remove_temp_entries(dir: &Path) -> Result<usize, WriteError> {
         let result = if file_type.is_file() {
             std::fs::remove_file(&path)
         } else if file_type.is_dir() && path.join(TEMP_TREE_MARKER_FILE).is_file() {
-            std::fs::remove_dir_all(&path)
+            remove_marked_tree(&path)
         } else {
             continue;
         };
@@ -71,6 +71,29 @@ pub fn remove_temp_entries(dir: &Path) -> Result<usize, WriteError> {
         }
     }
     Ok(removed)
+}
+
+/// Removes a marked temp tree with its marker file last, so a kill midway leaves a
+/// smaller tree still marked, which the next [`remove_temp_entries`] removes; plain
+/// `remove_dir_all` may take the marker first and leave the rest unmarked for good.
+pub(crate) fn remove_marked_tree(root: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        if entry.file_name() == TEMP_TREE_MARKER_FILE {
+            continue;
+        }
+        // `file_type` does not follow symlinks: a link is removed, never its target.
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    match std::fs::remove_file(root.join(TEMP_TREE_MARKER_FILE)) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+        _ => {}
+    }
+    std::fs::remove_dir(root)
 }
 
 /// A temp file in the destination directory that becomes `file_name` once staged and

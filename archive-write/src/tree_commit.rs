@@ -12,23 +12,33 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::atomic::{temp_prefix, TEMP_TREE_MARKER_FILE};
+use super::atomic::{remove_marked_tree, temp_prefix, TEMP_TREE_MARKER_FILE};
 use super::WriteError;
 
 /// A tree complete under its temp name; removed when dropped uncommitted.
 pub struct StagedTree {
-    temp: tempfile::TempDir,
+    /// Taken by the commit; `None` only then.
+    temp: Option<tempfile::TempDir>,
     root: PathBuf,
 }
 
 impl StagedTree {
     pub(crate) fn new(temp: tempfile::TempDir, root: PathBuf) -> StagedTree {
-        StagedTree { temp, root }
+        StagedTree { temp: Some(temp), root }
     }
 
     /// Where [`commit_trees`] puts it.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+}
+
+impl Drop for StagedTree {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            // Marker last, so a kill while dropping leaves a tree the next run removes.
+            let _ = remove_marked_tree(&temp.keep());
+        }
     }
 }
 
@@ -68,20 +78,24 @@ pub fn commit_trees(trees: Vec<StagedTree>) -> Result<Vec<PathBuf>, WriteError> 
     let roots = placed.iter().map(|done| done.root.clone()).collect();
     for done in placed {
         if let Some(aside) = done.aside {
-            // Best effort: a tree left behind carries the marker, so the next run removes it.
-            let _ = std::fs::remove_dir_all(aside);
+            // Best effort, marker last: a tree left behind (a kill, a failure) still
+            // carries the marker, so the next run removes it.
+            let _ = remove_marked_tree(&aside);
         }
     }
     Ok(roots)
 }
 
-fn place(tree: StagedTree) -> Result<Placed, WriteError> {
-    let StagedTree { temp, root } = tree;
+fn place(mut tree: StagedTree) -> Result<Placed, WriteError> {
+    let root = tree.root.clone();
+    let Some(temp_path) = tree.temp.as_ref().map(|temp| temp.path().to_path_buf()) else {
+        return Err(WriteError::Invalid { reason: format!("{} was committed twice", root.display()) });
+    };
     let write_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| WriteError::Write { path, source }
     };
-    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755)).map_err(write_error(temp.path()))?;
+    std::fs::set_permissions(&temp_path, std::fs::Permissions::from_mode(0o755)).map_err(write_error(&temp_path))?;
     let aside = match std::fs::symlink_metadata(&root) {
         Ok(_) => Some(move_aside(&root)?),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
@@ -89,11 +103,14 @@ fn place(tree: StagedTree) -> Result<Placed, WriteError> {
     };
     // The marker goes just before the rename: a kill between the two leaves a hidden
     // directory, never a tree of ours the cleanup would remove.
-    let marker = temp.path().join(TEMP_TREE_MARKER_FILE);
-    let renamed = std::fs::remove_file(&marker).and_then(|()| std::fs::rename(temp.path(), &root));
+    let marker = temp_path.join(TEMP_TREE_MARKER_FILE);
+    let renamed = std::fs::remove_file(&marker).and_then(|()| std::fs::rename(&temp_path, &root));
     match renamed {
         Ok(()) => {
-            let _ = temp.keep();
+            // Placed: nothing left for the drop to remove.
+            if let Some(temp) = tree.temp.take() {
+                let _ = temp.keep();
+            }
             Ok(Placed { root, aside })
         }
         Err(source) => {

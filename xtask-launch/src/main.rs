@@ -22,11 +22,22 @@ fn main() -> ExitCode {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new(env!("CARGO_MANIFEST_DIR")));
     // `cargo run` tells its program which cargo it is; a plain `cargo` otherwise.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let tool = match std::env::current_exe() {
+        Ok(launcher) => launcher.with_file_name(format!("xtask{}", std::env::consts::EXE_SUFFIX)),
+        Err(error) => {
+            eprintln!("error: cannot find this launcher's own path (to find the tool beside it): {error}");
+            return ExitCode::from(2);
+        }
+    };
     let mut build = Command::new(&cargo);
     build.args(["build", "--package", "xtask", "--manifest-path"]).arg(workspace.join("Cargo.toml"));
-    // The tool is built in the profile this launcher was built in, so it lands beside it.
+    // The tool is built in the profile and target directory this launcher was built in
+    // (`target/<profile>/`, whatever `--target-dir` said), so it lands beside it.
     if !cfg!(debug_assertions) {
         build.arg("--release");
+    }
+    if let Some(target_dir) = tool.parent().and_then(Path::parent) {
+        build.arg("--target-dir").arg(target_dir);
     }
     build.env_remove(TIMESTAMP);
     match build.status() {
@@ -37,13 +48,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let tool = match std::env::current_exe() {
-        Ok(launcher) => launcher.with_file_name(format!("xtask{}", std::env::consts::EXE_SUFFIX)),
-        Err(error) => {
-            eprintln!("error: cannot find this launcher's own path (to find the tool beside it): {error}");
-            return ExitCode::from(2);
-        }
-    };
     run(&tool)
 }
 
