@@ -69,7 +69,7 @@ fn bench_reports_sane_fields() {
 
     // Generated trees are cached by size (put back as they were after the reruns); dist/
     // is removed without --keep.
-    assert!(work.path().join("synthetic-16MiB-v1/summary.json").is_file());
+    assert!(work.path().join("synthetic-16MiB-v2/summary.json").is_file());
     assert!(!work.path().join("run-16MiB/packages").exists());
 }
 
@@ -175,5 +175,5 @@ fn bench_refuses_a_reference_that_is_not_a_checkout() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("not a TheRock checkout") && stderr.contains("build_python_packages.py"), "{stderr}");
-    assert!(!work.path().join("bench").join("synthetic-16MiB-v1").exists(), "generated before refusing");
+    assert!(!work.path().join("bench").join("synthetic-16MiB-v2").exists(), "generated before refusing");
 }
