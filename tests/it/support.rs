@@ -220,6 +220,7 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         build_time: packager::BuildTime::DEFAULT,
         output: OutputMode::Archives(archive_settings()),
         absolute_rpath: packager::config::AbsoluteRpath::Remove,
+        variants: packager::config::DeviceVariants::Off,
         only: Vec::new(),
         families: FamilyRequest::default(),
         scratch_dir: None,
