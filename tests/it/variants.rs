@@ -215,6 +215,11 @@ fn installers_skip_the_variants_and_install_the_rest_as_before() {
     assert!(stderr.contains("Skipping unsupported wheel variant provider `rocm_sdk_variant_provider`"), "{stderr}");
     assert!(stderr.contains(&format!("rocm-sdk-device=={VERSION} has only unsupported wheel variants")), "{stderr}");
 
+    let output = uv(&venv, &["rocm-sdk-device"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("has only unsupported wheel variants"), "{stderr}");
+
     let output = uv(&venv, &["rocm-sdk-device-gfx90a"]);
     support::assert_success(&output, "uv pip install rocm-sdk-device-gfx90a");
 
@@ -236,4 +241,19 @@ fn installers_skip_the_variants_and_install_the_rest_as_before() {
         assert!(list.contains(&format!("{name}=={VERSION}")), "{name} missing:\n{list}");
     }
     assert!(!list.contains("rocm-sdk-device=="), "{list}");
+}
+
+/// A legacy build has no device wheels to offer as variants: `--variants` is refused,
+/// naming the artifacts directory and what to do, before anything is written.
+#[test]
+fn variants_of_a_legacy_build_are_refused_before_writing() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let artifacts = &targets::build(false).artifacts;
+    let mut config = support::package_config(artifacts, temp.path());
+    config.variants = packager::config::DeviceVariants::Wheels;
+    let error = packager::package(&config, &packager::Silent).expect_err("a legacy build has no variants");
+    assert!(error.to_string().contains("--variants needs a kpack-split build"), "{error}");
+    assert!(error.to_string().contains(&artifacts.display().to_string()), "{error}");
+    assert!(error.hint().is_some_and(|hint| hint.contains("leave out --variants")), "{:?}", error.hint());
+    assert!(!config.output_dir().exists() || support::dist_names(&config.output_dir()).is_empty());
 }
