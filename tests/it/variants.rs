@@ -257,3 +257,36 @@ fn variants_of_a_legacy_build_are_refused_before_writing() {
     assert!(error.hint().is_some_and(|hint| hint.contains("leave out --variants")), "{:?}", error.hint());
     assert!(!config.output_dir().exists() || support::dist_names(&config.output_dir()).is_empty());
 }
+
+/// The gate on a hand-broken copy: variant wheels without their index file cannot be
+/// chosen by an installer, and an index that names another property than its wheel lies.
+#[test]
+fn the_gate_holds_variant_wheels_to_their_index() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dist = temp.path();
+    let mut names: Vec<String> = LABELS.iter().map(|label| variant_wheel(label)).collect();
+    names.push(format!("rocm_sdk_variant_provider-{VERSION}-py3-none-any.whl"));
+    for name in &names {
+        fs_err::copy(build().dist.join(name), dist.join(name)).expect("copy a wheel");
+    }
+    let findings = |dist: &Path| -> Vec<(String, String)> {
+        let report = release_gate::verify_dist(dist).expect("verify reads the dist");
+        report
+            .violations()
+            .filter(|violation| violation.check == release_gate::Check::Variant)
+            .map(|violation| (violation.file.clone(), violation.message.clone()))
+            .collect()
+    };
+    let found = findings(dist);
+    assert_eq!(found.len(), LABELS.len(), "{found:#?}");
+    assert!(found.iter().all(|(_, message)| message.contains("no `{name}-{version}-variants.json`")), "{found:#?}");
+
+    let index = fs_err::read_to_string(build().dist.join(index_file())).expect("read the index");
+    let lying = index.replacen("\"gfx1030\"\n", "\"gfx1031\"\n", 1);
+    assert_ne!(lying, index, "the index spells gfx1030's value on a line of its own");
+    fs_err::write(dist.join(index_file()), lying).expect("write a lying index");
+    let found = findings(dist);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, variant_wheel("gfx1030"));
+    assert!(found[0].1.contains("the properties of `gfx1030` differ"), "{found:#?}");
+}
