@@ -78,9 +78,14 @@ pub struct CoreMetadata {
     pub description: Option<String>,
 }
 
+/// The entry point group of console scripts.
+pub const CONSOLE_SCRIPTS: &str = "console_scripts";
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryPoint {
-    /// Console script name, e.g. `pip`.
+    /// The group: [`CONSOLE_SCRIPTS`], or another (a plugin group such as `variant_plugins`).
+    pub group: String,
+    /// The entry point's name, e.g. the console script `pip`.
     pub name: String,
     /// `module:function`.
     pub target: String,
@@ -93,9 +98,33 @@ pub struct WheelSpec {
     pub generator: Generator,
     /// e.g. `linux_x86_64` or `manylinux_2_28_x86_64`.
     pub platform_tag: String,
+    /// Where the wheel's root installs (`Root-Is-Purelib`).
+    pub root: WheelRoot,
+    /// A variant wheel (PEP 825): its label and `.dist-info/variant.json`; `None` for a
+    /// wheel without a variant label.
+    pub variant: Option<WheelVariant>,
     pub entry_points: Vec<EntryPoint>,
     /// Any order; the writer sorts by name (dist-info last).
     pub members: Vec<Member>,
+}
+
+/// Which of site-packages' two roots a wheel's root is (PEP 427 `Root-Is-Purelib`); one
+/// directory in a venv, two on some system installs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WheelRoot {
+    /// Platform-specific files: `Root-Is-Purelib: false`.
+    Platlib,
+    /// Pure Python (`py3-none-any`): `Root-Is-Purelib: true`.
+    Purelib,
+}
+
+/// What makes a wheel a variant wheel (PEP 825, draft): the label that ends its file name
+/// (`…-linux_x86_64-{label}.whl`, `^[0-9a-z_.]+$`) and the `variant.json` its
+/// `.dist-info` carries, whose content the caller renders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WheelVariant {
+    pub label: String,
+    pub variant_json: Vec<u8>,
 }
 
 #[derive(Clone, Debug)]
@@ -278,6 +307,26 @@ pub fn stage_wheel(
 /// Writes `{name}-{version}.tar.gz` into a temp file in `dest_dir`.
 pub fn stage_sdist(dest_dir: &Path, spec: &SdistSpec, options: &ArchiveOptions) -> Result<StagedFile, WriteError> {
     sdist::stage_sdist(dest_dir, spec, options)
+}
+
+/// Stages `bytes` as `dest_dir/file_name`, a plain file published beside the archives (an
+/// index file that describes some of them), for [`commit`] with them.
+pub fn stage_file(dest_dir: &Path, file_name: &str, bytes: &[u8]) -> Result<StagedFile, WriteError> {
+    use io::Write as _;
+    let mut atomic = atomic::AtomicFile::create(dest_dir, file_name)?;
+    let dest = atomic.dest().to_path_buf();
+    atomic.file().write_all(bytes).map_err(|source| WriteError::Write { path: dest, source })?;
+    let staged = atomic.stage()?;
+    let written = WrittenFile {
+        path: staged.dest().to_path_buf(),
+        file_name: file_name.to_owned(),
+        n_members: 0,
+        uncompressed_bytes: staged.len,
+        compressed_bytes: staged.len,
+        sha256: staged.sha256.clone(),
+        reuse: ReuseCounts::default(),
+    };
+    Ok(StagedFile { written, staged })
 }
 
 /// Renames every staged file into place, all or none (a failure puts back what the names

@@ -3,7 +3,7 @@
 //!
 //! Owns: how metadata is spelled. Does not own: what the metadata says (the caller's).
 
-use super::{CoreMetadata, EntryPoint, Generator, WriteError};
+use super::{CoreMetadata, EntryPoint, Generator, WheelRoot, WriteError};
 
 /// Core metadata version written to METADATA and PKG-INFO. 2.1 on purpose: from 2.2 on,
 /// installers (uv) may trust an sdist's PKG-INFO instead of asking its build backend, and
@@ -95,28 +95,56 @@ pub fn render_core_metadata(metadata: &CoreMetadata) -> Result<Vec<u8>, WriteErr
     Ok(out.into_bytes())
 }
 
-/// The WHEEL file (PEP 427): platform wheels are never purelib.
-pub fn render_wheel_file(generator: Generator, platform_tag: &str) -> Vec<u8> {
+/// The WHEEL file (PEP 427).
+pub fn render_wheel_file(generator: Generator, platform_tag: &str, root: WheelRoot) -> Vec<u8> {
     let Generator { name, version } = generator;
-    format!("Wheel-Version: 1.0\nGenerator: {name} {version}\nRoot-Is-Purelib: false\nTag: py3-none-{platform_tag}\n")
-        .into_bytes()
+    let purelib = match root {
+        WheelRoot::Platlib => "false",
+        WheelRoot::Purelib => "true",
+    };
+    format!(
+        "Wheel-Version: 1.0\nGenerator: {name} {version}\nRoot-Is-Purelib: {purelib}\nTag: py3-none-{platform_tag}\n"
+    )
+    .into_bytes()
 }
 
-/// `entry_points.txt` with one `[console_scripts]` section, sorted by script name.
+/// `entry_points.txt`: one section per group, groups and names sorted.
 pub fn render_entry_points(entry_points: &[EntryPoint]) -> Result<Vec<u8>, WriteError> {
     let mut sorted: Vec<&EntryPoint> = entry_points.iter().collect();
-    sorted.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut out = String::from("[console_scripts]\n");
+    sorted.sort_by(|a, b| a.group.cmp(&b.group).then_with(|| a.name.cmp(&b.name)));
+    let mut out = String::new();
+    let mut group: Option<&str> = None;
     for entry in sorted {
-        let bad = |s: &str| s.is_empty() || s.contains(['\n', '\r', '=', '[']);
-        if bad(&entry.name) || bad(&entry.target) || !entry.target.contains(':') {
+        let bad = |s: &str| s.is_empty() || s.contains(['\n', '\r', '=', '[', ']']);
+        // A module alone (`package.module`) is an object reference too (a plugin module).
+        if bad(&entry.group) || bad(&entry.name) || bad(&entry.target) {
             return Err(WriteError::Invalid {
-                reason: format!("console script {:?} = {:?} is not a valid entry point", entry.name, entry.target),
+                reason: format!(
+                    "entry point {:?} = {:?} in [{}] is not a valid entry point",
+                    entry.name, entry.target, entry.group
+                ),
             });
+        }
+        if group != Some(entry.group.as_str()) {
+            if group.is_some() {
+                out.push('\n');
+            }
+            out.push_str(&format!("[{}]\n", entry.group));
+            group = Some(entry.group.as_str());
         }
         out.push_str(&format!("{} = {}\n", entry.name, entry.target));
     }
     Ok(out.into_bytes())
+}
+
+/// Refuses a variant label PEP 825 does not allow (`^[0-9a-z_.]+$`).
+pub fn check_variant_label(label: &str) -> Result<(), WriteError> {
+    if label.is_empty()
+        || !label.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'_' | b'.'))
+    {
+        return Err(WriteError::Invalid { reason: format!("variant label {label:?} is not a valid label") });
+    }
+    Ok(())
 }
 
 /// Refuses a platform tag that would break the file name or the WHEEL file.
@@ -168,5 +196,33 @@ mod tests {
             ..CoreMetadata::default()
         };
         assert!(render_core_metadata(&metadata).is_err());
+    }
+
+    #[test]
+    fn entry_points_come_in_one_section_per_group() {
+        let entry = |group: &str, name: &str, target: &str| EntryPoint {
+            group: group.into(),
+            name: name.into(),
+            target: target.into(),
+        };
+        let points = [
+            entry("plugins", "ns", "my_plugin"),
+            entry(crate::CONSOLE_SCRIPTS, "b", "pkg:b"),
+            entry(crate::CONSOLE_SCRIPTS, "a", "pkg:a"),
+        ];
+        let text = String::from_utf8(render_entry_points(&points).expect("valid")).expect("utf-8");
+        assert_eq!(text, "[console_scripts]\na = pkg:a\nb = pkg:b\n\n[plugins]\nns = my_plugin\n");
+        assert!(render_entry_points(&[entry("a]b", "x", "m")]).is_err());
+        assert!(render_entry_points(&[entry("g", "x", "m\n[other]")]).is_err());
+    }
+
+    #[test]
+    fn variant_labels_are_what_pep_825_allows() {
+        for label in ["x86_64_v3", "sm_90a", "1.2"] {
+            assert!(check_variant_label(label).is_ok(), "{label}");
+        }
+        for label in ["", "Sm90a", "sm_90a-x", "a/b"] {
+            assert!(check_variant_label(label).is_err(), "{label}");
+        }
     }
 }

@@ -191,6 +191,8 @@ mod tests {
             generator: crate::Generator { name: "test", version: "1" },
             metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
             platform_tag: "linux_x86_64".into(),
+            root: crate::WheelRoot::Platlib,
+            variant: None,
             entry_points: Vec::new(),
             members: vec![member("demo/__init__.py", b"x = 1\n".to_vec()), member("demo/big.bin", big)],
         }

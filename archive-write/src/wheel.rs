@@ -18,8 +18,8 @@ use super::codec::fingerprint;
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
-    check_platform_tag, file_name_version, normalize_dist_name, render_core_metadata, render_entry_points,
-    render_wheel_file,
+    check_platform_tag, check_variant_label, file_name_version, normalize_dist_name, render_core_metadata,
+    render_entry_points, render_wheel_file,
 };
 use super::previous::Previous;
 use super::record::Record;
@@ -42,8 +42,17 @@ impl WheelNames {
         check_platform_tag(&spec.platform_tag)?;
         let stem =
             format!("{}-{}", normalize_dist_name(&spec.metadata.name), file_name_version(&spec.metadata.version));
+        // PEP 825: the label follows the platform tag; the python tag (`py3`) never starts
+        // with a digit, so the name cannot be read as one with a build tag.
+        let label = match &spec.variant {
+            Some(variant) => {
+                check_variant_label(&variant.label)?;
+                format!("-{}", variant.label)
+            }
+            None => String::new(),
+        };
         Ok(WheelNames {
-            file_name: format!("{stem}-py3-none-{}.whl", spec.platform_tag),
+            file_name: format!("{stem}-py3-none-{}{label}.whl", spec.platform_tag),
             dist_info: format!("{stem}.dist-info"),
             stem,
         })
@@ -60,8 +69,11 @@ pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Membe
     let dist_info_prefix = format!("{}/", names.dist_info);
     let mut generated = vec![
         (format!("{}/METADATA", names.dist_info), render_core_metadata(&spec.metadata)?),
-        (format!("{}/WHEEL", names.dist_info), render_wheel_file(spec.generator, &spec.platform_tag)),
+        (format!("{}/WHEEL", names.dist_info), render_wheel_file(spec.generator, &spec.platform_tag, spec.root)),
     ];
+    if let Some(variant) = &spec.variant {
+        generated.push((format!("{}/variant.json", names.dist_info), variant.variant_json.clone()));
+    }
     if !spec.entry_points.is_empty() {
         generated.push((format!("{}/entry_points.txt", names.dist_info), render_entry_points(&spec.entry_points)?));
     }

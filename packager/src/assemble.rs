@@ -19,16 +19,17 @@ use crate::catalog::CatalogError;
 use crate::config::{ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag};
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
-use crate::identity::{PackageRole, PlatformTags, WheelFileName};
+use crate::identity::{self, PackageRole, PlatformTags, WheelFileName};
 use crate::launcher::LauncherTemplate;
 use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
 use crate::progress::Progress;
 use crate::python;
 use crate::relpath::RelPath;
+use crate::variants;
 use crate::write::{
     self, ArchiveOptions, CoreMetadata, EntryPoint, Generator, Member, MemberData, SdistFile, SdistSpec, StagedFile,
-    TarEntry, TarEntryKind, TarEntrySource, TarTotals, TarballSpec, WheelSpec, WriteError,
+    TarEntry, TarEntryKind, TarEntrySource, TarTotals, TarballSpec, WheelRoot, WheelSpec, WriteError,
 };
 
 /// One output file in the summary table.
@@ -185,6 +186,9 @@ fn write_archives(
         run.progress.output_finished(&file.written.file_name);
         staged.push((OutputReport::new(&spec.metadata.name, &file.written, started), file));
     }
+    if run.wants(PackageGroup::Device) {
+        staged.extend(stage_variants(run, &options)?);
+    }
     let (outputs, files): (Vec<OutputReport>, Vec<StagedFile>) = staged.into_iter().unzip();
     let full_run = run.config.only.is_empty();
     if full_run {
@@ -195,6 +199,41 @@ fn write_archives(
         remove_stale(run.plan, output_dir, &outputs, run.progress)?;
     }
     Ok(outputs)
+}
+
+/// `--variants` (SPEC §9): the variant wheels, the provider's wheel and the index file,
+/// staged with the rest of the run.
+fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>, crate::Error> {
+    let Some(set) = variants::plan_variants(run.plan, run.config)? else { return Ok(Vec::new()) };
+    let outputs =
+        variants::variant_outputs(&set, run.plan, run.tags).map_err(|message| PlanError::Invalid { message })?;
+    let output_dir = run.lock.output_dir();
+    let mut staged = Vec::new();
+    for wheel in outputs.wheels {
+        let started = Instant::now();
+        let members = wheel.python.files.into_iter().map(|file| Member {
+            name: file.path,
+            data: MemberData::Bytes(Arc::new(file.bytes)),
+            executable: file.executable,
+        });
+        let spec = WheelSpec {
+            metadata: core_metadata(&wheel.distribution, &run.plan.version, wheel.requires_dist),
+            generator: GENERATOR,
+            platform_tag: wheel.platform_tag,
+            root: wheel.root,
+            variant: wheel.variant,
+            entry_points: wheel.python.entry_points,
+            members: members.collect(),
+        };
+        let file = write::stage_wheel(output_dir, &spec, options, run.progress)?;
+        staged.push((OutputReport::new(&wheel.distribution, &file.written, started), file));
+    }
+    let started = Instant::now();
+    let (name, bytes) = outputs.index_file;
+    let file = write::stage_file(output_dir, &name, &bytes)?;
+    run.progress.output_finished(&name);
+    staged.push((OutputReport::new(identity::device_variants_distribution(), &file.written, started), file));
+    Ok(staged)
 }
 
 /// After a full run's commit: our wheels of this version it no longer produces go
@@ -375,21 +414,28 @@ fn wheel_spec(
         });
     }
     Ok(WheelSpec {
-        metadata: CoreMetadata {
-            name: names.distribution.clone(),
-            version: plan.version.clone(),
-            summary: format!("{SUMMARY}: {}", names.distribution),
-            requires_dist: package.requires_dist.clone(),
-            requires_python: Some(REQUIRES_PYTHON.to_owned()),
-            license: Some(LICENSE.to_owned()),
-            provides_extra: Vec::new(),
-            description: Some(description(&names.distribution)),
-        },
+        metadata: core_metadata(&names.distribution, &plan.version, package.requires_dist.clone()),
         generator: GENERATOR,
         platform_tag: platform_tag.clone(),
+        root: WheelRoot::Platlib,
+        variant: None,
         entry_points: python_part.entry_points,
         members,
     })
+}
+
+/// The METADATA of one of our wheels.
+fn core_metadata(distribution: &str, version: &str, requires_dist: Vec<String>) -> CoreMetadata {
+    CoreMetadata {
+        name: distribution.to_owned(),
+        version: version.to_owned(),
+        summary: format!("{SUMMARY}: {distribution}"),
+        requires_dist,
+        requires_python: Some(REQUIRES_PYTHON.to_owned()),
+        license: Some(LICENSE.to_owned()),
+        provides_extra: Vec::new(),
+        description: Some(description(distribution)),
+    }
 }
 
 /// Where a planned file's bytes come from. RPATH edits are re-planned by the writer as each

@@ -123,6 +123,17 @@ pub enum AbsoluteRpath {
     Keep,
 }
 
+/// Whether a run also writes the device payload as wheel variants (`--variants`, SPEC §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceVariants {
+    /// Only the `rocm-sdk-device-*` wheels (the default).
+    Off,
+    /// Those, and beside them one `rocm-sdk-device` variant wheel per device wheel, the
+    /// `-variants.json` index file and the `amd` provider plugin's wheel (kpack-split
+    /// builds, archives only).
+    Wheels,
+}
+
 /// Where a run writes: the destination (`--dest-dir`, which holds the run's lock) and the
 /// directory in it the outputs go to, decided by the output mode (SPEC §2): `dist/` for
 /// archives, the destination itself for trees.
@@ -149,6 +160,7 @@ pub struct PackageConfig {
     /// Archives (with their settings) or trees.
     pub output: OutputMode,
     pub absolute_rpath: AbsoluteRpath,
+    pub variants: DeviceVariants,
     /// Empty means every group.
     pub only: Vec<PackageGroup>,
     pub families: FamilyRequest,

@@ -10,6 +10,7 @@ use crate::elf::{ElfError, Refusal};
 use crate::launcher::LauncherError;
 use crate::manylinux::TagError;
 use crate::plan::PlanError;
+use crate::variants::VariantsError;
 use crate::write::WriteError;
 
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +27,8 @@ pub enum Error {
     Write(#[from] WriteError),
     #[error(transparent)]
     Tag(#[from] TagError),
+    #[error(transparent)]
+    Variants(#[from] VariantsError),
     /// One run at a time per destination (`dest_lock`).
     #[error("another packaging run is writing to {} (lock {} is held)", dest_dir.display(), lock.display())]
     Locked { dest_dir: PathBuf, lock: PathBuf },
@@ -41,6 +44,7 @@ impl Error {
             Error::Launcher(error) => error.hint(),
             Error::Write(error) => write_hint(error),
             Error::Tag(error) => error.hint(),
+            Error::Variants(error) => error.hint(),
             Error::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
         }
     }
@@ -97,6 +101,8 @@ impl Error {
             Error::Launcher(error) => error.path(),
             Error::Write(error) => error.path(),
             Error::Tag(error) => error.path(),
+            Error::Variants(VariantsError::LegacyBuild { artifacts_dir }) => Some(artifacts_dir),
+            Error::Variants(_) => None,
             Error::Locked { lock, .. } => Some(lock),
         }
     }

@@ -10,6 +10,7 @@
 //! that read the same names at run time (`python`, whose tests compare both), or how an
 //! archive writer escapes a name in a file name (`archive-write`).
 
+mod variants;
 mod wheel_file_name;
 
 use std::collections::BTreeMap;
@@ -19,6 +20,10 @@ use crate::config::PackageGroup;
 use crate::relpath::RelPath;
 use crate::targets::Target;
 
+pub use variants::{
+    device_variants_distribution, gfx_arch_value, parse_variants_json_file_name, variants_json_file_name, VariantLabel,
+    VARIANT_PROVIDER_DISTRIBUTION, VARIANT_PROVIDER_PACKAGE,
+};
 pub use wheel_file_name::WheelFileName;
 
 /// One package of a build (SPEC §2 package table), with what it is for.

@@ -3,7 +3,8 @@
 //! `--find-links`, so a build can be installed with `--index-url file://…/simple` or served
 //! by any static web server.
 //!
-//! Owns: finding the distributions under `dist/` (family subdirectories too), reading each
+//! Owns: finding the distributions under `dist/` (family subdirectories too, and the
+//! variant index files beside variant wheels, SPEC §9), reading each
 //! one's project name and `Requires-Python` from its own metadata, hashing, the HTML, and
 //! placing the pages atomically. Does not own: checking the packages (`verify`), writing
 //! them (`write`).
@@ -95,8 +96,9 @@ impl IndexError {
     }
 }
 
-/// Reads every distribution in `dist` and its direct subdirectories (wheels and `.tar.gz`
-/// sdists; family subdirectories like the reference's `dist/{family}/`; hidden entries
+/// Reads every distribution in `dist` and its direct subdirectories (wheels, `.tar.gz`
+/// sdists, and `{name}-{version}-variants.json` files, which PEP 825 links beside variant
+/// wheels on their project's page; family subdirectories like the reference's `dist/{family}/`; hidden entries
 /// and `simple/` are skipped).
 pub fn scan_dist(dist: &Path) -> Result<Index, IndexError> {
     scan::scan(dist)

@@ -7,7 +7,8 @@
 //! atomically). Checking a built `dist/` is not ours: the `release-gate` crate does it,
 //! apart from everything here. `python` holds the Python code we ship, `launcher` the
 //! compiled executable-symlink replacement, `manylinux` the `--platform-tag auto` choice
-//! (reading ELF files through `elf-audit`). `identity` (package roles and their names),
+//! (reading ELF files through `elf-audit`), `variants` the device payload as wheel variants
+//! (`--variants`). `identity` (package roles and their names),
 //! `targets` (GPU targets and families), `owners` (which device package a target's
 //! payload ships in) and `platform` (the wheel platform's machine) are the vocabulary
 //! every stage shares.
@@ -37,6 +38,7 @@ pub mod report;
 pub mod small_file;
 pub mod stale;
 pub mod targets;
+pub mod variants;
 
 mod dest_lock;
 mod error;
@@ -62,7 +64,10 @@ pub fn plan(config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, Err
     progress.stage("catalog", 0);
     let catalog = catalog::Catalog::read(&config.artifacts_dir)?;
     progress.stage("plan", 0);
-    plan::plan_packages(&catalog, config, progress)
+    let plan = plan::plan_packages(&catalog, config, progress)?;
+    // `--variants` on a build that cannot have them fails before anything is written.
+    variants::plan_variants(&plan, config)?;
+    Ok(plan)
 }
 
 /// Runs the whole pipeline: catalog → plan → write. Outputs appear in the output directory

@@ -234,6 +234,7 @@ fn entry_points(module: &str, cli_source: &str, windows: bool) -> Vec<EntryPoint
     console_scripts(cli_source, windows)
         .into_iter()
         .map(|script| EntryPoint {
+            group: crate::write::CONSOLE_SCRIPTS.to_owned(),
             name: script.name.to_owned(),
             target: format!("{module}:{}", trampoline_function(script.name)),
         })
@@ -335,6 +336,26 @@ fn device_part(target: &Target, info: &DistInfo) -> PythonPart {
     }
     let path = format!("{platform_dir}/{}.py", device_module_name(target.as_str()));
     PythonPart { files: vec![file(path, &source)], ..PythonPart::default() }
+}
+
+/// The entry point group PEP 850 (draft) names for installed provider plugins; variantlib
+/// takes the entry point's name as the plugin's namespace.
+pub const VARIANT_PLUGINS_GROUP: &str = "variant_plugins";
+
+/// The files of the `amd` variant provider plugin's wheel (SPEC §9): its module, the KFD
+/// topology reader `rocm-sdk doctor` uses (the same embedded bytes, so the repository
+/// holds one copy) and the owner table, under `rocm_sdk_variant_provider/`; and its
+/// `variant_plugins` entry point for `namespace`.
+pub fn variant_provider_part(namespace: &str) -> PythonPart {
+    let package = crate::identity::VARIANT_PROVIDER_PACKAGE;
+    let files = vec![
+        file(format!("{package}/__init__.py"), embedded::VARIANT_PROVIDER_INIT),
+        file(format!("{package}/_kfd_topology.py"), embedded::KFD_TOPOLOGY),
+        file(format!("{package}/target_owners.json"), crate::owners::TABLE_JSON),
+    ];
+    let entry_point =
+        EntryPoint { group: VARIANT_PLUGINS_GROUP.to_owned(), name: namespace.to_owned(), target: package.to_owned() };
+    PythonPart { files, devel_tree_files: Vec::new(), entry_points: vec![entry_point] }
 }
 
 /// Everything in the `rocm` sdist except PKG-INFO (which the writer renders), with paths

@@ -4,7 +4,8 @@
 //! removes them once its own set is committed.
 //!
 //! Only what we wrote is touched, known by name and version: a wheel of one of our
-//! distributions (`rocm_sdk_*`, `rocm_profiler`), of this run's version, for the same
+//! distributions (`rocm_sdk_*`, `rocm_profiler`; variant wheels and the provider's
+//! included) or its `-variants.json` index file, of this run's version, for the same
 //! operating system as this run's wheels (a Linux run never removes Windows wheels
 //! packaged into the same destination), that this run did not write. Anything else in the
 //! destination stays, whoever made it.
@@ -16,7 +17,7 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::identity::{is_our_distribution, WheelFileName};
+use crate::identity::{is_our_distribution, parse_variants_json_file_name, WheelFileName};
 
 /// Our wheels in `dest` of `version` for the operating system of `produced`, that are not
 /// among `produced` (file names this run committed), sorted.
@@ -28,11 +29,22 @@ pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -
         let entry = entry?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        // A build tag is never ours: such a wheel was made by another tool.
-        let Some(wheel) = WheelFileName::parse(name).filter(|wheel| wheel.build.is_none()) else { continue };
-        let ours = is_our_distribution(&wheel.distribution) && wheel.version == version;
-        if !ours || !windows.contains(&wheel.is_windows()) || produced.contains(name) {
+        if produced.contains(name) {
             continue;
+        }
+        // A variant index file of ours goes with the variant wheels it describes (SPEC §9),
+        // which only Linux runs write.
+        if let Some((distribution, json_version)) = parse_variants_json_file_name(name) {
+            if !(is_our_distribution(&distribution) && json_version == version && windows.contains(&false)) {
+                continue;
+            }
+        } else {
+            // A build tag is never ours: such a wheel was made by another tool.
+            let Some(wheel) = WheelFileName::parse(name).filter(|wheel| wheel.build.is_none()) else { continue };
+            let ours = is_our_distribution(&wheel.distribution) && wheel.version == version;
+            if !ours || !windows.contains(&wheel.is_windows()) {
+                continue;
+            }
         }
         // Only regular files: a directory or link under such a name is not an archive we wrote.
         if entry.file_type()?.is_file() {
@@ -69,6 +81,11 @@ mod tests {
             "rocm_sdk_libraries_gfx90a-6.9-py3-none-linux_x86_64.whl",
             "rocm_sdk_libraries_gfx90a-7.0-py3-none-win_amd64.whl",
             "rocm_profiler-7.0-py3-none-linux_x86_64.whl",
+            "rocm_sdk_device-7.0-py3-none-linux_x86_64-gfx90a.whl",
+            "rocm_sdk_device-7.0-variants.json",
+            "rocm_sdk_device-6.9-variants.json",
+            "rocm_sdk_variant_provider-7.0-py3-none-any.whl",
+            "torch-7.0-variants.json",
             "torch-7.0-py3-none-linux_x86_64.whl",
             "rocm-7.0.tar.gz",
         ];
@@ -86,8 +103,11 @@ mod tests {
             stale,
             [
                 "rocm_profiler-7.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_device-7.0-py3-none-linux_x86_64-gfx90a.whl",
+                "rocm_sdk_device-7.0-variants.json",
                 "rocm_sdk_libraries_gfx1100-7.0-py3-none-linux_x86_64.whl",
                 "rocm_sdk_libraries_gfx90a-7.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_variant_provider-7.0-py3-none-any.whl",
             ]
         );
     }

@@ -48,6 +48,8 @@ pub(crate) struct Archive {
     pub headers: Vec<(String, String)>,
     /// The sdist's `rocm_sdk/_dist_info.py`.
     pub dist_info_py: Option<String>,
+    /// A wheel's `{dist-info}/variant.json` (PEP 825): its member path and text.
+    pub variant_json: Option<(String, String)>,
     pub findings: Findings,
 }
 
@@ -69,6 +71,7 @@ impl Archive {
             devel: Vec::new(),
             headers: Vec::new(),
             dist_info_py: None,
+            variant_json: None,
             findings: Findings::default(),
         }
     }
@@ -137,11 +140,13 @@ fn check_name_and_version(file: &str, name: &str, version: &str, findings: &mut 
     }
 }
 
-/// `{name}.dist-info/{METADATA,WHEEL,RECORD}` at the top level: kept as text.
+/// `{name}.dist-info/{METADATA,WHEEL,RECORD,variant.json}` at the top level: kept as text.
 fn is_dist_info_text(name: &str) -> bool {
     let mut parts = name.split('/');
     match (parts.next(), parts.next(), parts.next()) {
-        (Some(dir), Some(file), None) => dir.ends_with(".dist-info") && matches!(file, "METADATA" | "WHEEL" | "RECORD"),
+        (Some(dir), Some(file), None) => {
+            dir.ends_with(".dist-info") && matches!(file, "METADATA" | "WHEEL" | "RECORD" | "variant.json")
+        }
         _ => false,
     }
 }
@@ -298,6 +303,7 @@ fn check_dist_info(archive: &mut Archive, digests: &BTreeMap<String, MemberDiges
     if let Some(metadata_text) = text("METADATA") {
         archive.headers = parse_headers(metadata_text);
     }
+    archive.variant_json = text("variant.json").map(|json| (format!("{dist_info}/variant.json"), json.to_owned()));
     let record_path = format!("{dist_info}/RECORD");
     match text("RECORD") {
         None => findings.violation(&file, Some(&record_path), Check::Record, "RECORD is missing"),

@@ -8,7 +8,7 @@
 //! Children: `archive` (zip/tar reading, member paths, dist-info), `record` (RECORD),
 //! `metadata` (names, versions, METADATA/WHEEL), `elf_checks` (structure, RPATH), `devel`
 //! (devel tarball), `closure` (simulated install), `set` (cross-package rules), `release`
-//! (which versions are one release), `report`
+//! (which versions are one release), `variants` (wheel variant files), `report`
 //! (the result); `platform`, `targets` and `escape` are the gate's own words for a
 //! platform tag's machine, GPU targets and printable text. ELF files are read through the
 //! `elf-audit` crate (as is the glibc portability arithmetic), PE files through goblin.
@@ -31,6 +31,7 @@ mod release;
 mod report;
 mod set;
 mod targets;
+mod variants;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -75,14 +76,19 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
     let mut files = Vec::new();
     collect_archives(dist, &mut files)?;
     files.sort();
+    let (index_files, files): (Vec<PathBuf>, Vec<PathBuf>) =
+        files.into_iter().partition(|path| is_variants_index(path));
     let archives: Vec<Archive> =
         files.par_iter().map(|path| read_archive(dist, path)).collect::<Result<_, VerifyError>>()?;
+    let indexes: Vec<variants::VariantsIndex> =
+        index_files.iter().map(|path| read_variants_index(dist, path)).collect::<Result<_, VerifyError>>()?;
     let mut findings = Findings::default();
     let mut archives = set::dedupe_file_names(archives, &mut findings);
     for archive in &mut archives {
         findings.extend(std::mem::take(&mut archive.findings));
     }
     set::check_set(&archives, &mut findings);
+    variants::check_variants(&archives, &indexes, &mut findings);
     closure::check_closure(&archives, &mut findings);
     let wheels: Vec<pe::WheelPe<'_>> = archives
         .iter()
@@ -92,7 +98,7 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
     let portability: Vec<Option<Portability>> =
         archives.iter().map(|archive| check_portability(archive, &mut findings)).collect();
     let mut by_file = findings.into_by_file();
-    let packages = archives
+    let mut packages: Vec<PackageReport> = archives
         .into_iter()
         .zip(portability)
         .map(|(archive, portability)| {
@@ -117,6 +123,11 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
             }
         })
         .collect();
+    for index in indexes {
+        let (violations, warnings) = by_file.remove(&index.file).unwrap_or_default();
+        packages.push(index_report(index, violations, warnings));
+    }
+    packages.sort_by(|a, b| a.file.cmp(&b.file));
     Ok(VerifyReport { dist: dist.to_path_buf(), packages })
 }
 
@@ -133,7 +144,7 @@ fn collect_archives(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), VerifyEr
         let name = name.to_string_lossy();
         if file_type.is_dir() {
             collect_archives(&path, files)?;
-        } else if name.ends_with(".whl") || name.ends_with(".tar.gz") {
+        } else if name.ends_with(".whl") || name.ends_with(".tar.gz") || name.ends_with(variants::INDEX_SUFFIX) {
             files.push(path);
         }
     }
@@ -154,6 +165,46 @@ fn read_archive(dist: &Path, path: &Path) -> Result<Archive, VerifyError> {
     } else {
         archive::read_sdist(path, location, &file, sha256)
     })
+}
+
+fn is_variants_index(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name.to_string_lossy().ends_with(variants::INDEX_SUFFIX))
+}
+
+/// A `-variants.json` file: its text (or why it has none) and hash. Identical copies in
+/// family sub-directories are one index, as for archives.
+fn read_variants_index(dist: &Path, path: &Path) -> Result<variants::VariantsIndex, VerifyError> {
+    let location = path.strip_prefix(dist).unwrap_or(path).to_path_buf();
+    let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let bytes = std::fs::read(path).map_err(|source| VerifyError::Read { path: path.to_path_buf(), source })?;
+    let sha256: String = Sha256::digest(&bytes).iter().map(|byte| format!("{byte:02x}")).collect();
+    let text = String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned());
+    Ok(variants::VariantsIndex {
+        name: variants::parse_index_name(&file),
+        file,
+        locations: vec![location],
+        sha256,
+        text,
+    })
+}
+
+fn index_report(index: variants::VariantsIndex, violations: Vec<Violation>, warnings: Vec<Warning>) -> PackageReport {
+    let (name, version) = index.name.map_or((None, None), |(name, version)| (Some(name), Some(version)));
+    PackageReport {
+        file: index.file,
+        locations: index.locations,
+        kind: ArchiveKind::VariantsIndex,
+        name,
+        version,
+        sha256: index.sha256,
+        n_members: 0,
+        n_elf_files: 0,
+        n_gpu_code_objects: 0,
+        foreign_elf_files: Vec::new(),
+        portability: None,
+        violations,
+        warnings,
+    }
 }
 
 /// A file type in words, for messages.

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 
 use super::report::{Check, Findings};
 
-/// The parts of a wheel file name `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
+/// The parts of a wheel file name `{name}-{version}(-{build})?-{python}-{abi}-{platform}(-{label})?.whl`
+/// (PEP 427/491; the variant label is PEP 825's, a draft).
 /// The gate's own reading, not the packager's `WheelFileName`: it shares no code with what
 /// it judges, and the one maintained parser (`uv-distribution-filename`) is an internal
 /// crate of uv with no stable API that needs a newer rustc than the workspace's floor.
@@ -21,6 +22,8 @@ pub(crate) struct WheelName {
     pub python: String,
     pub abi: String,
     pub platform: String,
+    /// A variant wheel's label.
+    pub variant: Option<String>,
 }
 
 impl WheelName {
@@ -41,11 +44,23 @@ impl WheelName {
 pub(crate) fn parse_wheel_name(file: &str) -> Result<WheelName, String> {
     let stem = file.strip_suffix(".whl").ok_or_else(|| "does not end in .whl".to_owned())?;
     let parts: Vec<&str> = stem.split('-').collect();
-    let (name, version, build, tags) = match parts.as_slice() {
-        [name, version, python, abi, platform] => (name, version, None, [python, abi, platform]),
-        [name, version, build, python, abi, platform] => (name, version, Some(*build), [python, abi, platform]),
-        _ => return Err(format!("has {} dash-separated parts, expected 5 or 6", parts.len())),
+    // PEP 825: a python tag never starts with a digit, a build tag always does, so six
+    // parts are either a build tag or a variant label, never both readings.
+    let is_build = |part: &&str| part.starts_with(|c: char| c.is_ascii_digit());
+    let (name, version, build, tags, variant) = match parts.as_slice() {
+        [name, version, python, abi, platform] => (name, version, None, [python, abi, platform], None),
+        [name, version, build, python, abi, platform] if is_build(build) => {
+            (name, version, Some(*build), [python, abi, platform], None)
+        }
+        [name, version, python, abi, platform, label] => (name, version, None, [python, abi, platform], Some(*label)),
+        [name, version, build, python, abi, platform, label] if is_build(build) => {
+            (name, version, Some(*build), [python, abi, platform], Some(*label))
+        }
+        _ => return Err(format!("has {} dash-separated parts, expected 5 to 7", parts.len())),
     };
+    if let Some(label) = variant.filter(|label| label.is_empty() || !label.chars().all(is_tag_char)) {
+        return Err(format!("variant label `{label}` is not [0-9a-z_.]+ (PEP 825)"));
+    }
     let tag_ok =
         |tag: &str| !tag.is_empty() && tag.split('.').all(|part| !part.is_empty()) && tag.chars().all(is_tag_char);
     if let Some(bad) = tags.iter().find(|tag| !tag_ok(tag)) {
@@ -58,6 +73,7 @@ pub(crate) fn parse_wheel_name(file: &str) -> Result<WheelName, String> {
         python: (*tags[0]).to_owned(),
         abi: (*tags[1]).to_owned(),
         platform: (*tags[2]).to_owned(),
+        variant: variant.map(str::to_owned),
     })
 }
 
@@ -271,6 +287,11 @@ mod tests {
         assert_eq!((name.name.as_str(), name.version.as_str()), ("rocm_sdk_core", "7.0.0.dev0"));
         assert_eq!(name.expanded_tags().into_iter().collect::<Vec<_>>(), ["py3-none-linux_x86_64"]);
         assert!(parse_wheel_name("a-1-py3-none.whl").is_err());
+        let variant = parse_wheel_name("rocm_sdk_device-7.0-py3-none-linux_x86_64-gfx90a.whl").expect("variant");
+        assert_eq!((variant.build, variant.variant.as_deref()), (None, Some("gfx90a")));
+        let built = parse_wheel_name("rocm_sdk_core-7.0-1-py3-none-linux_x86_64.whl").expect("build tag");
+        assert_eq!((built.build.as_deref(), built.variant), (Some("1"), None));
+        assert!(parse_wheel_name("rocm_sdk_device-7.0-py3-none-linux_x86_64-Gfx90a.whl").is_err());
         assert!(parse_wheel_name("a-1-py3-none-Linux.whl").is_err());
     }
 

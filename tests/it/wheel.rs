@@ -63,7 +63,9 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
         metadata: metadata("demo-pkg"),
         generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
-        entry_points: vec![EntryPoint { name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
+        root: packager::write::WheelRoot::Platlib,
+        variant: None,
+        entry_points: vec![EntryPoint { group: packager::write::CONSOLE_SCRIPTS.into(), name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
         members: vec![
             bytes("demo_pkg/cli.py", "import subprocess, pathlib, sys\n\ndef main():\n    exe = pathlib.Path(__file__).parent / 'bin' / 'hello'\n    sys.exit(subprocess.call([str(exe)]))\n"),
             bytes("demo_pkg/__init__.py", "VALUE = 42\n"),

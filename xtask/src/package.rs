@@ -12,8 +12,8 @@ use anyhow::Context;
 use packager::build_os::BuildOs;
 use packager::catalog::{therock, CatalogError};
 use packager::config::{
-    AbsoluteRpath, ArchiveSettings, DevelTarballCompression, FamilyRequest, OutputMode, PackageGroup, PlatformTag,
-    Reuse, WheelCompression,
+    AbsoluteRpath, ArchiveSettings, DevelTarballCompression, DeviceVariants, FamilyRequest, OutputMode, PackageGroup,
+    PlatformTag, Reuse, WheelCompression,
 };
 use packager::plan::PlanError;
 use packager::report::StageTime;
@@ -95,6 +95,11 @@ pub struct PackageArgs {
     /// Keep absolute RPATH entries instead of removing them.
     #[arg(long)]
     pub keep_absolute_rpath: bool,
+    /// Also write the device payload as wheel variants (PEP 825/850 drafts, kpack-split
+    /// builds): a `rocm-sdk-device` variant wheel per device wheel, its `-variants.json`
+    /// and the `amd` provider plugin's wheel.
+    #[arg(long)]
+    pub variants: bool,
     /// Compress every member anew, instead of copying the compressed bytes of members that
     /// did not change from the wheels already in the destination (the output is the same).
     #[arg(long)]
@@ -265,6 +270,7 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         build_time: build_time()?,
         output: output_mode(args),
         absolute_rpath: if args.keep_absolute_rpath { AbsoluteRpath::Keep } else { AbsoluteRpath::Remove },
+        variants: if args.variants { DeviceVariants::Wheels } else { DeviceVariants::Off },
         only: args.only.iter().map(|group| PackageGroup::from(*group)).collect(),
         families,
         scratch_dir: None,

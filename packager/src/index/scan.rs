@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::{Index, IndexError, IndexedFile};
-use crate::identity::normalize_name;
+use crate::identity::{normalize_name, parse_variants_json_file_name};
 
 pub(super) fn scan(dist: &Path) -> Result<Index, IndexError> {
     if !dist.is_dir() {
@@ -81,12 +81,17 @@ fn walk(dir: &Path, rel_dir: &str, found: &mut Vec<(String, PathBuf)>) -> Result
     Ok(())
 }
 
+/// Wheels, sdists, and the variant index files that must be linked beside variant wheels
+/// (PEP 825, draft; SPEC §9).
 fn is_distribution(name: &str) -> bool {
-    name.ends_with(".whl") || name.ends_with(".tar.gz")
+    name.ends_with(".whl") || name.ends_with(".tar.gz") || parse_variants_json_file_name(name).is_some()
 }
 
 fn read_file(rel: &str, path: &Path) -> Result<IndexedFile, IndexError> {
     let file_name = rel.rsplit('/').next().unwrap_or(rel).to_owned();
+    if let Some((name, _)) = parse_variants_json_file_name(&file_name) {
+        return read_variants_json(rel, path, file_name, name);
+    }
     let metadata = if file_name.ends_with(".whl") { wheel_metadata(path)? } else { sdist_metadata(path)? };
     let headers = parse_headers(&metadata);
     let bad = |reason: &str| IndexError::BadMetadata { path: path.to_path_buf(), reason: reason.to_owned() };
@@ -94,6 +99,19 @@ fn read_file(rel: &str, path: &Path) -> Result<IndexedFile, IndexError> {
     let requires_python = header(&headers, "Requires-Python").map(str::to_owned);
     let (sha256, len) = hash_file(path)?;
     Ok(IndexedFile { rel: rel.to_owned(), file_name, name, sha256, len, requires_python })
+}
+
+/// A `{name}-{version}-variants.json`: listed on its project's page, named by its file
+/// name (it has no core metadata); it must at least be a JSON object with `variants`.
+fn read_variants_json(rel: &str, path: &Path, file_name: String, name: String) -> Result<IndexedFile, IndexError> {
+    let bad = |reason: String| IndexError::BadMetadata { path: path.to_path_buf(), reason };
+    let bytes = fs_err::read(path).map_err(|source| IndexError::Read { path: path.to_path_buf(), source })?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|error| bad(format!("not JSON: {error}")))?;
+    if !value.get("variants").is_some_and(serde_json::Value::is_object) {
+        return Err(bad("no `variants` object: not a variant index file".to_owned()));
+    }
+    let (sha256, len) = hash_file(path)?;
+    Ok(IndexedFile { rel: rel.to_owned(), file_name, name, sha256, len, requires_python: None })
 }
 
 /// `{name}.dist-info/METADATA` at the top level of the wheel.

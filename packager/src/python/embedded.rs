@@ -8,6 +8,14 @@ pub const DIST_INFO_BODY: &str = include_str!("../../python/common/_dist_info_bo
 pub const META_PYPROJECT: &str = include_str!("../../python/meta/pyproject.toml");
 pub const META_BACKEND: &str = include_str!("../../python/meta/_rocm_build_backend.py");
 
+/// The KFD topology reader of `rocm-sdk doctor`, which the `amd` variant provider carries
+/// too: one source file for both (SPEC §4, §9).
+pub const KFD_TOPOLOGY: &str = include_str!("../../python/meta/rocm_sdk/_kfd_topology.py");
+
+/// The `amd` wheel variant provider plugin's own module (SPEC §9).
+pub const VARIANT_PROVIDER_INIT: &str =
+    include_str!("../../python/variant_provider/rocm_sdk_variant_provider/__init__.py");
+
 /// The `rocm_sdk` package (paths relative to it), except the generated `_dist_info.py`.
 pub const META_PACKAGE: &[(&str, &str)] = &[
     ("__init__.py", include_str!("../../python/meta/rocm_sdk/__init__.py")),
@@ -17,7 +25,7 @@ pub const META_PACKAGE: &[(&str, &str)] = &[
     ("_devel_tree.py", include_str!("../../python/meta/rocm_sdk/_devel_tree.py")),
     ("_device_links.py", include_str!("../../python/meta/rocm_sdk/_device_links.py")),
     ("_doctor.py", include_str!("../../python/meta/rocm_sdk/_doctor.py")),
-    ("_kfd_topology.py", include_str!("../../python/meta/rocm_sdk/_kfd_topology.py")),
+    ("_kfd_topology.py", KFD_TOPOLOGY),
     ("_record.py", include_str!("../../python/meta/rocm_sdk/_record.py")),
     ("tests/__init__.py", include_str!("../../python/meta/rocm_sdk/tests/__init__.py")),
     ("tests/base_test.py", include_str!("../../python/meta/rocm_sdk/tests/base_test.py")),

@@ -313,6 +313,32 @@ fn every_rocm_sdk_file_is_embedded() {
     assert_eq!(embedded, on_disk, "packager/src/python/embedded.rs must list every rocm_sdk file");
 }
 
+/// The provider plugin carries the doctor's KFD reader byte for byte (one source file in
+/// the repository) and the owner table, and names its namespace's entry point.
+#[test]
+fn the_variant_provider_carries_the_doctors_detector() {
+    let part = variant_provider_part("amd");
+    let paths: Vec<&str> = part.files.iter().map(|file| file.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "rocm_sdk_variant_provider/__init__.py",
+            "rocm_sdk_variant_provider/_kfd_topology.py",
+            "rocm_sdk_variant_provider/target_owners.json"
+        ]
+    );
+    let on_disk = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/meta/rocm_sdk/_kfd_topology.py");
+    assert_eq!(part.files[1].bytes, fs_err::read(on_disk).expect("read the detector"));
+    let doctors = python_part(&PackageRole::Meta, &kpack_info(&["gfx90a"], ""));
+    let doctors = doctors.files.iter().find(|file| file.path == "rocm_sdk/_kfd_topology.py").expect("doctor's copy");
+    assert_eq!(doctors.bytes, part.files[1].bytes);
+    let entry = &part.entry_points[0];
+    assert_eq!(
+        (entry.group.as_str(), entry.name.as_str(), entry.target.as_str()),
+        ("variant_plugins", "amd", "rocm_sdk_variant_provider")
+    );
+}
+
 #[test]
 fn sdist_has_the_backend_and_a_generated_dist_info() {
     let info = kpack_info(&["gfx90a"], "");
@@ -355,6 +381,7 @@ fn shipped_python_parses_as_python_3_9() {
     for (index, file) in sdist_files(&info)
         .into_iter()
         .chain(roles.into_iter().flat_map(|role| python_part(&role, &info).files))
+        .chain(variant_provider_part("amd").files)
         .filter(|file| file.path.ends_with(".py"))
         .enumerate()
     {

@@ -63,6 +63,8 @@ fn devel_wheel(fixtures: &Path, compression: DevelTarballCompression, tar_name: 
         metadata: metadata("demo-devel"),
         generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
+        root: packager::write::WheelRoot::Platlib,
+        variant: None,
         entry_points: Vec::new(),
         members: vec![
             bytes("demo_devel/__init__.py", ""),

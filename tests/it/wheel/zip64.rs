@@ -27,6 +27,8 @@ fn zip64_child_writes_a_sparse_wheel() {
         metadata: metadata("big"),
         generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
+        root: packager::write::WheelRoot::Platlib,
+        variant: None,
         entry_points: Vec::new(),
         members: vec![
             bytes("big/__init__.py", ""),
@@ -89,6 +91,8 @@ fn many_members_use_the_zip64_end_record() {
         metadata: metadata("many"),
         generator: packager::GENERATOR,
         platform_tag: "linux_x86_64".into(),
+        root: packager::write::WheelRoot::Platlib,
+        variant: None,
         entry_points: Vec::new(),
         members,
     };
