@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::catalog::CatalogError;
+use crate::dest_lock::DestinationError;
 use crate::elf::{ElfError, Refusal};
 use crate::launcher::LauncherError;
 use crate::manylinux::TagError;
@@ -26,6 +27,8 @@ pub enum Error {
     Write(#[from] WriteError),
     #[error(transparent)]
     Tag(#[from] TagError),
+    #[error(transparent)]
+    Destination(#[from] DestinationError),
     /// One run at a time per destination (`dest_lock`).
     #[error("another packaging run is writing to {} (lock {} is held)", dest_dir.display(), lock.display())]
     Locked { dest_dir: PathBuf, lock: PathBuf },
@@ -41,6 +44,7 @@ impl Error {
             Error::Launcher(error) => error.hint(),
             Error::Write(error) => write_hint(error),
             Error::Tag(error) => error.hint(),
+            Error::Destination(error) => Some(error.hint()),
             Error::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
         }
     }
@@ -65,25 +69,47 @@ fn elf_hint(error: &ElfError) -> Option<&'static str> {
 /// The archive writer's hint, in a packaging run's words: where it writes is `--dest-dir`,
 /// and what it reads is the build's artifacts.
 fn write_hint(error: &WriteError) -> Option<&'static str> {
-    let errno = match error {
-        WriteError::Write { source, .. } => source.raw_os_error(),
-        _ => None,
-    };
-    match (error, errno) {
-        (WriteError::Write { .. }, Some(libc::ENOSPC)) => {
-            Some("the destination is full: free space or pass another --dest-dir; nothing partial was left in it")
-        }
-        (WriteError::Write { .. }, Some(libc::EDQUOT)) => Some(
-            "your disk quota is used up: free space or pass a --dest-dir elsewhere; nothing partial was left in it",
+    match error {
+        WriteError::Write { source, .. } => Some(dest_dir_hint(source)),
+        WriteError::NotOurs { .. } => Some(
+            "a run writes only regular files and directories of its own in --dest-dir: move that one out of the \
+             way, or pass another --dest-dir",
         ),
-        (WriteError::Write { .. }, Some(libc::EFBIG)) => Some(
-            "the file is larger than the destination allows (`ulimit -f`, or a file system such as FAT32): \
-             raise the limit or pass a --dest-dir on another file system",
-        ),
-        (WriteError::Changed { .. }, _) => {
+        WriteError::Changed { .. } => {
             Some("something modified the artifacts during packaging: rerun when the build has finished")
         }
         _ => error.hint(),
+    }
+}
+
+/// What to do when writing in the destination failed, by what the system said.
+pub(crate) fn dest_dir_hint(source: &std::io::Error) -> &'static str {
+    match source.raw_os_error() {
+        Some(libc::ENOSPC) => {
+            "the destination is full: free space or pass another --dest-dir; nothing partial was left in it"
+        }
+        Some(libc::EDQUOT) => {
+            "your disk quota is used up: free space or pass a --dest-dir elsewhere; nothing partial was left in it"
+        }
+        Some(libc::EFBIG) => {
+            "the file is larger than the destination allows (`ulimit -f`, or a file system such as FAT32): \
+             raise the limit or pass a --dest-dir on another file system"
+        }
+        Some(libc::EACCES | libc::EPERM) => {
+            "you may not write there: check the permissions of --dest-dir, or pass one you can write to"
+        }
+        Some(libc::EROFS) => "that file system is read-only: pass a --dest-dir on a writable one",
+        Some(libc::ENOENT) => {
+            "a directory on the way does not exist and cannot be created there (a parent missing, or a file \
+             system such as /proc that holds no directories of ours): pass a --dest-dir under an existing, \
+             writable directory"
+        }
+        Some(libc::EEXIST | libc::ENOTDIR) => {
+            "a part of the path is a file or a symlink to nothing, not a directory: fix that part, or pass \
+             another --dest-dir"
+        }
+        Some(libc::EIO) => "the disk reported an I/O error: check it, or pass a --dest-dir on another disk",
+        _ => "check that --dest-dir exists (or can be created) and that you can write to it, or pass another",
     }
 }
 
@@ -97,6 +123,7 @@ impl Error {
             Error::Launcher(error) => error.path(),
             Error::Write(error) => error.path(),
             Error::Tag(error) => error.path(),
+            Error::Destination(error) => Some(error.path()),
             Error::Locked { lock, .. } => Some(lock),
         }
     }
@@ -152,7 +179,7 @@ mod tests {
 
     fn write_error(errno: i32) -> Error {
         let source = std::io::Error::from_raw_os_error(errno);
-        Error::Write(WriteError::Write { path: PathBuf::from("dist/x.whl"), source })
+        Error::Write(WriteError::io(crate::write::WriteAction::Write, "dist/x.whl", source))
     }
 
     /// A run's hints name what the user passed (`--dest-dir`) and what it read (artifacts).
@@ -162,7 +189,8 @@ mod tests {
         assert!(hint(libc::ENOSPC).starts_with("the destination is full"), "{}", hint(libc::ENOSPC));
         assert!(hint(libc::EDQUOT).contains("quota") && hint(libc::EDQUOT).contains("--dest-dir"));
         assert!(hint(libc::EFBIG).contains("ulimit -f") && hint(libc::EFBIG).contains("--dest-dir"));
-        assert_eq!(write_error(libc::EACCES).hint(), None);
+        assert!(hint(libc::EACCES).contains("permissions of --dest-dir"), "{}", hint(libc::EACCES));
+        assert!(hint(libc::ENOENT).contains("--dest-dir"), "{}", hint(libc::ENOENT));
     }
 
     /// The CLI has no flag to leave a file out, so the hint must not suggest one.

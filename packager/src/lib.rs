@@ -50,7 +50,7 @@ pub use elf_rpath as elf;
 
 pub use assemble::GENERATOR;
 pub use config::{BuildTime, PackageConfig};
-pub use dest_lock::DestLock;
+pub use dest_lock::{DestLock, DestinationError};
 pub use error::Error;
 pub use plan::Plan;
 pub use progress::{Progress, Silent};
