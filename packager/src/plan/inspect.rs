@@ -103,7 +103,9 @@ fn inspect(path: &Path, target: TargetMachine) -> Result<FileFacts, ElfError> {
     let read = elf::read_elf(path)?;
     let shebang = if read.is_none() {
         let mut head = [0u8; 2];
-        let read = std::fs::File::open(path)
+        // Never blocks: the catalog saw a regular file, and a FIFO put in its place since
+        // is refused, not waited on.
+        let read = crate::write::open_regular(path, crate::write::Links::Refuse)
             .and_then(|mut file| file.read(&mut head))
             .map_err(|source| ElfError::Read { path: path.to_path_buf(), source })?;
         read == 2 && &head == b"#!"
