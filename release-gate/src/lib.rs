@@ -31,6 +31,7 @@ mod release;
 mod report;
 mod set;
 mod targets;
+mod zip_index;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -156,6 +157,21 @@ fn read_archive(dist: &Path, path: &Path) -> Result<Archive, VerifyError> {
     })
 }
 
+/// Opens an archive the walk found as a regular file, without blocking: a FIFO put in
+/// its place since is an error, never a wait for a writer.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path)?;
+    let metadata = file.metadata()?;
+    match metadata.is_file() {
+        true => Ok(file),
+        false => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("is {}, not a regular file", kind_of(&metadata.file_type())),
+        )),
+    }
+}
+
 /// A file type in words, for messages.
 fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
@@ -178,7 +194,7 @@ fn kind_of(file_type: &std::fs::FileType) -> &'static str {
 
 fn hash_file(path: &Path) -> Result<String, VerifyError> {
     let read_error = |source| VerifyError::Read { path: path.to_path_buf(), source };
-    let mut file = std::fs::File::open(path).map_err(read_error)?;
+    let mut file = open_regular(path).map_err(read_error)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     loop {
