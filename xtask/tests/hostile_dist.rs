@@ -27,6 +27,8 @@ struct Measured {
 
 /// Runs `command` to completion and reads its own peak memory from `wait4`: the getrusage
 /// of all children would mix in other tests' children.
+// The child is reaped by `wait4` below, which std's `Child` does not know of.
+#[allow(clippy::zombie_processes)]
 fn measured(command: &mut Command, scratch: &Path) -> Measured {
     let (out, err) = (scratch.join("stdout"), scratch.join("stderr"));
     let child = command
