@@ -29,6 +29,10 @@ pub enum Error {
     Tag(#[from] TagError),
     #[error(transparent)]
     Destination(#[from] DestinationError),
+    /// A Windows DLL or program whose layout a Windows loader refuses (SPEC §7): it is
+    /// copied byte for byte, so it would fail on the user's machine, not here.
+    #[error("malformed PE file {}: {reason}", path.display())]
+    MalformedPe { path: PathBuf, reason: String },
     /// One run at a time per destination (`dest_lock`).
     #[error("another packaging run is writing to {} (lock {} is held)", dest_dir.display(), lock.display())]
     Locked { dest_dir: PathBuf, lock: PathBuf },
@@ -46,6 +50,10 @@ impl Error {
             Error::Tag(error) => error.hint(),
             Error::Destination(error) => Some(error.hint()),
             Error::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
+            Error::MalformedPe { .. } => Some(
+                "the file is truncated or corrupt: rebuild the artifact or remove the file from it, \
+                 and report the build if a fresh one has it too",
+            ),
         }
     }
 }
@@ -125,6 +133,7 @@ impl Error {
             Error::Tag(error) => error.path(),
             Error::Destination(error) => Some(error.path()),
             Error::Locked { lock, .. } => Some(lock),
+            Error::MalformedPe { path, .. } => Some(path),
         }
     }
 }

@@ -286,7 +286,7 @@ fn a_symlink_at_a_tree_name_is_refused_and_not_written_through() {
 }
 
 #[test]
-fn a_dangling_destination_and_a_destination_that_cannot_be_made_say_so_in_words() {
+fn a_dangling_destination_a_symlinked_lock_and_an_uncreatable_destination_say_so_in_words() {
     let temp = tempfile::tempdir().expect("tempdir");
     let artifacts = example(temp.path());
     let dangling = temp.path().join("dangling");
@@ -296,6 +296,15 @@ fn a_dangling_destination_and_a_destination_that_cannot_be_made_say_so_in_words(
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("which does not exist") && stderr.contains("hint:"), "{stderr}");
     assert!(!stderr.contains("os error 17"), "{stderr}");
+    // A symlinked lock file: said in words, not "Too many levels of symbolic links".
+    let dest = temp.path().join("dest");
+    fs_err::create_dir_all(&dest).expect("mkdir");
+    std::os::unix::fs::symlink(temp.path().join("elsewhere.lock"), dest.join(".rocm-packager.lock")).expect("symlink");
+    let out = common::output(&mut package(temp.path(), &artifacts, &dest));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is a symlink, not a regular file") && stderr.contains("hint:"), "{stderr}");
+    assert!(!stderr.contains("symbolic links"), "{stderr}");
     // Under /proc nothing can be created: the error says what it was doing, and a hint.
     let out = common::output(&mut package(temp.path(), &artifacts, Path::new("/proc/rocm-packager-x")));
     let stderr = String::from_utf8_lossy(&out.stderr);
