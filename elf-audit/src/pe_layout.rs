@@ -14,13 +14,13 @@ use std::os::unix::fs::FileExt;
 
 /// Bytes of a PE file, read at offsets.
 pub trait PeBytes {
-    fn len(&self) -> u64;
+    fn byte_len(&self) -> u64;
     /// `buf.len()` bytes at `offset`, or `false` when the file has not that many.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> bool;
 }
 
 impl PeBytes for &[u8] {
-    fn len(&self) -> u64 {
+    fn byte_len(&self) -> u64 {
         <[u8]>::len(self) as u64
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> bool {
@@ -38,7 +38,7 @@ impl PeBytes for &[u8] {
 }
 
 impl PeBytes for std::fs::File {
-    fn len(&self) -> u64 {
+    fn byte_len(&self) -> u64 {
         self.metadata().map(|metadata| metadata.len()).unwrap_or(0)
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> bool {
@@ -164,7 +164,7 @@ fn read_layout(bytes: &dyn PeBytes) -> Result<Option<Layout<'_>>, String> {
 
 impl Layout<'_> {
     fn check_sections(&self) -> Result<(), String> {
-        let file_len = self.bytes.len();
+        let file_len = self.bytes.byte_len();
         for section in &self.sections {
             if section.raw_size > 0 && section.raw_offset + section.raw_size > file_len {
                 return Err(format!(
