@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use crate::config::Destination;
+pub use crate::dest_error::DestinationError;
 use crate::write::{self, kind_of, StagedFile, StagedTree, WriteError, WrittenFile};
 
 const LOCK_NAME: &str = ".rocm-packager.lock";
@@ -247,66 +248,6 @@ fn is_current(file: &File, path: &Path) -> Result<bool, DestinationError> {
         Ok(named) => Ok((named.dev(), named.ino()) == (held.dev(), held.ino())),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(source) => Err(lock_error(source)),
-    }
-}
-
-/// Why a destination cannot be used, in words, each with what to do.
-#[derive(Debug, thiserror::Error)]
-pub enum DestinationError {
-    #[error("the destination {} is a symlink to {}, which does not exist", path.display(), target.display())]
-    DanglingSymlink { path: PathBuf, target: PathBuf },
-    #[error(
-        "{} is a symlink (to {}): a run never follows a symlink inside its destination",
-        path.display(),
-        target.display()
-    )]
-    SymlinkInside { path: PathBuf, target: PathBuf },
-    #[error("the destination {} is {what}, not a directory", path.display())]
-    NotADirectory { path: PathBuf, what: &'static str },
-    #[error("cannot create the destination directory {}", path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("the destination's lock file {} is {what}, not a regular file a run may create and lock", path.display())]
-    LockNotAFile { path: PathBuf, what: &'static str },
-    #[error("cannot open the destination's lock file {}", path.display())]
-    Lock {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-}
-
-impl DestinationError {
-    pub fn path(&self) -> &Path {
-        match self {
-            DestinationError::DanglingSymlink { path, .. }
-            | DestinationError::SymlinkInside { path, .. }
-            | DestinationError::NotADirectory { path, .. }
-            | DestinationError::Create { path, .. }
-            | DestinationError::LockNotAFile { path, .. }
-            | DestinationError::Lock { path, .. } => path,
-        }
-    }
-
-    pub fn hint(&self) -> &'static str {
-        match self {
-            DestinationError::DanglingSymlink { .. } => {
-                "create the directory it points to, remove the symlink, or pass another --dest-dir"
-            }
-            DestinationError::SymlinkInside { .. } => {
-                "replace the symlink with a real directory, or pass a --dest-dir whose dist/ is a real directory"
-            }
-            DestinationError::NotADirectory { .. } => "remove or rename it, or pass another --dest-dir",
-            DestinationError::LockNotAFile { .. } => {
-                "remove it (a run creates its lock file itself and removes it when it ends), or pass another --dest-dir"
-            }
-            DestinationError::Create { source, .. } | DestinationError::Lock { source, .. } => {
-                crate::error::dest_dir_hint(source)
-            }
-        }
     }
 }
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::catalog::CatalogError;
-use crate::dest_lock::DestinationError;
+use crate::dest_error::{dest_dir_hint, DestinationError};
 use crate::elf::{ElfError, Refusal};
 use crate::launcher::LauncherError;
 use crate::manylinux::TagError;
@@ -87,37 +87,6 @@ fn write_hint(error: &WriteError) -> Option<&'static str> {
             Some("something modified the artifacts during packaging: rerun when the build has finished")
         }
         _ => error.hint(),
-    }
-}
-
-/// What to do when writing in the destination failed, by what the system said.
-pub(crate) fn dest_dir_hint(source: &std::io::Error) -> &'static str {
-    match source.raw_os_error() {
-        Some(libc::ENOSPC) => {
-            "the destination is full: free space or pass another --dest-dir; nothing partial was left in it"
-        }
-        Some(libc::EDQUOT) => {
-            "your disk quota is used up: free space or pass a --dest-dir elsewhere; nothing partial was left in it"
-        }
-        Some(libc::EFBIG) => {
-            "the file is larger than the destination allows (`ulimit -f`, or a file system such as FAT32): \
-             raise the limit or pass a --dest-dir on another file system"
-        }
-        Some(libc::EACCES | libc::EPERM) => {
-            "you may not write there: check the permissions of --dest-dir, or pass one you can write to"
-        }
-        Some(libc::EROFS) => "that file system is read-only: pass a --dest-dir on a writable one",
-        Some(libc::ENOENT) => {
-            "a directory on the way does not exist and cannot be created there (a parent missing, or a file \
-             system such as /proc that holds no directories of ours): pass a --dest-dir under an existing, \
-             writable directory"
-        }
-        Some(libc::EEXIST | libc::ENOTDIR) => {
-            "a part of the path is a file or a symlink to nothing, not a directory: fix that part, or pass \
-             another --dest-dir"
-        }
-        Some(libc::EIO) => "the disk reported an I/O error: check it, or pass a --dest-dir on another disk",
-        _ => "check that --dest-dir exists (or can be created) and that you can write to it, or pass another",
     }
 }
 

@@ -38,6 +38,7 @@ pub mod small_file;
 pub mod stale;
 pub mod targets;
 
+mod dest_error;
 mod dest_lock;
 mod error;
 
@@ -50,7 +51,8 @@ pub use elf_rpath as elf;
 
 pub use assemble::GENERATOR;
 pub use config::{BuildTime, PackageConfig};
-pub use dest_lock::{DestLock, DestinationError};
+pub use dest_error::DestinationError;
+pub use dest_lock::DestLock;
 pub use error::Error;
 pub use plan::Plan;
 pub use progress::{Progress, Silent};
