@@ -249,6 +249,17 @@ fn a_fifo_as_old_wheel_or_lock_file_never_blocks_a_run() {
     let rerun = within_a_minute(&mut package(temp.path(), &artifacts, &dest));
     let stderr = String::from_utf8_lossy(&rerun.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(rerun.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is a FIFO, which a run never replaces or writes through"), "{stderr}");
+    let fifo = temp.path().join("fifo");
+    mkfifo(&fifo);
+    let _ = fs_err::remove_file(&core);
+    std::os::unix::fs::symlink(&fifo, &core).expect("symlink");
+    let rerun = within_a_minute(&mut package(temp.path(), &artifacts, &dest));
+    let stderr = String::from_utf8_lossy(&rerun.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(rerun.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is a symlink, which a run never replaces or writes through"), "{stderr}");
     // The lock file a FIFO: refused in words, at once.
     let lock = dest.join(".rocm-packager.lock");
     let _ = fs_err::remove_file(&lock);
