@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use tempfile::TempPath;
 
+use super::input::kind_of;
 use super::record::hex;
-use super::WriteError;
+use super::{WriteAction, WriteError};
 
 /// Every temp name this crate makes in a destination carries this after the output's
 /// name (`.{name}.tmp-archive-write-XXXXXX`), so whoever cleans up after a killed run
@@ -46,7 +47,7 @@ pub fn temp_prefix(name: &str) -> String {
 /// without the marker file, whoever made them: a destination may be shared with other
 /// tools, and what is not ours is not ours to remove.
 pub fn remove_temp_entries(dir: &Path) -> Result<usize, WriteError> {
-    let read_error = |source| WriteError::Write { path: dir.to_path_buf(), source };
+    let read_error = |source| WriteError::io(WriteAction::List, dir, source);
     let mut removed = 0;
     for entry in std::fs::read_dir(dir).map_err(read_error)? {
         let entry = entry.map_err(read_error)?;
@@ -58,7 +59,7 @@ pub fn remove_temp_entries(dir: &Path) -> Result<usize, WriteError> {
         let Ok(file_type) = entry.file_type() else { continue };
         let result = if file_type.is_file() {
             std::fs::remove_file(&path)
-        } else if file_type.is_dir() && path.join(TEMP_TREE_MARKER_FILE).is_file() {
+        } else if file_type.is_dir() && is_marked(&path) {
             remove_marked_tree(&path)
         } else {
             continue;
@@ -67,10 +68,16 @@ pub fn remove_temp_entries(dir: &Path) -> Result<usize, WriteError> {
             Ok(()) => removed += 1,
             // Renamed into place or removed by its writer meanwhile.
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(source) => return Err(WriteError::Write { path, source }),
+            Err(source) => return Err(WriteError::io(WriteAction::Remove, path, source)),
         }
     }
     Ok(removed)
+}
+
+/// Whether the directory `dir` carries our marker file: the file itself, not a link named
+/// like it (which could make another tool's directory look like ours).
+fn is_marked(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(TEMP_TREE_MARKER_FILE)).is_ok_and(|metadata| metadata.is_file())
 }
 
 /// Removes a marked temp tree with its marker file last, so a kill midway leaves a
@@ -114,12 +121,22 @@ pub struct Staged {
 }
 
 impl AtomicFile {
+    /// A temp file for `file_name` in `dest_dir`, once whatever holds that name is a regular
+    /// file the commit may replace (or nothing): a symlink there is never written through
+    /// nor replaced, nor a FIFO, a device or a directory.
     pub fn create(dest_dir: &Path, file_name: &str) -> Result<AtomicFile, WriteError> {
-        std::fs::create_dir_all(dest_dir).map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
+        let dest = dest_dir.join(file_name);
+        match std::fs::symlink_metadata(&dest) {
+            Ok(metadata) if !metadata.is_file() => {
+                return Err(WriteError::NotOurs { path: dest, what: kind_of(&metadata.file_type()) });
+            }
+            _ => {}
+        }
+        std::fs::create_dir_all(dest_dir).map_err(|source| WriteError::io(WriteAction::CreateDir, dest_dir, source))?;
         let temp = tempfile::Builder::new()
             .prefix(&temp_prefix(file_name))
             .tempfile_in(dest_dir)
-            .map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
+            .map_err(|source| WriteError::io(WriteAction::CreateTemp, dest_dir, source))?;
         Ok(AtomicFile { temp, dest: dest_dir.join(file_name) })
     }
 
@@ -141,9 +158,9 @@ impl AtomicFile {
     /// every byte as it wrote it, in order (a [`HashingWriter`] that never seeked).
     pub fn stage_hashed(mut self, hashed: Option<(u64, [u8; 32])>) -> Result<Staged, WriteError> {
         let dest = self.dest.clone();
-        let write_error = |source| WriteError::Write { path: dest.clone(), source };
+        let write_error = |source| WriteError::io(WriteAction::Write, dest.clone(), source);
         let file = self.temp.as_file_mut();
-        file.sync_all().map_err(write_error)?;
+        file.sync_all().map_err(|source| WriteError::io(WriteAction::Sync, dest.clone(), source))?;
         let (len, digest) = match hashed {
             Some(hashed) => hashed,
             None => read_back(file).map_err(write_error)?,
@@ -159,7 +176,7 @@ impl AtomicFile {
     /// [`HashingWriter`] deferred them because they were `old`'s.
     pub fn fill_from(&mut self, old: &File, len: u64) -> Result<(), WriteError> {
         let dest = self.dest.clone();
-        copy_start(old, len, self.temp.as_file_mut()).map_err(|source| WriteError::Write { path: dest, source })
+        copy_start(old, len, self.temp.as_file_mut()).map_err(|source| WriteError::io(WriteAction::Write, dest, source))
     }
 
     /// Gives up the temp file because the file under the final name already holds these
@@ -359,7 +376,7 @@ pub fn commit(staged: Vec<Staged>) -> Result<(), WriteError> {
         match temp.persist(&dest) {
             Ok(()) => placed.push((dest, previous)),
             Err(error) => {
-                outcome = Err(WriteError::Write { path: dest, source: error.error });
+                outcome = Err(WriteError::io(WriteAction::PutInPlace, dest, error.error));
                 break;
             }
         }
@@ -378,7 +395,7 @@ fn save_previous(dest: &Path) -> Result<Previous, WriteError> {
     let metadata = match std::fs::symlink_metadata(dest) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Previous::Absent),
-        Err(source) => return Err(WriteError::Write { path: dest.to_path_buf(), source }),
+        Err(source) => return Err(WriteError::io(WriteAction::PutInPlace, dest, source)),
     };
     let (Some(dir), Some(name)) = (dest.parent(), dest.file_name()) else { return Ok(Previous::Unsaved) };
     if metadata.is_dir() {
@@ -414,7 +431,7 @@ fn sync_dirs<'a>(dests: impl Iterator<Item = &'a Path>) -> Result<(), WriteError
     for dir in dirs {
         File::open(dir)
             .and_then(|dir| dir.sync_all())
-            .map_err(|source| WriteError::Write { path: dir.into(), source })?;
+            .map_err(|source| WriteError::io(WriteAction::Sync, dir, source))?;
     }
     Ok(())
 }

@@ -19,7 +19,9 @@ pub mod atomic;
 mod chunk;
 mod codec;
 mod deflate;
+mod error;
 mod final_block;
+mod input;
 mod member;
 mod metadata;
 mod options;
@@ -35,6 +37,8 @@ mod tree_commit;
 mod wheel;
 mod zip;
 
+pub use error::{WriteAction, WriteError};
+pub use input::{kind_of, open_regular, Links};
 pub use member::{from_io, to_io, MemberSource};
 pub use metadata::normalize_dist_name;
 pub use options::{BuildTime, Generator, Reuse, TarballCompression, WheelCompression};
@@ -229,58 +233,6 @@ pub struct WrittenFile {
     pub reuse: ReuseCounts,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    #[error("cannot read {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot write {}", path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("{} changed while it was being packaged: {reason}", path.display())]
-    Changed { path: PathBuf, reason: String },
-    #[error("invalid package: {reason}")]
-    Invalid { reason: String },
-}
-
-impl WriteError {
-    /// The file the error is about, if it names one.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            WriteError::Read { path, .. } | WriteError::Write { path, .. } | WriteError::Changed { path, .. } => {
-                Some(path)
-            }
-            WriteError::Invalid { .. } => None,
-        }
-    }
-
-    /// What the user can do next, in terms of files and directories (a caller that knows
-    /// its flags says it in those).
-    pub fn hint(&self) -> Option<&'static str> {
-        match self {
-            Self::Write { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
-                Some("the destination is full: free space or write elsewhere; nothing partial was left in it")
-            }
-            Self::Write { source, .. } if source.raw_os_error() == Some(libc::EDQUOT) => {
-                Some("your disk quota is used up: free space or write elsewhere; nothing partial was left in it")
-            }
-            // A file-size limit (`ulimit -f`) or a file system with small files (FAT32: 4 GiB).
-            Self::Write { source, .. } if source.raw_os_error() == Some(libc::EFBIG) => Some(
-                "the file is larger than the destination allows (`ulimit -f`, or a file system such as FAT32): \
-                 raise the limit or write to another file system",
-            ),
-            Self::Changed { .. } => Some("an input changed while it was read: write again once nothing changes it"),
-            _ => None,
-        }
-    }
-}
-
 /// An output complete and synced under a hidden temp name in its destination, not yet
 /// under its own: [`commit`] renames a run's outputs into place together, and one
 /// dropped uncommitted is removed, so a failed run changes nothing in `dist/`.
@@ -315,7 +267,7 @@ pub fn stage_file(dest_dir: &Path, file_name: &str, bytes: &[u8]) -> Result<Stag
     use io::Write as _;
     let mut atomic = atomic::AtomicFile::create(dest_dir, file_name)?;
     let dest = atomic.dest().to_path_buf();
-    atomic.file().write_all(bytes).map_err(|source| WriteError::Write { path: dest, source })?;
+    atomic.file().write_all(bytes).map_err(|source| WriteError::io(WriteAction::Write, &dest, source))?;
     let staged = atomic.stage()?;
     let written = WrittenFile {
         path: staged.dest().to_path_buf(),
@@ -386,22 +338,4 @@ pub fn write_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<PathBuf, Wr
 /// tests that want to look at it; `name` names it in errors.
 pub fn write_tarball(out: &mut dyn io::Write, spec: &TarballSpec, name: &Path) -> Result<(), WriteError> {
     tar::write_tarball(spec, out, &Silent, "", name).map(|_| ())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn write_error(errno: i32) -> WriteError {
-        WriteError::Write { path: PathBuf::from("dist/x.whl"), source: io::Error::from_raw_os_error(errno) }
-    }
-
-    #[test]
-    fn full_disk_quota_and_file_size_limit_have_hints() {
-        let hint = |errno| write_error(errno).hint().unwrap_or_default();
-        assert!(hint(libc::ENOSPC).starts_with("the destination is full"), "{}", hint(libc::ENOSPC));
-        assert!(hint(libc::EDQUOT).contains("quota") && hint(libc::EDQUOT).contains("write elsewhere"));
-        assert!(hint(libc::EFBIG).contains("ulimit -f") && hint(libc::EFBIG).contains("another file system"));
-        assert_eq!(write_error(libc::EACCES).hint(), None);
-    }
 }

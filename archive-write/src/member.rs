@@ -15,7 +15,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::deflate::MemberDigest;
-use super::{MemberData, WriteError};
+use super::{MemberData, WriteAction, WriteError};
 
 /// Bytes from outside the writer, opened when the member is written.
 pub trait MemberSource: Send + Sync + std::fmt::Debug {
@@ -56,7 +56,7 @@ pub fn from_io(error: io::Error, path: &Path, reading: bool) -> WriteError {
     match error.downcast::<WriteError>() {
         Ok(write_error) => write_error,
         Err(source) if reading => WriteError::Read { path: path.to_path_buf(), source },
-        Err(source) => WriteError::Write { path: path.to_path_buf(), source },
+        Err(source) => WriteError::io(WriteAction::Write, path, source),
     }
 }
 
@@ -84,9 +84,9 @@ pub fn check_member_name(name: &str) -> Result<(), WriteError> {
 
 /// Writes one member's bytes to `path` with its mode; returns its RECORD digest.
 pub fn write_file(data: &MemberData, executable: bool, path: &Path) -> Result<MemberDigest, WriteError> {
-    let write_error = |source| WriteError::Write { path: path.to_path_buf(), source };
+    let write_error = |source| WriteError::io(WriteAction::Write, path, source);
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| WriteError::Write { path: parent.into(), source })?;
+        std::fs::create_dir_all(parent).map_err(|source| WriteError::io(WriteAction::CreateDir, parent, source))?;
     }
     let mut reader = HashingReader { inner: open_member(data)?, hasher: Sha256::new(), len: 0 };
     let mut file = File::create(path).map_err(write_error)?;

@@ -18,6 +18,13 @@
 //! rewrites our field to match altered bytes: only inflating every member would, at about
 //! five times the cost of hashing it (measured: 390 MB/s against 2 GB/s).
 //!
+//! What is read of an old wheel is bounded by what the new one can use ([`Needs`]): an
+//! old wheel whose end record announces more entries, a larger central directory or a
+//! larger RECORD than that is not read at all (one warning says so), so a tampered or
+//! foreign wheel in the destination costs no more memory than the new wheel itself. The
+//! file is opened without blocking and only if it is a regular file (not through a
+//! symlink: the caller refuses one at an output's name before it gets here).
+//!
 //! Does not own: hashing new bytes (`wheel`), the codec fingerprint (`codec`), writing.
 
 use std::collections::BTreeMap;
@@ -28,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::deflate::{CodedSource, MemberDigest};
+use super::input::{open_regular, Links};
 use super::record::{parse_record, RecordLine};
 use super::zip::{parse_reuse_extra, EntrySums, Method, U32_MAX};
 
@@ -36,11 +44,60 @@ const CENTRAL_SIGNATURE: u32 = 0x0201_4b50;
 const END_SIGNATURE: u32 = 0x0605_4b50;
 const ZIP64_END_SIGNATURE: u32 = 0x0606_4b50;
 const ZIP64_LOCATOR_SIGNATURE: u32 = 0x0706_4b50;
-/// A central directory larger than this is not read: it would not be ours (ours is about
-/// 100 bytes a member) and memory stays bounded.
-const MAX_CENTRAL_BYTES: u64 = 256 << 20;
-const MAX_RECORD_BYTES: u64 = 256 << 20;
 const COPY_BUFFER: usize = 1 << 20;
+/// An old wheel may hold this many times what the new one needs (and a little more:
+/// [`ENTRIES_SLACK`], [`BYTES_SLACK`]): members removed since the last run still leave it
+/// worth reading, while memory stays within a small multiple of what the new wheel's own
+/// member list costs.
+const NEEDS_FACTOR: u64 = 2;
+const ENTRIES_SLACK: u64 = 256;
+const BYTES_SLACK: u64 = 64 << 10;
+/// A central directory entry of ours beyond its name: the fixed part, a ZIP64 field with
+/// all three values, and our reuse field.
+const CENTRAL_ENTRY_BYTES: u64 = 46 + (4 + 24) + (4 + 9);
+/// A RECORD line beyond its (possibly quoted) name: `,sha256=` and 43 characters of
+/// digest, a comma, up to 20 digits of size and the newline.
+const RECORD_LINE_BYTES: u64 = 8 + 43 + 1 + 20 + 1;
+
+/// The most an old wheel's index may take for the new wheel to read it: what the new
+/// wheel's own members would take, times [`NEEDS_FACTOR`], plus a little.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Needs {
+    pub entries: u64,
+    pub central_bytes: u64,
+    pub record_bytes: u64,
+}
+
+impl Needs {
+    /// The bounds for a wheel whose members (RECORD included) have these names.
+    pub fn of<'a>(names: impl Iterator<Item = &'a str>) -> Needs {
+        let (mut entries, mut central, mut record) = (0u64, 0u64, 0u64);
+        for name in names {
+            let len = name.len() as u64;
+            entries += 1;
+            central += CENTRAL_ENTRY_BYTES + len;
+            // Quoting at worst doubles a name and adds two quotes.
+            record += RECORD_LINE_BYTES + 2 * len + 2;
+        }
+        let bound = |need: u64, slack: u64| need.saturating_mul(NEEDS_FACTOR).saturating_add(slack);
+        Needs {
+            entries: bound(entries, ENTRIES_SLACK),
+            central_bytes: bound(central, BYTES_SLACK),
+            record_bytes: bound(record, BYTES_SLACK),
+        }
+    }
+}
+
+/// Why an old wheel is not read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ignored {
+    /// Damaged, foreign or not a regular file: its members are coded anew, which is
+    /// worth a line only to who asks for detail.
+    Untrusted(String),
+    /// Larger than the new wheel can use ([`Needs`]): not read at all, and worth one
+    /// warning, since such a wheel was not written by a run of the same packages.
+    TooLarge(String),
+}
 
 /// One member as the central directory describes it.
 #[derive(Clone, Copy, Debug)]
@@ -91,23 +148,28 @@ impl Candidate {
 }
 
 impl Previous {
-    /// Reads the wheel at `path`, if there is one worth reading. `Err` says why it is
-    /// ignored (for `-v`); a missing file is `Ok(None)`.
-    pub fn open(path: &Path, record_name: &str) -> Result<Option<Previous>, String> {
-        let file = match File::open(path) {
+    /// Reads the wheel at `path`, if there is one worth reading within `needs`. `Err`
+    /// says why it is ignored; a missing file is `Ok(None)`.
+    pub fn open(path: &Path, record_name: &str, needs: &Needs) -> Result<Option<Previous>, Ignored> {
+        let untrusted = |reason: String| Ignored::Untrusted(reason);
+        let file = match open_regular(path, Links::Refuse) {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(format!("cannot open it: {error}")),
+            Err(error) if error.kind() == io::ErrorKind::InvalidData => return Err(untrusted(format!("it {error}"))),
+            Err(error) => return Err(untrusted(format!("cannot open it: {error}"))),
         };
-        let metadata = file.metadata().map_err(|error| format!("cannot read it: {error}"))?;
-        if !metadata.is_file() {
-            return Err("it is not a regular file".into());
-        }
-        let (central_start, central_len, n_entries) = read_end(&file, metadata.len())?;
+        let metadata = file.metadata().map_err(|error| untrusted(format!("cannot read it: {error}")))?;
+        let (central_start, central_len, n_entries) = read_end(&file, metadata.len()).map_err(untrusted)?;
+        check_needs("its central directory lists", n_entries, "entries", needs.entries)?;
+        check_needs("its central directory is", central_len, "bytes", needs.central_bytes)?;
         let mut central = vec![0u8; central_len as usize];
-        file.read_exact_at(&mut central, central_start).map_err(|error| format!("cannot read it: {error}"))?;
-        let entries = parse_central(&central, n_entries, central_start)?;
-        let record_entry = *entries.get(record_name).ok_or("it has no RECORD")?;
+        file.read_exact_at(&mut central, central_start)
+            .map_err(|error| untrusted(format!("cannot read it: {error}")))?;
+        let entries = parse_central(&central, n_entries, central_start).map_err(untrusted)?;
+        drop(central);
+        let record_entry = *entries.get(record_name).ok_or_else(|| untrusted("it has no RECORD".into()))?;
+        check_needs("its RECORD inflates to", record_entry.uncompressed, "bytes", needs.record_bytes)?;
+        check_needs("its RECORD is", record_entry.compressed, "compressed bytes", needs.record_bytes)?;
         let mut previous = Previous {
             path: path.to_path_buf(),
             file: Arc::new(file),
@@ -115,9 +177,9 @@ impl Previous {
             entries,
             record: BTreeMap::new(),
         };
-        let record = previous.read_small_member(record_name, &record_entry)?;
-        let text = String::from_utf8(record).map_err(|_| "its RECORD is not UTF-8")?;
-        previous.record = parse_record(&text).ok_or("its RECORD does not parse")?;
+        let record = previous.read_small_member(record_name, &record_entry).map_err(untrusted)?;
+        let text = String::from_utf8(record).map_err(|_| untrusted("its RECORD is not UTF-8".into()))?;
+        previous.record = parse_record(&text).ok_or_else(|| untrusted("its RECORD does not parse".into()))?;
         Ok(Some(previous))
     }
 
@@ -198,11 +260,9 @@ impl Previous {
         }
     }
 
-    /// A small member's bytes (RECORD), inflated and checked against its CRC and size.
+    /// A small member's bytes (RECORD, its sizes bounded by the caller), inflated and
+    /// checked against its CRC and size.
     fn read_small_member(&self, name: &str, entry: &OldEntry) -> Result<Vec<u8>, String> {
-        if entry.uncompressed > MAX_RECORD_BYTES || entry.compressed > MAX_RECORD_BYTES {
-            return Err(format!("{name} is implausibly large"));
-        }
         let start = self.check_local_header(name, entry)?;
         let mut coded = vec![0u8; entry.compressed as usize];
         self.file.read_exact_at(&mut coded, start).map_err(|_| format!("{name} is cut off"))?;
@@ -218,6 +278,16 @@ impl Previous {
             return Err(format!("{name} does not match its CRC or size"));
         }
         Ok(bytes)
+    }
+}
+
+/// `found` within `bound`, or why the old wheel is too large to read.
+fn check_needs(what: &str, found: u64, unit: &str, bound: u64) -> Result<(), Ignored> {
+    match found <= bound {
+        true => Ok(()),
+        false => Err(Ignored::TooLarge(format!(
+            "{what} {found} {unit}, more than the {bound} a wheel of these members can use"
+        ))),
     }
 }
 
@@ -259,7 +329,7 @@ fn read_end(file: &File, file_len: u64) -> Result<(u64, u64, u64), String> {
         (n_entries, central_len, central_start) = (word(&zip64_end, 32), word(&zip64_end, 40), word(&zip64_end, 48));
         directory_end = zip64_end_at;
     }
-    if central_len > MAX_CENTRAL_BYTES || central_start.checked_add(central_len) != Some(directory_end) {
+    if central_start.checked_add(central_len) != Some(directory_end) {
         return Err("its central directory is not where its end record says".into());
     }
     Ok((central_start, central_len, n_entries))
@@ -371,5 +441,74 @@ impl CodedSource for CheckedCopy {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Reuse, Silent, WheelSpec};
+
+    fn wheel_of(dir: &Path, n_members: usize) -> PathBuf {
+        let members = (0..n_members)
+            .map(|index| Member {
+                name: format!("demo/a/rather/long/directory/name/file{index:06}.txt"),
+                data: MemberData::Bytes(Arc::new(vec![b'x'; 10])),
+                executable: false,
+            })
+            .collect();
+        let spec = WheelSpec {
+            generator: crate::Generator { name: "test", version: "1" },
+            metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
+            platform_tag: "linux_x86_64".into(),
+            entry_points: Vec::new(),
+            members,
+        };
+        let options = ArchiveOptions {
+            compression: crate::WheelCompression::Deflate { level: 1 },
+            build_time: BuildTime::DEFAULT,
+            reuse: Reuse::Never,
+        };
+        write_wheel(dir, &spec, &options, &Silent).expect("writes").path
+    }
+
+    const RECORD: &str = "demo-1.0.dist-info/RECORD";
+
+    #[test]
+    fn an_old_wheel_larger_than_the_new_one_can_use_is_not_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wheel = wheel_of(dir.path(), 4000);
+        let small = Needs::of(["demo/x.txt", RECORD].into_iter());
+        match Previous::open(&wheel, RECORD, &small) {
+            Err(Ignored::TooLarge(reason)) => {
+                assert!(reason.starts_with("its central directory lists 4003 entries"), "{reason}")
+            }
+            other => panic!("read: {:?}", other.map(|found| found.is_some())),
+        }
+        // The same wheel, for members like its own, is read.
+        let names: Vec<String> =
+            (0..4000).map(|index| format!("demo/a/rather/long/directory/name/file{index:06}.txt")).collect();
+        let same = Needs::of(names.iter().map(String::as_str).chain([RECORD]));
+        assert!(Previous::open(&wheel, RECORD, &same).expect("read").is_some());
+    }
+
+    #[test]
+    fn a_fifo_or_a_symlink_is_never_opened_as_an_old_wheel() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wheel = wheel_of(dir.path(), 1);
+        let fifo = dir.path().join("fifo.whl");
+        let c_path = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("no NUL");
+        // SAFETY: a valid NUL-terminated path; mkfifo touches no memory of ours.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0);
+        let link = dir.path().join("link.whl");
+        std::os::unix::fs::symlink(&wheel, &link).expect("symlink");
+        let needs = Needs::of(["demo/x.txt", RECORD].into_iter());
+        for (path, reason) in
+            [(&fifo, "it is a FIFO, not a regular file"), (&link, "it is a symlink, not a regular file")]
+        {
+            assert_eq!(Previous::open(path, RECORD, &needs).err(), Some(Ignored::Untrusted(reason.into())));
+        }
     }
 }

@@ -16,7 +16,7 @@ use tar::{EntryType, Header};
 use super::member::{from_io, known_len, open_member};
 use super::pipe::{pipe, PipeReader};
 use super::{Progress, TarballCompression};
-use super::{TarEntry, TarEntryKind, TarTotals, TarballSpec, WriteError};
+use super::{TarEntry, TarEntryKind, TarTotals, TarballSpec, WriteAction, WriteError};
 
 /// The xz encoder may use this much memory; threads are reduced to fit (SPEC §5: the
 /// process stays under 256 MiB). The rest of the process (the plan, a second wheel
@@ -109,7 +109,7 @@ pub fn spawn_tarball<'scope, 'env>(
     let handle = scope.spawn(move || {
         let output = Path::new(member_name);
         let mut writer = write_tarball(spec, writer, progress, progress_name, output)?;
-        writer.flush().map_err(|source| WriteError::Write { path: output.to_path_buf(), source })
+        writer.flush().map_err(|source| WriteError::io(WriteAction::Write, output, source))
     });
     (reader, handle)
 }
@@ -129,7 +129,7 @@ pub fn write_tarball<W: Write>(
             let _one_encoder = XZ_ENCODER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let encoder = XzEncoder::new_stream(out, xz_stream(preset, output)?);
             let encoder = write_tar(spec, encoder, progress, progress_name, output)?;
-            encoder.finish().map_err(|source| WriteError::Write { path: output.to_path_buf(), source })
+            encoder.finish().map_err(|source| WriteError::io(WriteAction::Write, output, source))
         }
     }
 }
@@ -138,8 +138,7 @@ pub fn write_tarball<W: Write>(
 /// The stream does not depend on the thread count (the block size is fixed). Public so
 /// the bench's floor compresses with exactly these settings; `output` names errors.
 pub fn xz_stream(preset: u32, output: &Path) -> Result<Stream, WriteError> {
-    let lzma_error =
-        |error: liblzma::stream::Error| WriteError::Write { path: output.to_path_buf(), source: error.into() };
+    let lzma_error = |error: liblzma::stream::Error| WriteError::io(WriteAction::Write, output, error.into());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let mut threads = cores;
     let mut builder = xz_builder(preset, threads).map_err(lzma_error)?;
@@ -236,9 +235,9 @@ impl<R: Read> Read for ProgressReader<'_, R> {
 pub fn expand_tarball_entries(spec: &TarballSpec, root: &Path) -> Result<(), WriteError> {
     for_each_entry(spec, &mut |entry| {
         let path = root.join(&entry.name);
-        let write_error = |source| WriteError::Write { path: path.clone(), source };
+        let write_error = |source| WriteError::io(WriteAction::Write, path.clone(), source);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| WriteError::Write { path: parent.into(), source })?;
+            std::fs::create_dir_all(parent).map_err(|source| WriteError::io(WriteAction::CreateDir, parent, source))?;
         }
         match &entry.kind {
             TarEntryKind::Dir => std::fs::create_dir_all(&path).map_err(write_error)?,

@@ -5,6 +5,11 @@
 //! before any tree changed; a kill leaves each tree whole (old or new) and the moved-aside
 //! or half-removed older ones under marked temp names, which the next lock holder removes.
 //!
+//! Nothing in the destination is followed: a symlink (or anything but a directory) at a
+//! tree's name is refused before a byte is written, and again at the swap, so an earlier
+//! tree is always a real directory of the destination, never what a link points at; the
+//! marker file is created without following a link in its place.
+//!
 //! Owns: temp trees, the swap and its rollback. Does not own: what a tree holds (`tree`),
 //! or who may commit (the caller's destination lock).
 
@@ -13,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::atomic::{remove_marked_tree, temp_prefix, TEMP_TREE_MARKER_FILE};
-use super::WriteError;
+use super::input::kind_of;
+use super::{WriteAction, WriteError};
 
 /// A tree complete under its temp name; removed when dropped uncommitted.
 pub struct StagedTree {
@@ -45,14 +51,45 @@ impl Drop for StagedTree {
 /// An empty directory beside the tree's final place, marked as ours (name and marker
 /// file), so a later run's lock holder removes it if this run is killed.
 pub(crate) fn temp_tree(dest_dir: &Path, stem: &str) -> Result<tempfile::TempDir, WriteError> {
-    std::fs::create_dir_all(dest_dir).map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
+    std::fs::create_dir_all(dest_dir).map_err(|source| WriteError::io(WriteAction::CreateDir, dest_dir, source))?;
+    earlier_tree(&dest_dir.join(stem))?;
     let temp = tempfile::Builder::new()
         .prefix(&temp_prefix(stem))
         .tempdir_in(dest_dir)
-        .map_err(|source| WriteError::Write { path: dest_dir.into(), source })?;
-    let marker = temp.path().join(TEMP_TREE_MARKER_FILE);
-    std::fs::write(&marker, b"").map_err(|source| WriteError::Write { path: marker, source })?;
+        .map_err(|source| WriteError::io(WriteAction::CreateTemp, dest_dir, source))?;
+    create_marker(temp.path())?;
     Ok(temp)
+}
+
+/// Whether an earlier tree is at `root`: a real directory is one (the swap moves it
+/// aside), nothing there is none, and anything else (a symlink, wherever it points; a
+/// file) is not ours to replace.
+fn earlier_tree(root: &Path) -> Result<bool, WriteError> {
+    match std::fs::symlink_metadata(root) {
+        Ok(metadata) if metadata.is_dir() => Ok(true),
+        Ok(metadata) => Err(WriteError::NotOurs { path: root.to_path_buf(), what: kind_of(&metadata.file_type()) }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(WriteError::io(WriteAction::MoveAside, root, source)),
+    }
+}
+
+/// Creates the empty marker file in `dir`, never through a symlink or into a FIFO put
+/// in its place (both fail instead).
+fn create_marker(dir: &Path) -> Result<(), WriteError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let marker = dir.join(TEMP_TREE_MARKER_FILE);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&marker)
+        .map_err(|source| WriteError::io(WriteAction::Write, &marker, source))?;
+    let metadata = file.metadata().map_err(|source| WriteError::io(WriteAction::Write, &marker, source))?;
+    match metadata.is_file() {
+        true => Ok(()),
+        false => Err(WriteError::NotOurs { path: marker, what: kind_of(&metadata.file_type()) }),
+    }
 }
 
 /// A tree that was put in place, and the older tree it replaced (moved aside), if any.
@@ -91,15 +128,11 @@ fn place(mut tree: StagedTree) -> Result<Placed, WriteError> {
     let Some(temp_path) = tree.temp.as_ref().map(|temp| temp.path().to_path_buf()) else {
         return Err(WriteError::Invalid { reason: format!("{} was committed twice", root.display()) });
     };
-    let write_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| WriteError::Write { path, source }
-    };
-    std::fs::set_permissions(&temp_path, std::fs::Permissions::from_mode(0o755)).map_err(write_error(&temp_path))?;
-    let aside = match std::fs::symlink_metadata(&root) {
-        Ok(_) => Some(move_aside(&root)?),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => return Err(WriteError::Write { path: root, source }),
+    std::fs::set_permissions(&temp_path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|source| WriteError::io(WriteAction::Write, &temp_path, source))?;
+    let aside = match earlier_tree(&root)? {
+        true => Some(move_aside(&root)?),
+        false => None,
     };
     // The marker goes just before the rename: a kill between the two leaves a hidden
     // directory, never a tree of ours the cleanup would remove.
@@ -117,7 +150,7 @@ fn place(mut tree: StagedTree) -> Result<Placed, WriteError> {
             if let Some(aside) = &aside {
                 let _ = unmark(aside).and_then(|()| std::fs::rename(aside, &root));
             }
-            Err(WriteError::Write { path: root, source })
+            Err(WriteError::io(WriteAction::PutInPlace, root, source))
         }
     }
 }
@@ -140,11 +173,10 @@ fn move_aside(root: &Path) -> Result<PathBuf, WriteError> {
         // the next lock holder could not tell from another tool's and would leave behind).
         // A kill before the rename leaves the marker in a tree still under its own name,
         // which the cleanup never touches.
-        let marker = root.join(TEMP_TREE_MARKER_FILE);
-        std::fs::write(&marker, b"").map_err(|source| WriteError::Write { path: marker.clone(), source })?;
+        create_marker(root)?;
         if let Err(source) = std::fs::rename(root, &aside) {
-            let _ = std::fs::remove_file(&marker);
-            return Err(WriteError::Write { path: root.to_path_buf(), source });
+            let _ = std::fs::remove_file(root.join(TEMP_TREE_MARKER_FILE));
+            return Err(WriteError::io(WriteAction::MoveAside, root, source));
         }
         return Ok(aside);
     }

@@ -21,7 +21,7 @@ use super::metadata::{
     check_platform_tag, check_variant_label, file_name_version, normalize_dist_name, render_core_metadata,
     render_entry_points, render_wheel_file,
 };
-use super::previous::Previous;
+use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
 use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
@@ -136,10 +136,7 @@ pub fn stage_wheel(
     // The old wheel stays under its name, only read, until the commit renames the new one
     // over it; an interrupted run leaves it as it was.
     let previous = match options.reuse {
-        Reuse::FromPrevious => Previous::open(&dest, &names.record()).unwrap_or_else(|reason| {
-            progress.explain(&format!("not reusing {}: {reason}", dest.display()));
-            None
-        }),
+        Reuse::FromPrevious => open_previous(&dest, &names, &members, progress),
         Reuse::Never => None,
     };
 
@@ -199,6 +196,27 @@ pub fn stage_wheel(
         reuse,
     };
     Ok(StagedFile { written, staged })
+}
+
+/// The wheel at `dest` from an earlier run, if it is worth reading for these members;
+/// why not is a line for `-v`, or a warning when it is larger than they can use.
+fn open_previous(dest: &Path, names: &WheelNames, members: &[Member], progress: &dyn Progress) -> Option<Previous> {
+    let record = names.record();
+    let needs = Needs::of(members.iter().map(|member| member.name.as_str()).chain([record.as_str()]));
+    match Previous::open(dest, &record, &needs) {
+        Ok(previous) => previous,
+        Err(Ignored::Untrusted(reason)) => {
+            progress.explain(&format!("not reusing {}: {reason}", dest.display()));
+            None
+        }
+        Err(Ignored::TooLarge(reason)) => {
+            progress.warn(&format!(
+                "not reusing {}: {reason}; it is not read, and every member is compressed anew",
+                dest.display()
+            ));
+            None
+        }
+    }
 }
 
 fn entry_header(name: String, coding: Coding, executable: bool, generator: &str) -> EntryHeader {

@@ -1,7 +1,8 @@
 //! What a release gate and a platform-tag choice read from ELF files, and nothing else:
 //! headers, program headers, the dynamic section and the symbol versions a file needs,
 //! read from a bounded window of each file; the glibc arithmetic on those versions; and
-//! auditwheel's manylinux policies (PEP 599/600) as data.
+//! auditwheel's manylinux policies (PEP 599/600) as data; and the layout a Windows loader
+//! requires of a PE file (`pe_layout`), which the packager and the gate both check.
 //!
 //! Owns: reading, never writing. Must not know: how files are edited (`elf-rpath`, whose
 //! output this crate reads, so the two share no code, not even the ELF numbers: those are
@@ -9,6 +10,7 @@
 
 mod glibc;
 mod parse;
+mod pe_layout;
 mod policy;
 mod window;
 
@@ -17,5 +19,6 @@ pub use parse::{
     arch_name, elf_identity, parse_elf, ElfFile, ElfIdentity, Segment, ELF_MAGIC, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC,
     PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,
 };
+pub use pe_layout::{check_pe_layout, PeBytes};
 pub use policy::{policies, Policy, PROGRAM_INTERPRETERS};
 pub use window::{ElfWindow, WINDOW_BYTES};

@@ -51,8 +51,16 @@ impl ElfWindow {
     pub fn read_file(path: &std::path::Path) -> std::io::Result<Option<ElfWindow>> {
         use std::io::{Read, Seek, SeekFrom};
 
-        let mut file = std::fs::File::open(path)?;
-        let len = file.metadata()?.len();
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking, and only a regular file: a FIFO opened for reading would wait for
+        // a writer for ever, a device might never end.
+        let mut file =
+            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path)?;
+        let metadata = file.metadata()?;
+        if !metadata.is_file() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a regular file"));
+        }
+        let len = metadata.len();
         let head_len = len.min(WINDOW_BYTES as u64);
         let mut head = Vec::with_capacity(head_len as usize);
         file.by_ref().take(head_len).read_to_end(&mut head)?;

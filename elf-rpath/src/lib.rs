@@ -233,7 +233,7 @@ pub fn apply_edit_in_place(path: &Path, edit: &RpathEdit) -> Result<(), ElfError
             refusal: Refusal::Input,
         });
     };
-    let file = std::fs::File::open(&real).map_err(read_error)?;
+    let file = source::open_regular(&real).map_err(read_error)?;
     let metadata = file.metadata().map_err(read_error)?;
     if metadata.len() != edit.original_len {
         return Err(ElfError::Unsupported {

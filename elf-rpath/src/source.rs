@@ -53,10 +53,33 @@ pub(crate) struct FileSource {
 impl FileSource {
     pub(crate) fn open(path: &Path) -> Result<FileSource, ElfError> {
         let read_error = |source| ElfError::Read { path: path.to_path_buf(), source };
-        let file = File::open(path).map_err(read_error)?;
+        let file = open_regular(path).map_err(read_error)?;
         let len = file.metadata().map_err(read_error)?.len();
         Ok(FileSource { path: path.to_path_buf(), file, len })
     }
+}
+
+/// Opens `path` (following a symlink) for reading only if it is a regular file, and never
+/// waits on what it is: a FIFO opened for reading blocks until a writer comes, so the open
+/// is non-blocking and the type is checked on the descriptor (an `InvalidData` error says
+/// what the file is instead).
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path)?;
+    let file_type = file.metadata()?.file_type();
+    if file_type.is_file() {
+        return Ok(file);
+    }
+    let what = if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_char_device() || file_type.is_block_device() {
+        "a device"
+    } else {
+        "a socket"
+    };
+    Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("is {what}, not a regular file")))
 }
 
 impl Source for FileSource {

@@ -62,7 +62,7 @@ pub struct SplicedReader<'a> {
 impl<'a> SplicedReader<'a> {
     /// Opens `path` and checks that its length is the one the edit was planned for.
     pub fn open(path: &Path, edit: &'a RpathEdit) -> io::Result<SplicedReader<'a>> {
-        SplicedReader::new(File::open(path)?, edit)
+        SplicedReader::new(crate::source::open_regular(path)?, edit)
             .map_err(|error| io::Error::new(error.kind(), format!("{}: {error}", path.display())))
     }
 

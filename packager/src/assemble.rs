@@ -245,8 +245,7 @@ fn remove_stale(
     progress: &dyn Progress,
 ) -> Result<(), WriteError> {
     let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
-    let removed = crate::stale::remove_stale_archives(output_dir, &plan.version, &produced)
-        .map_err(|source| WriteError::Write { path: output_dir.to_path_buf(), source })?;
+    let removed = crate::stale::remove_stale_archives(output_dir, &plan.version, &produced)?;
     for path in removed {
         progress.warn(&format!("removed {}: an earlier run's package this run no longer produces", path.display()));
     }
@@ -313,9 +312,9 @@ fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Opt
         Some(dir) => tempfile::tempdir_in(dir),
         None => tempfile::tempdir(),
     }
-    .map_err(|source| WriteError::Write {
-        path: config.scratch_dir.clone().unwrap_or_else(std::env::temp_dir),
-        source,
+    .map_err(|source| {
+        let dir = config.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
+        WriteError::io(crate::write::WriteAction::CreateTemp, dir, source)
     })?;
     Ok(Some(LauncherTemplate::compile(scratch.path())?))
 }

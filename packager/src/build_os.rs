@@ -124,7 +124,8 @@ fn scan_dir(dir: &Path, elf: &mut Option<PathBuf>, pe: &mut Option<PathBuf>) {
             continue;
         }
         let mut head = Vec::with_capacity(HEAD_BYTES);
-        let read = std::fs::File::open(&path).and_then(|file| file.take(HEAD_BYTES as u64).read_to_end(&mut head));
+        let read = crate::write::open_regular(&path, crate::write::Links::Refuse)
+            .and_then(|file| file.take(HEAD_BYTES as u64).read_to_end(&mut head));
         if read.is_err() {
             continue;
         }

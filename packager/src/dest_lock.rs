@@ -22,6 +22,12 @@
 //! whole) and no commit starts after a cleanup (its staged files are gone). Only a run
 //! killed in the milliseconds of its renames can leave a mix of new and earlier, each
 //! file complete.
+//!
+//! Nothing in the destination is followed or waited on: `--dest-dir` itself may be a
+//! symlink to a directory (the user named it), but a symlink at the output directory
+//! below it (`dist/`) or at the lock file's name is refused in words, as is a lock file
+//! that is not a regular file (a FIFO would block a write-only open for ever: the open is
+//! non-blocking and the type checked on the descriptor).
 
 use std::fs::File;
 use std::io;
@@ -31,7 +37,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use crate::config::Destination;
-use crate::write::{self, StagedFile, StagedTree, WriteError, WrittenFile};
+pub use crate::dest_error::DestinationError;
+use crate::write::{self, kind_of, StagedFile, StagedTree, WriteError, WrittenFile};
 
 const LOCK_NAME: &str = ".rocm-packager.lock";
 
@@ -61,8 +68,9 @@ impl DestLock {
     /// upload.
     pub fn acquire(destination: &Destination) -> Result<DestLock, crate::Error> {
         let Destination { dest_dir, output_dir } = destination;
-        for dir in [dest_dir, output_dir] {
-            std::fs::create_dir_all(dir).map_err(|source| WriteError::Write { path: dir.clone(), source })?;
+        prepare_dir(dest_dir, Role::Root)?;
+        if output_dir != dest_dir {
+            prepare_dir(output_dir, Role::Inside)?;
         }
         let path: PathBuf = dest_dir.join(LOCK_NAME);
         let file = lock_file(dest_dir, &path)?;
@@ -145,25 +153,53 @@ impl Drop for DestLock {
     }
 }
 
+/// Whether a directory of the destination is the one the user named (which may be a
+/// symlink to a directory) or one inside it (which may not).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Root,
+    Inside,
+}
+
+/// Makes sure `dir` is a directory to write into, creating it if nothing is there; what
+/// stands in the way is said in words.
+fn prepare_dir(dir: &Path, role: Role) -> Result<(), DestinationError> {
+    let metadata = match std::fs::symlink_metadata(dir) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            return std::fs::create_dir_all(dir)
+                .map_err(|source| DestinationError::Create { path: dir.to_path_buf(), source });
+        }
+        Err(source) => return Err(DestinationError::Create { path: dir.to_path_buf(), source }),
+    };
+    if metadata.is_dir() {
+        return Ok(());
+    }
+    if !metadata.is_symlink() {
+        return Err(DestinationError::NotADirectory { path: dir.to_path_buf(), what: kind_of(&metadata.file_type()) });
+    }
+    let target = std::fs::read_link(dir).unwrap_or_default();
+    match std::fs::metadata(dir) {
+        Ok(followed) if followed.is_dir() && role == Role::Root => Ok(()),
+        Ok(followed) if followed.is_dir() => Err(DestinationError::SymlinkInside { path: dir.to_path_buf(), target }),
+        Ok(_) => Err(DestinationError::NotADirectory { path: dir.to_path_buf(), what: "a symlink to a non-directory" }),
+        Err(_) => Err(DestinationError::DanglingSymlink { path: dir.to_path_buf(), target }),
+    }
+}
+
 /// Opens, creates if need be, and locks the lock file at `path`, or fails at once if another
 /// run holds it.
 fn lock_file(dest_dir: &Path, path: &Path) -> Result<File, crate::Error> {
     let locked = || crate::Error::Locked { dest_dir: dest_dir.to_path_buf(), lock: path.to_path_buf() };
     for _ in 0..MAX_LOCK_ATTEMPTS {
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            // A symlink in its place (to a file elsewhere) is refused, not followed.
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(|source| WriteError::Write { path: path.to_path_buf(), source })?;
+        let file = open_lock_file(path)?;
+
         // SAFETY: flock on a file descriptor we own; no memory is involved.
         let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if result != 0 {
             return Err(locked());
         }
-        if is_current(&file, path)? {
+        if is_current(&file, path).map_err(crate::Error::from)? {
             return Ok(file);
         }
         // The run that held it ended and removed it between our open and our lock.
@@ -171,15 +207,47 @@ fn lock_file(dest_dir: &Path, path: &Path) -> Result<File, crate::Error> {
     Err(locked())
 }
 
+/// Opens (creating it if need be) the regular file at `path` for writing: never through a
+/// symlink in its place (to a file elsewhere), never waiting on a FIFO (a write-only open
+/// of one blocks until a reader comes: non-blocking, it fails or returns at once, and the
+/// descriptor's type decides).
+fn open_lock_file(path: &Path) -> Result<File, DestinationError> {
+    let not_a_file = |what: &'static str| DestinationError::LockNotAFile { path: path.to_path_buf(), what };
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if !metadata.is_file() => return Err(not_a_file(kind_of(&metadata.file_type()))),
+        _ => {}
+    }
+    let opened = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        // Put in its place since the check above: a symlink, a FIFO no one reads, a directory.
+        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => return Err(not_a_file("a symlink")),
+        Err(error) if error.raw_os_error() == Some(libc::ENXIO) => return Err(not_a_file("a FIFO")),
+        Err(error) if error.raw_os_error() == Some(libc::EISDIR) => return Err(not_a_file("a directory")),
+        Err(source) => return Err(DestinationError::Lock { path: path.to_path_buf(), source }),
+    };
+    let metadata = file.metadata().map_err(|source| DestinationError::Lock { path: path.to_path_buf(), source })?;
+    match metadata.is_file() {
+        true => Ok(file),
+        false => Err(not_a_file(kind_of(&metadata.file_type()))),
+    }
+}
+
 /// Whether `path` still names the file `file` has open: a lock file removed by the run that
 /// held it is no longer the lock, whoever locks it afterwards.
-fn is_current(file: &File, path: &Path) -> Result<bool, WriteError> {
+fn is_current(file: &File, path: &Path) -> Result<bool, DestinationError> {
     use std::os::unix::fs::MetadataExt;
-    let held = file.metadata().map_err(|source| WriteError::Write { path: path.to_path_buf(), source })?;
+    let lock_error = |source| DestinationError::Lock { path: path.to_path_buf(), source };
+    let held = file.metadata().map_err(lock_error)?;
     match std::fs::symlink_metadata(path) {
         Ok(named) => Ok((named.dev(), named.ino()) == (held.dev(), held.ino())),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(source) => Err(WriteError::Write { path: path.to_path_buf(), source }),
+        Err(source) => Err(lock_error(source)),
     }
 }
 

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::catalog::CatalogError;
+use crate::dest_error::{dest_dir_hint, DestinationError};
 use crate::elf::{ElfError, Refusal};
 use crate::launcher::LauncherError;
 use crate::manylinux::TagError;
@@ -29,6 +30,12 @@ pub enum Error {
     Tag(#[from] TagError),
     #[error(transparent)]
     Variants(#[from] VariantsError),
+    #[error(transparent)]
+    Destination(#[from] DestinationError),
+    /// A Windows DLL or program whose layout a Windows loader refuses (SPEC §7): it is
+    /// copied byte for byte, so it would fail on the user's machine, not here.
+    #[error("malformed PE file {}: {reason}", path.display())]
+    MalformedPe { path: PathBuf, reason: String },
     /// One run at a time per destination (`dest_lock`).
     #[error("another packaging run is writing to {} (lock {} is held)", dest_dir.display(), lock.display())]
     Locked { dest_dir: PathBuf, lock: PathBuf },
@@ -45,7 +52,12 @@ impl Error {
             Error::Write(error) => write_hint(error),
             Error::Tag(error) => error.hint(),
             Error::Variants(error) => error.hint(),
+            Error::Destination(error) => Some(error.hint()),
             Error::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
+            Error::MalformedPe { .. } => Some(
+                "the file is truncated or corrupt: rebuild the artifact or remove the file from it, \
+                 and report the build if a fresh one has it too",
+            ),
         }
     }
 }
@@ -69,22 +81,13 @@ fn elf_hint(error: &ElfError) -> Option<&'static str> {
 /// The archive writer's hint, in a packaging run's words: where it writes is `--dest-dir`,
 /// and what it reads is the build's artifacts.
 fn write_hint(error: &WriteError) -> Option<&'static str> {
-    let errno = match error {
-        WriteError::Write { source, .. } => source.raw_os_error(),
-        _ => None,
-    };
-    match (error, errno) {
-        (WriteError::Write { .. }, Some(libc::ENOSPC)) => {
-            Some("the destination is full: free space or pass another --dest-dir; nothing partial was left in it")
-        }
-        (WriteError::Write { .. }, Some(libc::EDQUOT)) => Some(
-            "your disk quota is used up: free space or pass a --dest-dir elsewhere; nothing partial was left in it",
+    match error {
+        WriteError::Write { source, .. } => Some(dest_dir_hint(source)),
+        WriteError::NotOurs { .. } => Some(
+            "a run writes only regular files and directories of its own in --dest-dir: move that one out of the \
+             way, or pass another --dest-dir",
         ),
-        (WriteError::Write { .. }, Some(libc::EFBIG)) => Some(
-            "the file is larger than the destination allows (`ulimit -f`, or a file system such as FAT32): \
-             raise the limit or pass a --dest-dir on another file system",
-        ),
-        (WriteError::Changed { .. }, _) => {
+        WriteError::Changed { .. } => {
             Some("something modified the artifacts during packaging: rerun when the build has finished")
         }
         _ => error.hint(),
@@ -103,7 +106,9 @@ impl Error {
             Error::Tag(error) => error.path(),
             Error::Variants(VariantsError::LegacyBuild { artifacts_dir }) => Some(artifacts_dir),
             Error::Variants(_) => None,
+            Error::Destination(error) => Some(error.path()),
             Error::Locked { lock, .. } => Some(lock),
+            Error::MalformedPe { path, .. } => Some(path),
         }
     }
 }
@@ -158,7 +163,7 @@ mod tests {
 
     fn write_error(errno: i32) -> Error {
         let source = std::io::Error::from_raw_os_error(errno);
-        Error::Write(WriteError::Write { path: PathBuf::from("dist/x.whl"), source })
+        Error::Write(WriteError::io(crate::write::WriteAction::Write, "dist/x.whl", source))
     }
 
     /// A run's hints name what the user passed (`--dest-dir`) and what it read (artifacts).
@@ -168,7 +173,8 @@ mod tests {
         assert!(hint(libc::ENOSPC).starts_with("the destination is full"), "{}", hint(libc::ENOSPC));
         assert!(hint(libc::EDQUOT).contains("quota") && hint(libc::EDQUOT).contains("--dest-dir"));
         assert!(hint(libc::EFBIG).contains("ulimit -f") && hint(libc::EFBIG).contains("--dest-dir"));
-        assert_eq!(write_error(libc::EACCES).hint(), None);
+        assert!(hint(libc::EACCES).contains("permissions of --dest-dir"), "{}", hint(libc::EACCES));
+        assert!(hint(libc::ENOENT).contains("--dest-dir"), "{}", hint(libc::ENOENT));
     }
 
     /// The CLI has no flag to leave a file out, so the hint must not suggest one.

@@ -40,6 +40,7 @@ pub mod stale;
 pub mod targets;
 pub mod variants;
 
+mod dest_error;
 mod dest_lock;
 mod error;
 
@@ -52,6 +53,7 @@ pub use elf_rpath as elf;
 
 pub use assemble::GENERATOR;
 pub use config::{BuildTime, PackageConfig};
+pub use dest_error::DestinationError;
 pub use dest_lock::DestLock;
 pub use error::Error;
 pub use plan::Plan;

@@ -16,13 +16,9 @@ pub const METADATA_LIMIT: u64 = 16 << 20;
 /// followed (to a regular file). A FIFO, device, socket or directory, a larger file, or
 /// invalid UTF-8 is an `InvalidData` error saying which; a missing file stays `NotFound`.
 pub fn read_metadata_file(path: &Path) -> io::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // Non-blocking, so opening a FIFO with no writer returns at once instead of waiting.
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    // Never blocks: a FIFO or device is refused before and after a non-blocking open.
+    let file = crate::write::open_regular(path, crate::write::Links::Follow)?;
     let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        return Err(invalid(format!("is {}, not a regular file", kind_of(&metadata.file_type()))));
-    }
     if metadata.len() > METADATA_LIMIT {
         return Err(invalid(format!(
             "is {} bytes, more than a metadata file may be ({METADATA_LIMIT})",
@@ -40,26 +36,6 @@ pub fn read_metadata_file(path: &Path) -> io::Result<String> {
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message)
-}
-
-/// A file type in words, for messages.
-pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if file_type.is_fifo() {
-        "a FIFO"
-    } else if file_type.is_char_device() {
-        "a character device"
-    } else if file_type.is_block_device() {
-        "a block device"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_symlink() {
-        "a symlink"
-    } else {
-        "a regular file"
-    }
 }
 
 #[cfg(test)]

@@ -18,15 +18,17 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::identity::{is_our_distribution, parse_variants_json_file_name, WheelFileName};
+use crate::write::{WriteAction, WriteError};
 
 /// Our wheels in `dest` of `version` for the operating system of `produced`, that are not
 /// among `produced` (file names this run committed), sorted.
-pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -> io::Result<Vec<PathBuf>> {
+pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -> Result<Vec<PathBuf>, WriteError> {
+    let list_error = |source| WriteError::io(WriteAction::List, dest, source);
     let windows: BTreeSet<bool> =
         produced.iter().filter_map(|name| WheelFileName::parse(name)).map(|wheel| wheel.is_windows()).collect();
     let mut stale = Vec::new();
-    for entry in std::fs::read_dir(dest)? {
-        let entry = entry?;
+    for entry in std::fs::read_dir(dest).map_err(list_error)? {
+        let entry = entry.map_err(list_error)?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if produced.contains(name) {
@@ -47,7 +49,7 @@ pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -
             }
         }
         // Only regular files: a directory or link under such a name is not an archive we wrote.
-        if entry.file_type()?.is_file() {
+        if entry.file_type().map_err(list_error)?.is_file() {
             stale.push(entry.path());
         }
     }
@@ -56,11 +58,17 @@ pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -
 }
 
 /// Removes [`stale_archives`]; returns what was removed.
-pub fn remove_stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -> io::Result<Vec<PathBuf>> {
+pub fn remove_stale_archives(
+    dest: &Path,
+    version: &str,
+    produced: &BTreeSet<String>,
+) -> Result<Vec<PathBuf>, WriteError> {
     let stale = stale_archives(dest, version, produced)?;
     for path in &stale {
         match std::fs::remove_file(path) {
-            Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+            Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                return Err(WriteError::io(WriteAction::Remove, path, error));
+            }
             _ => {}
         }
     }

@@ -99,8 +99,14 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
         }
         Err(reason) => archive.findings.violation(file, None, Check::FileName, format!("wheel file name {reason}")),
     }
-    let opened = fs_err::File::open(path).map(io::BufReader::new);
-    let zip = opened.map_err(zip::result::ZipError::Io).and_then(zip::ZipArchive::new);
+    let opened = match open_bounded(path) {
+        Ok(file) => file,
+        Err(reason) => {
+            archive.findings.violation(file, None, Check::Archive, reason);
+            return archive;
+        }
+    };
+    let zip = zip::ZipArchive::new(io::BufReader::new(opened));
     let mut zip = match zip {
         Ok(zip) => zip,
         Err(error) => {
@@ -119,6 +125,21 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
     }
     check_dist_info(&mut archive, &digests, &texts);
     archive
+}
+
+/// Opens the wheel if its index is small enough to read: the zip reader keeps the whole
+/// central directory in memory, so its size is checked first (`zip_index`).
+fn open_bounded(path: &Path) -> Result<std::fs::File, String> {
+    let file = crate::open_regular(path).map_err(|error| format!("cannot open it: {error}"))?;
+    match super::zip_index::index_size(&file) {
+        Ok(Some(size)) => match size.too_large() {
+            Some(reason) => Err(reason),
+            None => Ok(file),
+        },
+        // No end record: the zip reader says what is wrong.
+        Ok(None) => Ok(file),
+        Err(error) => Err(format!("cannot read it: {error}")),
+    }
 }
 
 fn check_name_and_version(file: &str, name: &str, version: &str, findings: &mut Findings) {
@@ -152,7 +173,7 @@ fn is_dist_info_text(name: &str) -> bool {
 }
 
 fn read_wheel_member(
-    zip: &mut zip::ZipArchive<io::BufReader<fs_err::File>>,
+    zip: &mut zip::ZipArchive<io::BufReader<std::fs::File>>,
     index: usize,
     archive: &mut Archive,
     digests: &mut BTreeMap<String, MemberDigest>,
@@ -322,14 +343,14 @@ pub(crate) fn read_sdist(path: &Path, location: PathBuf, file: &str, sha256: Str
         }
         Err(reason) => archive.findings.violation(file, None, Check::FileName, format!("sdist file name {reason}")),
     }
-    let result = fs_err::File::open(path).and_then(|opened| read_sdist_entries(opened, &mut archive));
+    let result = crate::open_regular(path).and_then(|opened| read_sdist_entries(opened, &mut archive));
     if let Err(error) = result {
         archive.findings.violation(file, None, Check::Archive, format!("not a readable tar.gz archive: {error}"));
     }
     archive
 }
 
-fn read_sdist_entries(opened: fs_err::File, archive: &mut Archive) -> io::Result<()> {
+fn read_sdist_entries(opened: std::fs::File, archive: &mut Archive) -> io::Result<()> {
     let file = archive.file.clone();
     let top = archive.name.as_ref().zip(archive.version.as_ref()).map(|(name, version)| format!("{name}-{version}"));
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(opened)));

@@ -32,6 +32,7 @@ mod report;
 mod set;
 mod targets;
 mod variants;
+mod zip_index;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -167,6 +168,9 @@ fn read_archive(dist: &Path, path: &Path) -> Result<Archive, VerifyError> {
     })
 }
 
+/// A variants index lists a few properties per variant: a megabyte is thousands of them.
+const MAX_VARIANTS_INDEX_BYTES: u64 = 1 << 20;
+
 fn is_variants_index(path: &Path) -> bool {
     path.file_name().is_some_and(|name| name.to_string_lossy().ends_with(variants::INDEX_SUFFIX))
 }
@@ -176,7 +180,19 @@ fn is_variants_index(path: &Path) -> bool {
 fn read_variants_index(dist: &Path, path: &Path) -> Result<variants::VariantsIndex, VerifyError> {
     let location = path.strip_prefix(dist).unwrap_or(path).to_path_buf();
     let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-    let bytes = std::fs::read(path).map_err(|source| VerifyError::Read { path: path.to_path_buf(), source })?;
+    let read_error = |source| VerifyError::Read { path: path.to_path_buf(), source };
+    // Opened without blocking, and read no further than an index file can be: a FIFO or a
+    // huge file under the name must not stall or flood the gate.
+    let mut bytes = Vec::new();
+    open_regular(path)
+        .map_err(read_error)?
+        .take(MAX_VARIANTS_INDEX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_VARIANTS_INDEX_BYTES {
+        let reason = format!("is larger than {MAX_VARIANTS_INDEX_BYTES} bytes, more than any variants index needs");
+        return Err(read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, reason)));
+    }
     let sha256: String = Sha256::digest(&bytes).iter().map(|byte| format!("{byte:02x}")).collect();
     let text = String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned());
     Ok(variants::VariantsIndex {
@@ -207,6 +223,21 @@ fn index_report(index: variants::VariantsIndex, violations: Vec<Violation>, warn
     }
 }
 
+/// Opens an archive the walk found as a regular file, without blocking: a FIFO put in
+/// its place since is an error, never a wait for a writer.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path)?;
+    let metadata = file.metadata()?;
+    match metadata.is_file() {
+        true => Ok(file),
+        false => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("is {}, not a regular file", kind_of(&metadata.file_type())),
+        )),
+    }
+}
+
 /// A file type in words, for messages.
 fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
@@ -229,7 +260,7 @@ fn kind_of(file_type: &std::fs::FileType) -> &'static str {
 
 fn hash_file(path: &Path) -> Result<String, VerifyError> {
     let read_error = |source| VerifyError::Read { path: path.to_path_buf(), source };
-    let mut file = std::fs::File::open(path).map_err(read_error)?;
+    let mut file = open_regular(path).map_err(read_error)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     loop {

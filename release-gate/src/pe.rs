@@ -3,7 +3,9 @@
 //! directory, core's `bin/`) or Windows itself does (system DLLs, the MSVC and UCRT
 //! runtimes: a named list). An ELF file in a Windows wheel, or a PE file in a Linux one,
 //! can never load and is a violation. PE files are read with `goblin`, an independent
-//! reader; one larger than [`PE_CAP`] is checked from its headers only.
+//! reader, after the layout a loader requires is checked (`elf_audit::check_pe_layout`:
+//! `goblin` reads what it can of a malformed file); one larger than [`PE_CAP`] is checked
+//! from its headers only.
 //!
 //! Owns: these checks. Does not own: streaming members (`member`), ELF rules.
 
@@ -112,6 +114,11 @@ pub(crate) fn inspect_pe(
     if !complete {
         let message = format!("larger than {} MiB: its imports were not checked", PE_CAP >> 20);
         findings.warning(file, Some(path), Check::Closure, message);
+        return None;
+    }
+    if let Err(reason) = elf_audit::check_pe_layout(&bytes) {
+        let message = format!("a malformed PE file a Windows loader refuses: {reason}");
+        findings.violation(file, Some(path), Check::PeStructure, message);
         return None;
     }
     match goblin::pe::PE::parse(bytes) {

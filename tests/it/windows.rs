@@ -3,6 +3,8 @@
 //! copied byte for byte and no profiler wheel; `verify --dist` passes it and fails a copy
 //! broken the two ways a Windows set breaks; a build mixing ELF and PE is refused.
 
+#[path = "windows_pe.rs"]
+mod pe;
 #[path = "windows_wine.rs"]
 mod wine;
 

@@ -133,11 +133,32 @@ fn report_error(error: &anyhow::Error) {
     let hint = hint.or_else(|| {
         error.chain().find_map(|cause| cause.downcast_ref::<packager::index::IndexError>().and_then(|e| e.hint()))
     });
-    if let Some(hint) = hint {
-        eprintln!("\nhint: {hint}");
-    }
+    // Every error ends with a hint: one the libraries did not word is said from the
+    // operating system's reason, and failing that in general words.
+    let hint = hint.unwrap_or_else(|| fallback_hint(error));
+    eprintln!("\nhint: {hint}");
     if std::env::var_os("GITHUB_ACTIONS").is_some_and(|value| value == "true") {
         eprintln!("{}", github_annotation(error, std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from).as_deref()));
+    }
+}
+
+/// A hint from the first I/O error in the chain, by its reason.
+fn fallback_hint(error: &anyhow::Error) -> &'static str {
+    let io = error.chain().find_map(|cause| cause.downcast_ref::<std::io::Error>());
+    match io.and_then(std::io::Error::raw_os_error) {
+        Some(libc::ENOENT) => "a file or directory named above does not exist: check the path, or create it",
+        Some(libc::EACCES | libc::EPERM) => {
+            "you may not use the path named above: fix its permissions, or pick another"
+        }
+        Some(libc::EROFS) => "the path named above is on a read-only file system: pick one on a writable disk",
+        Some(libc::ENOSPC | libc::EDQUOT) => "the disk is full: free space, or write elsewhere",
+        Some(libc::ENOTDIR | libc::EEXIST) => {
+            "a part of the path named above is a file or a symlink to nothing, not a directory: fix that part"
+        }
+        Some(libc::ELOOP) => "the path named above is a symlink where a file or directory is needed: replace it",
+        Some(libc::EIO) => "the disk reported an I/O error: check it, or use another disk",
+        _ if io.is_some() => "check that the path named above exists and that you may read and write it, then rerun",
+        _ => "see `cargo xtask <command> --help`, and CONTRIBUTING.md or README.md's Troubleshooting",
     }
 }
 

@@ -418,7 +418,13 @@ fn hash_tree(dir: &Path, hasher: &mut DefaultHasher) -> anyhow::Result<()> {
         } else if metadata.is_symlink() {
             fs_err::read_link(&path)?.hash(hasher);
         } else {
-            fs_err::read(&path)?.hash(hasher);
+            // Only a regular file is read, without blocking: the tree is ours, but a FIFO
+            // in it must not hang the run.
+            let mut bytes = Vec::new();
+            packager::write::open_regular(&path, packager::write::Links::Refuse)
+                .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+                .with_context(|| format!("reading {}", path.display()))?;
+            bytes.hash(hasher);
         }
     }
     Ok(())

@@ -66,12 +66,8 @@ fn render(report: &VerifyReport, verbose: bool) -> String {
         if let Some(line) = foreign_line(&package.foreign_elf_files, verbose) {
             let _ = writeln!(text, "       info: {line}");
         }
-        for violation in &package.violations {
-            let _ = writeln!(text, "       error: {}", describe(violation));
-        }
-        for warning in &package.warnings {
-            let _ = writeln!(text, "       warning: {}", describe(warning));
-        }
+        render_findings(&mut text, "error", "violations", &package.violations, verbose);
+        render_findings(&mut text, "warning", "warnings", &package.warnings, verbose);
     }
     let _ = writeln!(
         text,
@@ -82,6 +78,20 @@ fn render(report: &VerifyReport, verbose: bool) -> String {
         report.n_warnings()
     );
     text
+}
+
+/// Without `-v`, this many findings of each kind are shown per package; the rest are
+/// counted, so a package with a million bad members reports in a few lines.
+const FINDINGS_SHOWN: usize = 20;
+
+fn render_findings(text: &mut String, label: &str, plural: &str, findings: &[Finding], verbose: bool) {
+    let shown = if verbose { findings.len() } else { findings.len().min(FINDINGS_SHOWN) };
+    for finding in &findings[..shown] {
+        let _ = writeln!(text, "       {label}: {}", describe(finding));
+    }
+    if shown < findings.len() {
+        let _ = writeln!(text, "       ... and {} more {plural} (-v or --json lists them)", findings.len() - shown);
+    }
 }
 
 /// Without `-v`, this many foreign ELF files are named; the rest are counted.
@@ -120,7 +130,7 @@ mod tests {
 
     use release_gate::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport};
 
-    use super::render;
+    use super::{render, render_findings, FINDINGS_SHOWN};
 
     #[test]
     fn groups_findings_under_their_package() {
@@ -159,5 +169,24 @@ mod tests {
              \x20      warning: [windows-name] a/x:y: Windows cannot extract this name\n\
              1 packages (found in dist and its subdirectories), 1 violations, 1 warnings\n"
         );
+    }
+
+    #[test]
+    fn many_findings_are_summarised_unless_verbose() {
+        let findings: Vec<Finding> = (0..FINDINGS_SHOWN + 5)
+            .map(|index| Finding {
+                file: "a.whl".to_owned(),
+                path: Some(format!("a/{index}")),
+                check: Check::Record,
+                message: "is not in RECORD".to_owned(),
+            })
+            .collect();
+        let mut short = String::new();
+        render_findings(&mut short, "error", "violations", &findings, false);
+        assert_eq!(short.lines().count(), FINDINGS_SHOWN + 1, "{short}");
+        assert!(short.ends_with("... and 5 more violations (-v or --json lists them)\n"), "{short}");
+        let mut long = String::new();
+        render_findings(&mut long, "error", "violations", &findings, true);
+        assert_eq!(long.lines().count(), FINDINGS_SHOWN + 5, "{long}");
     }
 }

@@ -36,10 +36,24 @@ class TargetFamilyError(ValueError):
     ValueError, as the reference raises, so existing callers keep catching it."""
 
 
+def printable(text, keep_newlines=False):
+    """`text` with control characters escaped (`\\x1b`, `\\n`), as the packager escapes
+    names, so a hostile value (an environment variable, a file name) cannot rewrite the
+    terminal or forge a line of a message. With keep_newlines, a message's own line breaks
+    stay; values put into a message are escaped whole before that."""
+    out = []
+    for ch in str(text):
+        if ch == " " or ch.isprintable() or (keep_newlines and ch == "\n"):
+            out.append(ch)
+        else:
+            out.append(repr(ch)[1:-1])
+    return "".join(out)
+
+
 def _log(message):
     # The runtime prints nothing unless asked to (SPEC §4, Environment).
     if os.environ.get("ROCM_SDK_VERBOSE") == "1":
-        print("rocm_sdk: " + message, file=sys.stderr)
+        print("rocm_sdk: " + printable(message, keep_newlines=True), file=sys.stderr)
 
 
 def _ascii_lower(text):
@@ -338,7 +352,7 @@ def resolve_target_family():
         if family is None:
             raise TargetFamilyError(
                 "ROCM_SDK_TARGET_FAMILY=%s is not available in this distribution (available: %s)"
-                % (requested, ", ".join(AVAILABLE_TARGET_FAMILIES) or "none")
+                % (printable(requested), ", ".join(AVAILABLE_TARGET_FAMILIES) or "none")
             )
         return family, SOURCE_ENVIRONMENT
     detected = discover_current_target_family()
@@ -378,7 +392,7 @@ def resolve_runtime_target_family():
         if installed and match_target_family(requested, installed) is None:
             raise TargetFamilyError(
                 "ROCM_SDK_TARGET_FAMILY=%s is not installed in this environment (installed: %s); "
-                "set it to one of those, or unset it" % (requested, ", ".join(installed))
+                "set it to one of those, or unset it" % (printable(requested), ", ".join(installed))
             )
         return resolve_target_family()
     if len(installed) == 1:

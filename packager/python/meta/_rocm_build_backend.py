@@ -26,8 +26,10 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 def _log(message):
-    # pip shows a backend's output with -v only.
-    print("rocm build backend: " + message, file=sys.stderr)
+    # pip shows a backend's output with -v only. Control characters (from the environment)
+    # are escaped, as the packager and the runtime escape them.
+    text = "".join(ch if ch in " \n" or ch.isprintable() else repr(ch)[1:-1] for ch in str(message))
+    print("rocm build backend: " + text, file=sys.stderr)
 
 
 def load_dist_info(root=ROOT):

@@ -141,3 +141,34 @@ class TargetFamilyTest(support.TempDirTest):
         self.assertEqual(both["installed"], ["gfx1030", "gfx90a"])
         self.assertEqual(both["runtime"][:2], ["error", "TargetFamilyError"])
         self.assertEqual(self.probe(site, gpu_lines=["gfx90a:xnack-"])["runtime"], ["gfx90a", "detected"])
+
+    # Runtime messages escape control characters, as the packager does: a hostile value in
+    # the environment cannot color, clear or rewrite the terminal through `rocm-sdk`.
+    HOSTILE = "gfx110X-all\x1b[31m\rforged"
+
+    def run_command(self, site, words):
+        code = "import rocm_sdk.__main__ as m, sys; sys.exit(m.main(%r))" % (words,)
+        return support.run_python(code, site=site, env=support.clean_env({"ROCM_SDK_TARGET_FAMILY": self.HOSTILE}))
+
+    def assert_escaped(self, text):
+        self.assertNotIn("\x1b", text)
+        self.assertNotIn("\r", text)
+        self.assertIn("gfx110X-all\\x1b[31m\\rforged", text)
+
+    def test_a_family_from_the_environment_is_escaped_in_every_message(self):
+        installed = self.site(LEGACY)
+        self.install_libraries(installed, "gfx94X-dcgpu")
+        for site in (installed, self.site_without_packages()):
+            for words in (["path", "--cmake"], ["path", "--root"]):
+                result = self.run_command(site, words)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertTrue(result.stderr.startswith("error: ROCM_SDK_TARGET_FAMILY="), result.stderr)
+                self.assert_escaped(result.stderr)
+        # The library API's exception says the same, escaped, to whoever prints it.
+        result = support.run_python(
+            "import rocm_sdk._dist_info as di\ntry:\n    di.determine_target_family()\nexcept ValueError as e:\n    print(e)",
+            site=installed,
+            env=support.clean_env({"ROCM_SDK_TARGET_FAMILY": self.HOSTILE}),
+            check=True,
+        )
+        self.assert_escaped(result.stdout)

@@ -117,7 +117,7 @@ fn read_variants_json(rel: &str, path: &Path, file_name: String, name: String) -
 /// `{name}.dist-info/METADATA` at the top level of the wheel.
 fn wheel_metadata(path: &Path) -> Result<String, IndexError> {
     let bad = |reason: String| IndexError::BadMetadata { path: path.to_path_buf(), reason };
-    let file = fs_err::File::open(path).map_err(|source| IndexError::Read { path: path.to_path_buf(), source })?;
+    let file = open_listed(path)?;
     let mut archive = zip::ZipArchive::new(file).map_err(|error| bad(format!("not a zip archive: {error}")))?;
     let member = archive
         .file_names()
@@ -137,7 +137,7 @@ fn wheel_metadata(path: &Path) -> Result<String, IndexError> {
 /// `{name}-{version}/PKG-INFO` of a gzipped sdist.
 fn sdist_metadata(path: &Path) -> Result<String, IndexError> {
     let bad = |reason: String| IndexError::BadMetadata { path: path.to_path_buf(), reason };
-    let file = fs_err::File::open(path).map_err(|source| IndexError::Read { path: path.to_path_buf(), source })?;
+    let file = open_listed(path)?;
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
     let entries = archive.entries().map_err(|error| bad(format!("not a .tar.gz: {error}")))?;
     for entry in entries {
@@ -153,9 +153,16 @@ fn sdist_metadata(path: &Path) -> Result<String, IndexError> {
     Err(bad("no PKG-INFO member".to_owned()))
 }
 
+/// Opens an archive the walk listed, without blocking: a FIFO put in its place since is
+/// an error naming it, never a wait.
+fn open_listed(path: &Path) -> Result<std::fs::File, IndexError> {
+    crate::write::open_regular(path, crate::write::Links::Follow)
+        .map_err(|source| IndexError::Read { path: path.to_path_buf(), source })
+}
+
 fn hash_file(path: &Path) -> Result<(String, u64), IndexError> {
     let read_error = |source| IndexError::Read { path: path.to_path_buf(), source };
-    let mut file = fs_err::File::open(path).map_err(read_error)?;
+    let mut file = open_listed(path)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     let mut len = 0u64;

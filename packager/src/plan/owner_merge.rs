@@ -93,7 +93,11 @@ fn kind_name(kind: &EntryKind) -> &'static str {
 
 /// Whether two files of equal length hold the same bytes, read side by side in blocks.
 fn same_bytes(first: &Path, second: &Path) -> Result<bool, CatalogError> {
-    let open = |path: &Path| File::open(path).map_err(|source| CatalogError::Read { path: path.to_owned(), source });
+    // The catalog saw regular files; whatever took their place since is refused, not waited on.
+    let open = |path: &Path| {
+        crate::write::open_regular(path, crate::write::Links::Refuse)
+            .map_err(|source| CatalogError::Read { path: path.to_owned(), source })
+    };
     let (mut first_file, mut second_file) = (open(first)?, open(second)?);
     let mut first_block = vec![0u8; 64 * 1024];
     let mut second_block = vec![0u8; 64 * 1024];

@@ -301,7 +301,7 @@ impl<'a> Builder<'a> {
             .filter(|entry| matches!(entry.kind, EntryKind::File { .. }))
             .map(|entry| &entry.source)
             .collect();
-        self.facts.fill(paths).map_err(elf_error)
+        self.facts.fill(paths)
     }
 
     /// Keeps a decision for the summary and `--json`, and explains it at `-v` in the words

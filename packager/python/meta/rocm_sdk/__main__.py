@@ -23,9 +23,11 @@ Typical use after `pip install "rocm[libraries,devel]"`:
 
 
 def _fail(message, hint=None):
-    print("error: " + message, file=sys.stderr)
+    # Control characters from the environment or file names are escaped, as the packager
+    # escapes them: a message cannot rewrite the terminal.
+    print("error: " + di.printable(message, keep_newlines=True), file=sys.stderr)
     if hint:
-        print("\nhint: " + hint, file=sys.stderr)
+        print("\nhint: " + di.printable(hint, keep_newlines=True), file=sys.stderr)
     return 1
 
 

@@ -194,7 +194,11 @@ def warn_once(emit):
 
 def warn_on_stderr(program):
     """`warn_once` for a console script: one `{program}: warning: ...` line on stderr."""
-    warn_once(lambda message: print("%s: warning: %s" % (program, message), file=sys.stderr))
+    warn_once(
+        lambda message: print(
+            "%s: warning: %s" % (program, di.printable(message, keep_newlines=True)), file=sys.stderr
+        )
+    )
 
 
 def exit_code(report):
