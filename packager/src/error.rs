@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::catalog::CatalogError;
+use crate::dest_overlap::OverlapError;
 use crate::elf::{ElfError, Refusal};
 use crate::launcher::LauncherError;
 use crate::manylinux::TagError;
@@ -26,6 +27,9 @@ pub enum Error {
     Write(#[from] WriteError),
     #[error(transparent)]
     Tag(#[from] TagError),
+    /// The destination overlaps the artifacts directory (`dest_overlap`).
+    #[error(transparent)]
+    Overlap(#[from] OverlapError),
     /// One run at a time per destination (`dest_lock`).
     #[error("another packaging run is writing to {} (lock {} is held)", dest_dir.display(), lock.display())]
     Locked { dest_dir: PathBuf, lock: PathBuf },
@@ -41,6 +45,7 @@ impl Error {
             Error::Launcher(error) => error.hint(),
             Error::Write(error) => write_hint(error),
             Error::Tag(error) => error.hint(),
+            Error::Overlap(error) => error.hint(),
             Error::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
         }
     }
@@ -97,6 +102,7 @@ impl Error {
             Error::Launcher(error) => error.path(),
             Error::Write(error) => error.path(),
             Error::Tag(error) => error.path(),
+            Error::Overlap(error) => Some(error.path()),
             Error::Locked { lock, .. } => Some(lock),
         }
     }
@@ -119,7 +125,11 @@ impl CatalogError {
             | CatalogError::NotACheckout { path }
             | CatalogError::MissingCheckoutArtifacts { path }
             | CatalogError::BadCheckoutFile { path, .. }
-            | CatalogError::Read { path, .. } => Some(path),
+            | CatalogError::Read { path, .. }
+            | CatalogError::BadFamilyName { path, .. }
+            | CatalogError::UnexpectedArtifact { path, .. }
+            | CatalogError::NotATargetId { path, .. } => Some(path),
+            CatalogError::KindClash { second_path, .. } => Some(second_path),
             CatalogError::BadGlob { .. } => None,
         }
     }

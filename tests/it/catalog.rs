@@ -268,7 +268,7 @@ fn kpack_split_artifact_named_after_a_family_is_refused() {
     let error = packager::package(&crate::support::package_config(tree.root(), &dist), &packager::Silent)
         .expect_err("a family in a kpack-split build is refused");
     assert!(
-        matches!(&error, packager::Error::Plan(packager::plan::PlanError::NotATargetId { artifact, .. })
+        matches!(&error, packager::Error::Catalog(packager::catalog::CatalogError::NotATargetId { artifact, .. })
             if artifact == "blas_lib_gfx110X-all"),
         "{error:?}"
     );
