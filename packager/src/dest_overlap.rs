@@ -60,7 +60,9 @@ pub enum OverlapError {
 impl OverlapError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            OverlapError::Unresolvable { .. } => None,
+            OverlapError::Unresolvable { .. } => {
+                Some("check that each directory on the way to that path may be read (and is not a symlink loop)")
+            }
             _ => Some(
                 "pass a --dest-dir outside the artifacts directory and not above it, for example beside it \
                  (TheRock writes packages to build/python-packages, next to build/artifacts); nothing was written",
@@ -90,8 +92,10 @@ fn shown(given: &Path, real: &Path) -> String {
 
 /// Refuses a destination that overlaps the artifacts directory (see the module docs).
 /// `trees` says what the output directory receives, for the message.
+/// An artifacts directory that cannot be resolved is left to the catalog, whose error
+/// says what is wrong with it.
 pub fn check_apart(artifacts_dir: &Path, destination: &Destination, trees: bool) -> Result<(), OverlapError> {
-    let real_artifacts = std::fs::canonicalize(artifacts_dir).map_err(unresolvable(artifacts_dir))?;
+    let Ok(real_artifacts) = std::fs::canonicalize(artifacts_dir) else { return Ok(()) };
     let artifacts_id = identity(&real_artifacts).map_err(unresolvable(artifacts_dir))?;
     let real_dest = real_location(&destination.dest_dir).map_err(unresolvable(&destination.dest_dir))?;
     let real_output = real_location(&destination.output_dir).map_err(unresolvable(&destination.output_dir))?;

@@ -62,9 +62,10 @@ pub use report::Report;
 /// overlapping the artifacts is refused here, before any run writes a byte.
 pub fn plan(config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, Error> {
     progress.stage("catalog", 0);
-    let catalog = catalog::Catalog::read(&config.artifacts_dir)?;
+    // First: packages an earlier run laid among the artifacts would read as stray artifacts.
     let trees = matches!(config.output, config::OutputMode::Trees);
     dest_overlap::check_apart(&config.artifacts_dir, &config.destination(), trees)?;
+    let catalog = catalog::Catalog::read(&config.artifacts_dir)?;
     warn_symlinked_artifacts(&catalog, progress);
     progress.stage("plan", 0);
     plan::plan_packages(&catalog, config, progress)

@@ -56,6 +56,9 @@ fn a_destination_inside_an_artifact_or_equal_to_the_artifacts_is_refused() {
     refused(&example, &stage_out, true, "is inside the artifacts directory");
     refused(&example, &example.artifacts, false, "is the artifacts directory");
     refused(&example, &example.artifacts, true, "is the artifacts directory");
+    // A tree an earlier run laid there is not taken for a stray artifact first.
+    fs_err::create_dir_all(example.artifacts.join("rocm_sdk_core-7.12.0.dev0/_rocm_sdk_core")).expect("mkdir");
+    refused(&example, &example.artifacts, true, "is the artifacts directory");
     // Trees go into the destination itself: one above the artifacts holds them.
     refused(&example, example.temp.path(), true, "where this run writes its package trees");
 }
