@@ -129,7 +129,7 @@ impl CatalogError {
             | CatalogError::BadFamilyName { path, .. }
             | CatalogError::UnexpectedArtifact { path, .. }
             | CatalogError::NotATargetId { path, .. } => Some(path),
-            CatalogError::KindClash { second_path, .. } => Some(second_path),
+            CatalogError::KindClash(clash) => Some(&clash.second_path),
             CatalogError::BadGlob { .. } => None,
         }
     }

@@ -2,7 +2,9 @@
 //! test per rule of `rocm_sdk/_devel_tree.py` and `_devel_integrity.py` (SPEC §4, devel
 //! expansion). Each builds a tarball of that shape, runs the runtime's own expansion code
 //! on it (the shipped modules, under `python3`) to see it refused, then puts it in an
-//! otherwise correct set and sees the gate report the devel wheel.
+//! otherwise correct set and sees the gate report the devel wheel. (A path resolved
+//! through an absolute link, the runtime's last link rule, cannot be reached: an absolute
+//! link member is refused first, `an_absolute_symlink`.)
 
 use std::path::Path;
 use std::process::Command;

@@ -63,6 +63,19 @@ pub struct Catalog {
     pub symlinked: Vec<PathBuf>,
 }
 
+/// A path that is a directory in one artifact and a file or symlink in another
+/// ([`CatalogError::KindClash`]). `first` is the artifact read first.
+#[derive(Debug)]
+pub struct KindClash {
+    pub rel: RelPath,
+    pub first: String,
+    pub first_kind: &'static str,
+    pub first_path: PathBuf,
+    pub second: String,
+    pub second_kind: &'static str,
+    pub second_path: PathBuf,
+}
+
 /// What a path in the merged namespace is on disk (never followed: links stay links).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EntryKind {
@@ -216,21 +229,18 @@ pub enum CatalogError {
     #[error("unusable path {}: {reason}", crate::escape::escape_path(path))]
     BadPath { path: PathBuf, reason: String },
     /// One path is a directory in one artifact and a file or symlink in another (SPEC §1):
-    /// no merged tree holds both. `first` is the artifact read first.
+    /// no merged tree holds both. Boxed: it names two artifacts and two paths.
     #[error(
-        "{rel} is a {first_kind} in {first} and a {second_kind} in {second}: {} and {}",
-        crate::escape::escape_path(first_path),
-        crate::escape::escape_path(second_path)
+        "{} is a {} in {} and a {} in {}: {} and {}",
+        .0.rel,
+        .0.first_kind,
+        .0.first,
+        .0.second_kind,
+        .0.second,
+        crate::escape::escape_path(&.0.first_path),
+        crate::escape::escape_path(&.0.second_path)
     )]
-    KindClash {
-        rel: RelPath,
-        first: String,
-        first_kind: &'static str,
-        first_path: PathBuf,
-        second: String,
-        second_kind: &'static str,
-        second_path: PathBuf,
-    },
+    KindClash(Box<KindClash>),
     #[error("invalid glob {pattern:?}: {reason}")]
     BadGlob { pattern: String, reason: String },
     /// A checkout was found (or named), no --artifact-dir given, and the checkout has not

@@ -87,7 +87,7 @@ pub(super) fn kind_clash(
     if is_dir(first) == is_dir(second) {
         return None;
     }
-    Some(CatalogError::KindClash {
+    Some(CatalogError::KindClash(Box::new(super::KindClash {
         rel: first.rel.clone(),
         first: artifact_name(first.artifact),
         first_kind: first.kind.name(),
@@ -95,7 +95,7 @@ pub(super) fn kind_clash(
         second: artifact_name(second.artifact),
         second_kind: second.kind.name(),
         second_path: second.source.to_path_buf(),
-    })
+    })))
 }
 
 /// SPEC §1: kept if it matches some include (or there are none) and no exclude.
