@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::catalog::CatalogError;
 use crate::dest_error::{dest_dir_hint, DestinationError};
+use crate::dest_overlap::OverlapError;
 use crate::elf::{ElfError, Refusal};
 use crate::launcher::LauncherError;
 use crate::manylinux::TagError;
@@ -36,6 +37,9 @@ pub enum Error {
     /// copied byte for byte, so it would fail on the user's machine, not here.
     #[error("malformed PE file {}: {reason}", path.display())]
     MalformedPe { path: PathBuf, reason: String },
+    /// The destination overlaps the artifacts directory (`dest_overlap`).
+    #[error(transparent)]
+    Overlap(#[from] OverlapError),
     /// One run at a time per destination (`dest_lock`).
     #[error("another packaging run is writing to {} (lock {} is held)", dest_dir.display(), lock.display())]
     Locked { dest_dir: PathBuf, lock: PathBuf },
@@ -53,6 +57,7 @@ impl Error {
             Error::Tag(error) => error.hint(),
             Error::Variants(error) => error.hint(),
             Error::Destination(error) => Some(error.hint()),
+            Error::Overlap(error) => error.hint(),
             Error::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
             Error::MalformedPe { .. } => Some(
                 "the file is truncated or corrupt: rebuild the artifact or remove the file from it, \
@@ -107,6 +112,7 @@ impl Error {
             Error::Variants(VariantsError::LegacyBuild { artifacts_dir }) => Some(artifacts_dir),
             Error::Variants(_) => None,
             Error::Destination(error) => Some(error.path()),
+            Error::Overlap(error) => Some(error.path()),
             Error::Locked { lock, .. } => Some(lock),
             Error::MalformedPe { path, .. } => Some(path),
         }
@@ -130,7 +136,11 @@ impl CatalogError {
             | CatalogError::NotACheckout { path }
             | CatalogError::MissingCheckoutArtifacts { path }
             | CatalogError::BadCheckoutFile { path, .. }
-            | CatalogError::Read { path, .. } => Some(path),
+            | CatalogError::Read { path, .. }
+            | CatalogError::BadFamilyName { path, .. }
+            | CatalogError::UnexpectedArtifact { path, .. }
+            | CatalogError::NotATargetId { path, .. } => Some(path),
+            CatalogError::KindClash(clash) => Some(&clash.second_path),
             CatalogError::BadGlob { .. } => None,
         }
     }

@@ -42,6 +42,7 @@ pub mod variants;
 
 mod dest_error;
 mod dest_lock;
+pub mod dest_overlap;
 mod error;
 
 use std::time::Instant;
@@ -61,15 +62,33 @@ pub use progress::{Progress, Silent};
 pub use relpath::RelPath;
 pub use report::Report;
 
-/// Reads the catalog and decides every package, writing nothing (`--plan`).
+/// Reads the catalog and decides every package, writing nothing (`--plan`). A destination
+/// overlapping the artifacts is refused here, before any run writes a byte.
 pub fn plan(config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, Error> {
     progress.stage("catalog", 0);
+    // First: packages an earlier run laid among the artifacts would read as stray artifacts.
+    let trees = matches!(config.output, config::OutputMode::Trees);
+    dest_overlap::check_apart(&config.artifacts_dir, &config.destination(), trees)?;
     let catalog = catalog::Catalog::read(&config.artifacts_dir)?;
+    warn_symlinked_artifacts(&catalog, progress);
     progress.stage("plan", 0);
     let plan = plan::plan_packages(&catalog, config, progress)?;
     // `--variants` on a build that cannot have them fails before anything is written.
     variants::plan_variants(&plan, config)?;
     Ok(plan)
+}
+
+/// A symlink named like an artifact is not read (it could bring in files from anywhere):
+/// said at default verbosity, since the build then lacks what that artifact holds.
+fn warn_symlinked_artifacts(catalog: &catalog::Catalog, progress: &dyn Progress) {
+    for link in &catalog.symlinked {
+        let target = std::fs::read_link(link).map(|target| escape::escape_path(&target)).unwrap_or_default();
+        progress.warn(&format!(
+            "ignored {} (a symlink to {target}): only real directories are read as artifacts, so nothing of it \
+             is packaged; copy the artifact in (`cp -a`) or point --artifact-dir at the directory that holds it",
+            escape::escape_path(link)
+        ));
+    }
 }
 
 /// Runs the whole pipeline: catalog → plan → write. Outputs appear in the output directory

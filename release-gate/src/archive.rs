@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::devel::{read_devel_tar, DevelTree};
+use super::devel::{check_platform_dir, read_devel_tar, DevelTree};
 use super::member::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope, Streamed};
 use super::metadata::{self, parse_headers, WheelName};
 use super::pe::{elf_in_windows_wheel, inspect_pe, windows_machine, PeMember};
@@ -124,6 +124,13 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
         read_wheel_member(&mut zip, index, &mut archive, &mut digests, &mut texts);
     }
     check_dist_info(&mut archive, &digests, &texts);
+    if let Some(distribution) = archive.name.clone() {
+        for tree in &archive.devel {
+            let package = tree.member.rsplit_once('/').map_or("", |(dir, _)| dir);
+            let dist_info_py = texts.get(&format!("{package}/_dist_info.py")).map(String::as_str);
+            check_platform_dir(&archive.file, &distribution, dist_info_py, tree, &mut archive.findings);
+        }
+    }
     archive
 }
 
@@ -172,6 +179,11 @@ fn is_dist_info_text(name: &str) -> bool {
     }
 }
 
+/// A package's own `{package}/_dist_info.py` (its nonce names the devel platform directory).
+fn is_package_dist_info(name: &str) -> bool {
+    name.split_once('/').is_some_and(|(dir, file)| file == "_dist_info.py" && !dir.ends_with(".dist-info"))
+}
+
 fn read_wheel_member(
     zip: &mut zip::ZipArchive<io::BufReader<std::fs::File>>,
     index: usize,
@@ -208,7 +220,7 @@ fn read_wheel_member(
     let streamed = if devel_tar || devel_xz {
         read_devel_member(&mut member, devel_xz, &file, &name, archive)
     } else {
-        stream_member(&mut member, true, is_dist_info_text(&name))
+        stream_member(&mut member, true, is_dist_info_text(&name) || is_package_dist_info(&name))
     };
     let streamed = match streamed {
         Ok(streamed) => streamed,

@@ -2,9 +2,19 @@
 //! "Devel population"): read as it decompresses, members checked to stay inside one
 //! `_rocm_sdk_devel…` directory, ELF files inspected like wheel members.
 //!
-//! Owns: reading the tarball into a [`DevelTree`]. Does not own: whether its symlinks and
-//! launchers resolve (`closure`, which sees the whole simulated install).
+//! Every rule the installed runtime applies before it expands the tarball (SPEC §4, devel
+//! expansion: `rocm_sdk/_devel_integrity.py` and `_devel_tree.py`) is a rule here too, in
+//! this crate's own code, so a tarball the runtime would refuse never passes the gate:
+//! the tar whole (its end-of-archive blocks, a compressed stream to its end), each member
+//! a directory, a file or a symlink with a name, once, under the package's own platform
+//! directory (its `__init__.py` among them), never below a file or a symlink member. Where each symlink leads (an empty or
+//! absolute target, out of site-packages, around a loop, to a directory holding it) is
+//! `closure`'s, which resolves it in the whole simulated install.
+//!
+//! Owns: reading the tarball into a [`DevelTree`] and those member rules. Does not own:
+//! whether its symlinks and launchers resolve (`closure`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
 
 use super::member::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope};
@@ -30,6 +40,11 @@ pub(crate) struct DevelEntry {
 pub(crate) struct DevelTree {
     pub entries: Vec<DevelEntry>,
     pub elf_files: Vec<ElfMember>,
+    /// The tarball's one top-level directory, which must be the devel package's platform
+    /// directory ([`check_platform_dir`]).
+    pub top: Option<String>,
+    /// The wheel member the tarball is (`rocm_sdk_devel/_devel.tar`).
+    pub member: String,
 }
 
 /// Reads the tarball from `reader` (the raw wheel member bytes). Problems become findings.
@@ -41,16 +56,34 @@ pub(crate) fn read_devel_tar(
     findings: &mut Findings,
     elf_scope: &mut ElfScope,
 ) -> DevelTree {
-    let mut tree = DevelTree::default();
+    let mut tree = DevelTree { member: member.to_owned(), ..DevelTree::default() };
     let result = if xz {
         read_entries(liblzma::read::XzDecoder::new(reader), file, &mut tree, findings, elf_scope)
     } else {
         read_entries(reader, file, &mut tree, findings, elf_scope)
     };
-    if let Err(error) = result {
-        findings.violation(file, Some(member), Check::Devel, format!("the devel tarball is unreadable: {error}"));
+    match result {
+        Err(error) => {
+            findings.violation(file, Some(member), Check::Devel, format!("the devel tarball is unreadable: {error}"))
+        }
+        Ok(Ending::Cut) => findings.violation(
+            file,
+            Some(member),
+            Check::Devel,
+            "the devel tarball ends before its end-of-archive marker (two zero blocks): it is cut short, \
+             and the runtime refuses it",
+        ),
+        Ok(Ending::Whole) => check_shape(file, &tree, findings),
     }
     tree
+}
+
+/// How the tar stream ended after its last member.
+enum Ending {
+    /// Two zero blocks, then the stream's own end (a compressed stream decoded to its end).
+    Whole,
+    /// The data stopped where a header or the end-of-archive blocks belong.
+    Cut,
 }
 
 fn read_entries(
@@ -59,15 +92,20 @@ fn read_entries(
     tree: &mut DevelTree,
     findings: &mut Findings,
     elf_scope: &mut ElfScope,
-) -> io::Result<()> {
+) -> io::Result<Ending> {
     let mut tar = tar::Archive::new(reader);
     let mut top: Option<String> = None;
+    let mut seen: BTreeSet<String> = BTreeSet::new();
     for entry in tar.entries()? {
         let mut entry = entry?;
         let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        // `tar -C dir .` writes `./` before every name and a `./` root entry: harmless.
+        // `tar -C dir .` writes `./` before every name: harmless, the runtime drops it.
         let name = raw.trim_start_matches("./");
-        if name.is_empty() {
+        if name.trim_end_matches('/').is_empty() {
+            // The runtime refuses a member with no name, `./` included (the root entry
+            // `tar -C dir .` writes).
+            let shown = crate::escape::escape(&raw);
+            findings.violation(file, Some(&shown), Check::Devel, "devel tarball member has an empty name");
             continue;
         }
         let path = name.trim_end_matches('/').to_owned();
@@ -97,6 +135,10 @@ fn read_entries(
             }
             Some(_) => {}
         }
+        if !seen.insert(path.clone()) {
+            findings.violation(file, Some(&path), Check::Devel, "devel tarball member appears twice");
+            continue;
+        }
         let entry_type = entry.header().entry_type();
         let link =
             || entry.link_name_bytes().map(|bytes| String::from_utf8_lossy(&bytes).into_owned()).unwrap_or_default();
@@ -105,7 +147,14 @@ fn read_entries(
         } else if entry_type.is_symlink() {
             DevelKind::Symlink(link())
         } else if entry_type.is_hard_link() {
-            DevelKind::HardLink(link().trim_start_matches("./").to_owned())
+            // The runtime expands files, directories and symlinks only.
+            let target = link().trim_start_matches("./").to_owned();
+            let message = format!(
+                "devel tarball member is a hard link (to `{}`), which the runtime refuses",
+                crate::escape::escape(&target)
+            );
+            findings.violation(file, Some(&path), Check::Devel, message);
+            DevelKind::HardLink(target)
         } else if entry_type.is_file() {
             let streamed = stream_member(&mut entry, false, false)?;
             if let Some(window) = streamed.window {
@@ -125,5 +174,104 @@ fn read_entries(
         };
         tree.entries.push(DevelEntry { path, kind });
     }
-    Ok(())
+    tree.top = top;
+    let mut rest = tar.into_inner();
+    Ok(if has_end_marker(&mut rest)? { Ending::Whole } else { Ending::Cut })
+}
+
+/// Whether the stream, where the tar reader stopped, holds the end-of-archive marker, then
+/// reads it to its end (so a compressed stream must decode whole). The reader stops at the
+/// first zero block (the marker's first half, consumed) or where the data ends (nothing
+/// consumed): either way one more whole zero block must follow.
+fn has_end_marker(rest: &mut impl Read) -> io::Result<bool> {
+    let mut block = [0u8; 512];
+    let mut filled = 0;
+    while filled < block.len() {
+        match rest.read(&mut block[filled..])? {
+            0 => break,
+            read => filled += read,
+        }
+    }
+    io::copy(rest, &mut io::sink())?;
+    Ok(filled == block.len() && block.iter().all(|&byte| byte == 0))
+}
+
+/// The member rules that depend on other members: the platform directory's `__init__.py`
+/// is there, and nothing lies below a file member or a symlink member (the runtime would
+/// write through the link, or fail mid-way on the file).
+fn check_shape(file: &str, tree: &DevelTree, findings: &mut Findings) {
+    let kinds: BTreeMap<&str, &DevelKind> =
+        tree.entries.iter().map(|entry| (entry.path.as_str(), &entry.kind)).collect();
+    if let Some(top) = &tree.top {
+        // The runtime checks the expanded tree for it and refuses the expansion without it.
+        let init = format!("{top}/__init__.py");
+        if !matches!(kinds.get(init.as_str()), Some(DevelKind::File)) {
+            let message = format!(
+                "devel tarball has no file `{}`, without which the runtime refuses the expanded tree",
+                crate::escape::escape(&init)
+            );
+            findings.violation(file, Some(&tree.member), Check::Devel, message);
+        }
+    }
+    for entry in &tree.entries {
+        let mut ancestor = entry.path.as_str();
+        while let Some((parent, _)) = ancestor.rsplit_once('/') {
+            ancestor = parent;
+            let what = match kinds.get(parent) {
+                Some(DevelKind::File | DevelKind::HardLink(_)) => "file",
+                Some(DevelKind::Symlink(_)) => "symlink",
+                _ => continue,
+            };
+            let message =
+                format!("devel tarball member lies under the {what} member `{parent}`, which the runtime refuses");
+            findings.violation(file, Some(&entry.path), Check::Devel, message);
+            break;
+        }
+    }
+}
+
+/// The tarball's top-level directory must be the platform directory the runtime expands
+/// into: `_` + the devel wheel's distribution name + the build's nonce (SPEC §2, the
+/// `--version-suffix`), read from the wheel's own `_dist_info.py` when it has one.
+pub(crate) fn check_platform_dir(
+    file: &str,
+    distribution: &str,
+    dist_info_py: Option<&str>,
+    tree: &DevelTree,
+    findings: &mut Findings,
+) {
+    let Some(top) = &tree.top else { return };
+    let nonce = dist_info_py.and_then(nonce_of).unwrap_or_default();
+    let expected = format!("_{distribution}{nonce}");
+    if *top != expected {
+        let message = format!(
+            "devel tarball's top-level directory `{}` is not the package's platform directory `{expected}`, \
+             where the runtime expands it",
+            crate::escape::escape(top)
+        );
+        findings.violation(file, Some(&tree.member), Check::Devel, message);
+    }
+}
+
+/// `PY_PACKAGE_SUFFIX_NONCE` of a `_dist_info.py`: a quoted string of letters, digits and
+/// `_` (anything else is no nonce this reader trusts).
+fn nonce_of(text: &str) -> Option<String> {
+    let line = text.lines().find_map(|line| line.strip_prefix("PY_PACKAGE_SUFFIX_NONCE"))?;
+    let value = line.trim_start().strip_prefix('=')?.trim();
+    let quote = value.chars().next().filter(|quote| matches!(quote, '"' | '\''))?;
+    let inner = value.strip_prefix(quote)?.strip_suffix(quote)?;
+    inner.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_').then(|| inner.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonces_are_read_from_dist_info() {
+        assert_eq!(nonce_of("x = 1\nPY_PACKAGE_SUFFIX_NONCE = \"_abc1\"\n").as_deref(), Some("_abc1"));
+        assert_eq!(nonce_of("PY_PACKAGE_SUFFIX_NONCE = ''").as_deref(), Some(""));
+        assert_eq!(nonce_of("PY_PACKAGE_SUFFIX_NONCE = \"../x\"").as_deref(), None);
+        assert_eq!(nonce_of("OTHER = 1").as_deref(), None);
+    }
 }

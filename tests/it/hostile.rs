@@ -20,10 +20,14 @@ mod elf;
 mod files;
 #[path = "hostile_links.rs"]
 mod links;
+#[path = "hostile_merge.rs"]
+mod merge;
 #[path = "hostile_metadata.rs"]
 mod metadata;
 #[path = "hostile_names.rs"]
 mod names;
+#[path = "hostile_overlap.rs"]
+mod overlap;
 #[path = "hostile_soname.rs"]
 mod soname;
 #[path = "hostile_stale.rs"]

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use packager::plan::PlanError;
+use packager::catalog::CatalogError;
 
 use super::{full_text, zip_members, Example};
 
@@ -33,7 +33,7 @@ fn hostile_family_directory_names_are_refused() {
         fs_err::write(dir.join("artifact_manifest.txt"), "stage\n").expect("write manifest");
         let error = example.package().expect_err("a hostile family name must be refused");
         assert!(
-            matches!(&error, packager::Error::Plan(PlanError::BadFamilyName { artifact, .. }) if *artifact == name),
+            matches!(&error, packager::Error::Catalog(CatalogError::BadFamilyName { artifact, .. }) if *artifact == name),
             "{name:?}: {error:?}"
         );
         let text = full_text(&error);

@@ -84,3 +84,31 @@ fn a_kpack_split_flag_that_is_a_string_is_an_error() {
         "{text}"
     );
 }
+
+/// A family suffix in other case (`-ALL`, a lower-case series `x`) is a copy under another
+/// spelling: refused when the catalog is read, so `--plan` refuses it too, naming the
+/// directory and how TheRock spells it, before anything is written.
+#[test]
+fn family_names_in_other_case_are_refused_when_the_catalog_is_read() {
+    for (stray, therock) in [("blas_lib_gfx1030-ALL", "gfx1030-all"), ("blas_lib_gfx110x-ALL", "gfx110X-all")] {
+        let example = Example::new();
+        let source = artifact_named(&example, "blas_lib_gfx110X");
+        let error = fails_leaving_dist_intact(&example, |example| {
+            let mut copy = std::process::Command::new("cp");
+            copy.arg("-a").arg(example.artifacts.join(&source)).arg(example.artifacts.join(stray));
+            crate::support::run(&mut copy);
+        });
+        let text = full_text(&error);
+        assert!(
+            matches!(error, packager::Error::Catalog(packager::catalog::CatalogError::UnexpectedArtifact { .. })),
+            "{stray}: {error:?}"
+        );
+        assert!(
+            text.contains(&format!("{stray:?}")) && text.contains(&example.artifacts.display().to_string()),
+            "{text}"
+        );
+        assert!(text.contains(&format!("TheRock spells it {therock:?}")), "{stray}: {text}");
+        let planned = packager::plan(&example.config(), &packager::Silent).expect_err("--plan refuses it too");
+        assert_eq!(full_text(&planned), text, "{stray}");
+    }
+}

@@ -5,7 +5,8 @@
 //! This module builds the set (real libraries compiled with `cc`, wheels with a correct
 //! RECORD) and checks that it passes. Children break one part of it each: `archive`
 //! (zip, member paths, dist-info, RECORD), `elf` (structure, RPATH, closure, portability),
-//! `devel` (the devel tarball), `set` (rules across packages).
+//! `devel` (the devel tarball), `runtime_rules` (every devel tarball the installed runtime
+//! refuses to expand fails the gate), `set` (rules across packages).
 
 #[path = "verify_archive.rs"]
 mod archive;
@@ -13,6 +14,8 @@ mod archive;
 mod devel;
 #[path = "verify_elf.rs"]
 mod elf;
+#[path = "verify_runtime_rules.rs"]
+mod runtime_rules;
 #[path = "verify_set.rs"]
 mod set;
 
@@ -135,7 +138,13 @@ enum TarMember<'a> {
     Dir,
     File(&'a [u8]),
     Symlink(&'a str),
+    /// A tar hard link to the member named.
+    HardLink(&'a str),
+    Fifo,
 }
+
+/// The devel platform directory's `__init__.py`, which every expanded tree must have.
+const DEVEL_INIT: (&str, TarMember<'static>) = ("_rocm_sdk_devel/__init__.py", TarMember::File(b""));
 
 /// A tar written with raw header names, so a test can put `..` in one.
 fn tar_bytes(members: &[(&str, TarMember)]) -> Vec<u8> {
@@ -155,12 +164,18 @@ fn tar_bytes(members: &[(&str, TarMember)]) -> Vec<u8> {
                 header.set_mode(0o644);
                 bytes
             }
-            TarMember::Symlink(target) => {
-                header.set_entry_type(tar::EntryType::Symlink);
+            TarMember::Symlink(target) | TarMember::HardLink(target) => {
+                let hard = matches!(member, TarMember::HardLink(_));
+                header.set_entry_type(if hard { tar::EntryType::Link } else { tar::EntryType::Symlink });
                 // Written raw, as a hostile tarball would: `set_link_name` refuses `` and `.`.
                 let link_field = &mut header.as_gnu_mut().expect("gnu header").linkname;
                 link_field[..target.len()].copy_from_slice(target.as_bytes());
-                header.set_mode(0o777);
+                header.set_mode(if hard { 0o644 } else { 0o777 });
+                &[]
+            }
+            TarMember::Fifo => {
+                header.set_entry_type(tar::EntryType::Fifo);
+                header.set_mode(0o644);
                 &[]
             }
         };
@@ -219,6 +234,7 @@ fn default_blas_flags() -> Vec<&'static str> {
 fn good_wheels(libraries: &Libraries) -> Vec<Wheel> {
     let devel_tar = tar_bytes(&[
         ("_rocm_sdk_devel/", TarMember::Dir),
+        DEVEL_INIT,
         ("_rocm_sdk_devel/include/core.h", TarMember::File(b"int core(void);\n")),
         ("_rocm_sdk_devel/lib/libcore.so", TarMember::Symlink("../../_rocm_sdk_core/lib/libcore.so")),
     ]);

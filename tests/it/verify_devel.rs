@@ -9,7 +9,7 @@ use super::*;
 fn devel_member_climbing_out() {
     let fixture = fixture();
     let mut wheels = default_wheels(&fixture);
-    let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), ("../x", TarMember::File(b"x"))]);
+    let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), DEVEL_INIT, ("../x", TarMember::File(b"x"))]);
     let devel = position(&wheels, DEVEL_WHEEL);
     wheels[devel] = devel_wheel("_devel.tar", devel_tar);
     let report = verify(&fixture, &wheels);
@@ -22,8 +22,8 @@ fn devel_symlink_to_nothing() {
     let mut wheels = default_wheels(&fixture);
     let link = "_rocm_sdk_devel/lib/libgone.so";
     let devel_tar = tar_bytes(&[
-        ("./", TarMember::Dir),
         ("./_rocm_sdk_devel/", TarMember::Dir),
+        DEVEL_INIT,
         (link, TarMember::Symlink("../../_rocm_sdk_core/lib/libgone.so")),
     ]);
     let devel = position(&wheels, DEVEL_WHEEL);
@@ -39,7 +39,11 @@ fn xz_devel_tarball_elf_files_are_checked() {
     fs_err::create_dir_all(&runpath_dir).expect("create dir");
     let with_runpath = build_libraries(&runpath_dir, &[BLAS_RPATH, "-Wl,--enable-new-dtags"]);
     let devel_lib = "_rocm_sdk_devel/lib/libblas.so";
-    let tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), (devel_lib, TarMember::File(&with_runpath.blas))]);
+    let tar = tar_bytes(&[
+        ("_rocm_sdk_devel/", TarMember::Dir),
+        DEVEL_INIT,
+        (devel_lib, TarMember::File(&with_runpath.blas)),
+    ]);
     let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 1);
     xz.write_all(&tar).expect("compress");
     let devel_tar_xz = xz.finish().expect("finish xz");
@@ -60,7 +64,7 @@ fn devel_symlink_leaving_site_packages() {
     // Three levels up from `_rocm_sdk_devel/lib/` is above site-packages: the link would
     // pick up whatever the host has there.
     let target = "../../../lib/libc.so.6";
-    let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), (link, TarMember::Symlink(target))]);
+    let devel_tar = tar_bytes(&[("_rocm_sdk_devel/", TarMember::Dir), DEVEL_INIT, (link, TarMember::Symlink(target))]);
     let devel = position(&wheels, DEVEL_WHEEL);
     wheels[devel] = devel_wheel("_devel.tar", devel_tar);
     let report = verify(&fixture, &wheels);
@@ -80,6 +84,7 @@ fn devel_symlink_looping_to_its_own_directory_or_empty() {
         let link = "_rocm_sdk_devel/lib/libloop.so";
         let devel_tar = tar_bytes(&[
             ("_rocm_sdk_devel/", TarMember::Dir),
+            DEVEL_INIT,
             ("_rocm_sdk_devel/lib/", TarMember::Dir),
             (link, TarMember::Symlink(target)),
         ]);

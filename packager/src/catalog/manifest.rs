@@ -45,19 +45,24 @@ pub(super) fn read_catalog(artifacts_dir: &Path) -> Result<Catalog, CatalogError
     let read_dir_error = |source| CatalogError::Read { path: artifacts_dir.to_owned(), source };
     let mut found: Vec<(ArtifactName, PathBuf)> = Vec::new();
     let mut ignored = Vec::new();
+    let mut symlinked = Vec::new();
     for dir_entry in std::fs::read_dir(artifacts_dir).map_err(read_dir_error)? {
         let dir_entry = dir_entry.map_err(read_dir_error)?;
         let file_name = dir_entry.file_name();
-        // A symlinked artifact dir could point anywhere, so only real directories count.
-        let is_dir = dir_entry.file_type().map_err(read_dir_error)?.is_dir();
-        match (is_dir, file_name.to_str().and_then(ArtifactName::parse)) {
+        // A symlinked artifact dir could point anywhere, so only real directories count;
+        // one named like an artifact is reported (`Catalog::symlinked`), not dropped quietly.
+        let file_type = dir_entry.file_type().map_err(read_dir_error)?;
+        match (file_type.is_dir(), file_name.to_str().and_then(ArtifactName::parse)) {
             (true, Some(name)) => found.push((name, dir_entry.path())),
+            (false, Some(_)) if file_type.is_symlink() => symlinked.push(dir_entry.path()),
             _ => ignored.push(file_name.to_string_lossy().into_owned()),
         }
     }
     // Byte order of the directory name, so "last one wins" does not depend on readdir order.
     found.sort_by_key(|(name, _)| name.dir_name());
     ignored.sort();
+    symlinked.sort();
+    super::names::check_names(&found, build_manifest.kpack_split)?;
 
     let artifacts = found
         .into_iter()
@@ -67,7 +72,14 @@ pub(super) fn read_catalog(artifacts_dir: &Path) -> Result<Catalog, CatalogError
         })
         .collect::<Result<Vec<_>, CatalogError>>()?;
     let dist_amdgpu_targets = read_dist_amdgpu_targets(&artifacts)?;
-    Ok(Catalog { artifacts_dir: artifacts_dir.to_owned(), artifacts, build_manifest, dist_amdgpu_targets, ignored })
+    Ok(Catalog {
+        artifacts_dir: artifacts_dir.to_owned(),
+        artifacts,
+        build_manifest,
+        dist_amdgpu_targets,
+        ignored,
+        symlinked,
+    })
 }
 
 pub(super) fn read_build_manifest(path: &Path) -> Result<BuildManifest, CatalogError> {

@@ -12,7 +12,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::namespace::entry_at;
+use super::namespace::{entry_at, kind_clash};
 use super::{ArtifactName, Catalog, CatalogError, Entry, EntryKind, Override};
 use crate::relpath::RelPath;
 
@@ -131,6 +131,10 @@ impl MergedTree {
                 let is_dir = entry.kind == EntryKind::Dir;
                 match children.get_mut(&name) {
                     Some(child) => {
+                        if let Some(clash) = kind_clash(&child.winner, &entry, &|artifact| self.artifact_name(artifact))
+                        {
+                            return Err(clash);
+                        }
                         if !(child.winner.kind == EntryKind::Dir && is_dir) {
                             clash(Override {
                                 rel: entry.rel.clone(),
@@ -228,7 +232,7 @@ mod tests {
         std::fs::write(&manifest, "{}").expect("manifest");
         std::fs::write(root.join("base_lib_generic/artifact_manifest.txt"), "base/aux-overlay/stage\n").expect("m");
         artifact(root, "a_dev_generic", &["a/x", "a.b", "a-c/y", "lib/libz.so.1", "clash"], &[("lib64", "lib")]);
-        artifact(root, "b_dev_generic", &["a/z", "clash", "lib64/w", "a.b/q"], &[("lib/libz.so", "libz.so.1")]);
+        artifact(root, "b_dev_generic", &["a/z", "clash", "lib32/w", "a.b.c/q"], &[("lib/libz.so", "libz.so.1")]);
         let catalog = Catalog::read(root).expect("catalog");
         let selected = |name: &ArtifactName| name.name != "base";
         let in_memory = catalog
@@ -258,5 +262,54 @@ mod tests {
         assert_eq!(clashes, in_memory.overridden);
         assert!(merged.lookup(&RelPath::new("lib64/libz.so.1").expect("rel")).expect("lookup").is_none());
         assert!(merged.lookup(&RelPath::new("nothing/here").expect("rel")).expect("lookup").is_none());
+    }
+
+    /// A directory in one artifact and a file or symlink at its path in another: both the
+    /// walk and the in-memory namespace refuse it, naming both artifacts, in either order.
+    #[test]
+    fn a_directory_clashing_with_a_file_or_symlink_is_refused_both_ways() {
+        type Files = &'static [&'static str];
+        type Links = &'static [(&'static str, &'static str)];
+        let cases: [(Files, Links, Files, Links, &str); 4] = [
+            (
+                &["inc/h/a.h"],
+                &[],
+                &[],
+                &[("inc/h", "real")],
+                "inc/h is a directory in a_dev_generic and a symlink in b_dev_generic",
+            ),
+            (&["inc/h/a.h"], &[], &["inc/h"], &[], "inc/h is a directory in a_dev_generic and a file in b_dev_generic"),
+            (
+                &[],
+                &[("inc/h", "real")],
+                &["inc/h/a.h"],
+                &[],
+                "inc/h is a symlink in a_dev_generic and a directory in b_dev_generic",
+            ),
+            (&["inc/h"], &[], &["inc/h/a.h"], &[], "inc/h is a file in a_dev_generic and a directory in b_dev_generic"),
+        ];
+        for (a_files, a_links, b_files, b_links, expect) in cases {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let root = dir.path();
+            let manifest = root.join(crate::catalog::BUILD_MANIFEST);
+            std::fs::create_dir_all(manifest.parent().expect("parent")).expect("dirs");
+            std::fs::write(&manifest, "{}").expect("manifest");
+            std::fs::write(root.join("base_lib_generic/artifact_manifest.txt"), "missing\n").expect("m");
+            artifact(root, "a_dev_generic", a_files, a_links);
+            artifact(root, "b_dev_generic", b_files, b_links);
+            let catalog = Catalog::read(root).expect("catalog");
+            let selected = |name: &ArtifactName| name.name != "base";
+            let in_memory = catalog
+                .select(&Selection { artifacts: &selected, include: Vec::new(), exclude: Vec::new() })
+                .expect_err("refused in memory");
+            let walked = MergedTree::new(&catalog, &selected)
+                .walk::<CatalogError>(&mut |_| Ok(()), &mut |_| {})
+                .expect_err("refused while walking");
+            for error in [in_memory, walked] {
+                assert!(matches!(error, CatalogError::KindClash(_)), "{error:?}");
+                assert!(error.to_string().starts_with(expect), "{error}");
+                assert!(error.hint().is_some_and(|hint| hint.contains("nothing was written")), "{error:?}");
+            }
+        }
     }
 }

@@ -58,6 +58,22 @@ pub struct Catalog {
     pub dist_amdgpu_targets: Option<String>,
     /// Directory entries that are not artifacts (bad names), for the report.
     pub ignored: Vec<String>,
+    /// Symlinks named like artifacts, which are not read (a link could bring in files
+    /// from anywhere): the run warns about each.
+    pub symlinked: Vec<PathBuf>,
+}
+
+/// A path that is a directory in one artifact and a file or symlink in another
+/// ([`CatalogError::KindClash`]). `first` is the artifact read first.
+#[derive(Debug)]
+pub struct KindClash {
+    pub rel: RelPath,
+    pub first: String,
+    pub first_kind: &'static str,
+    pub first_path: PathBuf,
+    pub second: String,
+    pub second_kind: &'static str,
+    pub second_path: PathBuf,
 }
 
 /// What a path in the merged namespace is on disk (never followed: links stay links).
@@ -75,6 +91,17 @@ pub enum EntryKind {
     Symlink {
         target: String,
     },
+}
+
+impl EntryKind {
+    /// What it is, in words: `directory`, `file` or `symlink`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EntryKind::Dir => "directory",
+            EntryKind::File { .. } => "file",
+            EntryKind::Symlink { .. } => "symlink",
+        }
+    }
 }
 
 /// Which file a regular file was when the catalog walked it, beyond its length (SPEC §5:
@@ -170,6 +197,25 @@ pub enum CatalogError {
         crate::escape::escape_path(path)
     )]
     NotAnArtifactsDir { path: PathBuf },
+    /// `artifact` is quoted and escaped: it is untrusted and may hold newlines.
+    #[error(
+        "artifact {artifact:?} in {} has a target family name that cannot be used in package names",
+        crate::escape::escape_path(path.parent().unwrap_or(path))
+    )]
+    BadFamilyName { artifact: String, path: PathBuf },
+    /// A name TheRock does not write (SPEC §1): reported, never promoted to a family.
+    #[error(
+        "artifact directory {artifact:?} in {} is not a name TheRock writes: {reason}",
+        crate::escape::escape_path(path.parent().unwrap_or(path))
+    )]
+    UnexpectedArtifact { artifact: String, path: PathBuf, reason: String },
+    /// Kpack-split per-ISA artifacts carry one GPU target (SPEC §1); a family there would
+    /// become a device wheel that no GPU selects.
+    #[error(
+        "artifact {artifact:?} in {} is in a kpack-split build, but its target family is not a GPU target id",
+        crate::escape::escape_path(path.parent().unwrap_or(path))
+    )]
+    NotATargetId { artifact: String, path: PathBuf },
     #[error("build manifest not found: {}", crate::escape::escape_path(path))]
     MissingBuildManifest { path: PathBuf },
     #[error("build manifest is not valid JSON: {}: {message}", crate::escape::escape_path(path))]
@@ -182,6 +228,19 @@ pub enum CatalogError {
     NonUtf8Name { path: PathBuf },
     #[error("unusable path {}: {reason}", crate::escape::escape_path(path))]
     BadPath { path: PathBuf, reason: String },
+    /// One path is a directory in one artifact and a file or symlink in another (SPEC §1):
+    /// no merged tree holds both. Boxed: it names two artifacts and two paths.
+    #[error(
+        "{} is a {} in {} and a {} in {}: {} and {}",
+        .0.rel,
+        .0.first_kind,
+        .0.first,
+        .0.second_kind,
+        .0.second,
+        crate::escape::escape_path(&.0.first_path),
+        crate::escape::escape_path(&.0.second_path)
+    )]
+    KindClash(Box<KindClash>),
     #[error("invalid glob {pattern:?}: {reason}")]
     BadGlob { pattern: String, reason: String },
     /// A checkout was found (or named), no --artifact-dir given, and the checkout has not
@@ -222,6 +281,20 @@ impl CatalogError {
             Self::TherockDirNotACheckout { .. } => {
                 Some("point --therock-dir at the root of a TheRock source checkout, the directory holding version.json")
             }
+            Self::BadFamilyName { .. } => Some(
+                "a target family may hold only ASCII letters, digits and `-:+.`: rename or remove the artifact directory",
+            ),
+            Self::UnexpectedArtifact { .. } => Some(
+                "TheRock names artifacts `{name}_{component}_{family}`: the name in lower case, a component of \
+                 lib, run, dev, doc, dbg, test, and the family `generic`, a family as cmake/therock_amdgpu_targets.cmake \
+                 spells it (`gfx110X-all`, `gfx94X-dcgpu`, `gfx950-dcgpu`: an upper-case X ends a series, the \
+                 suffix -all, -dgpu, -igpu or -dcgpu is lower case) or a target (`gfx90a`, `gfx942:xnack+`, \
+                 `gfx1250-strict`): rename or remove this directory (a backup or a copy does not belong in the \
+                 artifacts directory)",
+            ),
+            Self::NotATargetId { .. } => Some(
+                "in a kpack-split build, name each per-ISA artifact after one target id such as gfx942 or gfx90a:xnack+: rename or remove the artifact directory",
+            ),
             Self::MissingBuildManifest { .. } => {
                 Some("point --artifact-dir at a finished TheRock build (the `base` artifact writes this file)")
             }
@@ -232,6 +305,11 @@ impl CatalogError {
             Self::BadPath { .. } => {
                 Some("packages hold only regular files, directories and symlinks with UTF-8 names: fix or remove this path in the build")
             }
+            Self::KindClash { .. } => Some(
+                "a path must be a directory in every artifact that provides it, or in none: make it the same \
+                 kind in both artifacts or remove it from one (unlike two files, where the later artifact wins, \
+                 a directory and a file or symlink cannot be merged); nothing was written",
+            ),
             Self::NotACheckout { .. } => Some("pass --therock-dir, or run from inside a TheRock checkout"),
             Self::MissingCheckoutArtifacts { .. } => {
                 Some("pass --artifact-dir, or build TheRock first (its build writes build/artifacts)")

@@ -52,6 +52,7 @@ pub(super) fn select(
     // Artifact order (sorted names) decides who wins a clash.
     for entry in selected.iter().filter_map(|&index| walks.by_artifact[index].as_deref()).flatten() {
         if let Some(previous) = namespace.all.get(&entry.rel) {
+            check_same_kind(catalog, previous, entry)?;
             // Two directories at one path simply merge; anything else is a real clash.
             if !(previous.kind == EntryKind::Dir && entry.kind == EntryKind::Dir) {
                 namespace.overridden.push(Override {
@@ -65,6 +66,36 @@ pub(super) fn select(
     }
     namespace.excluded = namespace.all.keys().filter(|rel| !is_selected(selection, rel.as_str())).cloned().collect();
     Ok(namespace)
+}
+
+/// SPEC §1: a path that is a directory in one artifact must be one in every artifact that
+/// provides it. A file or symlink winning over a directory would leave the directory's
+/// children under a non-directory (a devel tree the runtime refuses, a wheel pip cannot
+/// unpack), and a directory winning would drop the other's link or file without a word:
+/// so unlike two files ("last one wins"), this clash is refused, naming both.
+pub(super) fn check_same_kind(catalog: &Catalog, first: &Entry, second: &Entry) -> Result<(), CatalogError> {
+    kind_clash(first, second, &|artifact| catalog.artifacts[artifact].name.dir_name()).map_or(Ok(()), Err)
+}
+
+/// The clash of `first` and `second` at one path, when exactly one of them is a directory.
+pub(super) fn kind_clash(
+    first: &Entry,
+    second: &Entry,
+    artifact_name: &dyn Fn(usize) -> String,
+) -> Option<CatalogError> {
+    let is_dir = |entry: &Entry| entry.kind == EntryKind::Dir;
+    if is_dir(first) == is_dir(second) {
+        return None;
+    }
+    Some(CatalogError::KindClash(Box::new(super::KindClash {
+        rel: first.rel.clone(),
+        first: artifact_name(first.artifact),
+        first_kind: first.kind.name(),
+        first_path: first.source.to_path_buf(),
+        second: artifact_name(second.artifact),
+        second_kind: second.kind.name(),
+        second_path: second.source.to_path_buf(),
+    })))
 }
 
 /// SPEC §1: kept if it matches some include (or there are none) and no exclude.

@@ -37,16 +37,6 @@ pub use families::FamilyPlan;
 pub enum PlanError {
     #[error("version {version:?} is not a valid PEP 440 version: {reason}")]
     BadVersion { version: String, reason: String },
-    /// `artifact` is quoted and escaped: it is untrusted and may hold newlines.
-    #[error("artifact {artifact:?} in {} has a target family name that cannot be used in package names", dir.display())]
-    BadFamilyName { artifact: String, dir: PathBuf },
-    /// Kpack-split per-ISA artifacts carry one GPU target (SPEC §1); a family there would
-    /// become a device wheel that no GPU selects.
-    /// Reported, never promoted to a family; `artifact` quoted and escaped.
-    #[error("artifact directory {artifact:?} in {} is not a name TheRock writes: {reason}", dir.display())]
-    UnexpectedArtifact { artifact: String, dir: PathBuf, reason: String },
-    #[error("artifact {artifact:?} in {} is in a kpack-split build, but its target family is not a GPU target id", dir.display())]
-    NotATargetId { artifact: String, dir: PathBuf },
     #[error("version suffix {suffix:?} cannot be part of a Python package name")]
     BadVersionSuffix { suffix: String },
     #[error("no profiler artifacts (rocprofiler-compute, rocprofiler-systems) found in {}", dir.display())]
@@ -79,16 +69,6 @@ impl PlanError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
-            Self::BadFamilyName { .. } => Some(
-                "a target family may hold only ASCII letters, digits and `-:+.`: rename or remove the artifact directory",
-            ),
-            Self::UnexpectedArtifact { .. } => Some(
-                "TheRock names artifacts `{name}_{component}_{family}` in lower case, with the family `generic` or `gfx…`: \
-                 rename or remove this directory (a backup or a copy does not belong in the artifacts directory)",
-            ),
-            Self::NotATargetId { .. } => Some(
-                "in a kpack-split build, name each per-ISA artifact after one target id such as gfx942 or gfx90a:xnack+: rename or remove the artifact directory",
-            ),
             Self::BadVersionSuffix { .. } => {
                 Some("pass a --version-suffix of ASCII letters, digits and `_` only (it ends directory and module names)")
             }
@@ -339,20 +319,6 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     // The suffix ends every platform directory name, which Python imports as a module.
     if !config.version_suffix.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_') {
         return Err(PlanError::BadVersionSuffix { suffix: config.version_suffix.clone() }.into());
-    }
-    for artifact in &catalog.artifacts {
-        let family = &artifact.name.target_family;
-        let dir_name = || artifact.dir.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-        if !family.is_valid_in_names() {
-            return Err(PlanError::BadFamilyName { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());
-        }
-        if let Some(reason) = artifact.name.unexpected() {
-            let dir = catalog.artifacts_dir.clone();
-            return Err(PlanError::UnexpectedArtifact { artifact: dir_name(), dir, reason }.into());
-        }
-        if catalog.kpack_split() && matches!(family, TargetFamily::Family(_)) {
-            return Err(PlanError::NotATargetId { artifact: dir_name(), dir: catalog.artifacts_dir.clone() }.into());
-        }
     }
     let detected = crate::build_os::detect(catalog, config.build_os)
         .map_err(|mixed| PlanError::MixedBuildOs { elf: mixed.elf, pe: mixed.pe })?;

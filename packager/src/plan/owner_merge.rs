@@ -75,20 +75,12 @@ fn difference(first: &Entry, second: &Entry, builder: &Builder<'_>) -> Result<Op
             .then(|| format!("as symlinks to different targets ({first_target} and {second_target})")),
         (first_kind, second_kind) => Some(format!(
             "as a {} in {} and a {} in {}",
-            kind_name(first_kind),
+            first_kind.name(),
             artifact(first),
-            kind_name(second_kind),
+            second_kind.name(),
             artifact(second)
         )),
     })
-}
-
-fn kind_name(kind: &EntryKind) -> &'static str {
-    match kind {
-        EntryKind::Dir => "directory",
-        EntryKind::File { .. } => "file",
-        EntryKind::Symlink { .. } => "symlink",
-    }
 }
 
 /// Whether two files of equal length hold the same bytes, read side by side in blocks.

@@ -15,9 +15,20 @@ const MAX_HOPS: usize = 40;
 /// Why a symlink cannot be followed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Unresolved {
-    Escapes { target: String },
-    Dangling { missing: RelPath },
+    Escapes {
+        target: String,
+    },
+    Dangling {
+        missing: RelPath,
+    },
     Loop,
+    /// A link to a directory holding it (`include/up` → `../include`): every walk of the
+    /// tree that follows links loops through it, and the installed runtime refuses a devel
+    /// tree that has one (SPEC §4).
+    Ancestor {
+        target: String,
+        dir: RelPath,
+    },
 }
 
 impl Unresolved {
@@ -26,6 +37,12 @@ impl Unresolved {
             Unresolved::Escapes { target } => format!("symlink to {target:?} leaves the artifacts tree"),
             Unresolved::Dangling { missing } => format!("dangling symlink: {missing} is not in the build"),
             Unresolved::Loop => "symlink loop".to_owned(),
+            Unresolved::Ancestor { target, dir } if dir.is_root() => {
+                format!("symlink to {target:?} points at the root of the tree, which holds the link itself (a loop)")
+            }
+            Unresolved::Ancestor { target, dir } => {
+                format!("symlink to {target:?} points at {dir}, a directory holding the link itself (a loop)")
+            }
         }
     }
 }
@@ -74,7 +91,23 @@ pub fn resolve<T: Borrow<Entry>>(
             last = Some(entry);
         }
     }
-    last.ok_or(Unresolved::Escapes { target: target.to_owned() })
+    let found = match last {
+        Some(found) => found,
+        // Ended on `.` or `..`: the directory reached is `done`, already resolved, or the
+        // tree's root, which holds every link.
+        None if done.is_empty() => {
+            return Err(Unresolved::Ancestor { target: target.to_owned(), dir: RelPath::root() });
+        }
+        None => {
+            let path = RelPath::new(&done.join("/")).map_err(|_| Unresolved::Escapes { target: target.to_owned() })?;
+            get(&path).ok_or(Unresolved::Dangling { missing: path })?
+        }
+    };
+    let reached = found.borrow();
+    if reached.kind == EntryKind::Dir && link.starts_with(&reached.rel) {
+        return Err(Unresolved::Ancestor { target: target.to_owned(), dir: reached.rel.clone() });
+    }
+    Ok(found)
 }
 
 /// Queues the components of a link text; absolute texts are refused.
@@ -152,6 +185,29 @@ mod tests {
         check(&items, "bin/abs", Err(Unresolved::Escapes { target: "/usr/bin/env".to_owned() }));
         check(&items, "bin/a", Err(Unresolved::Loop));
         check(&items, "bin/d", Err(Unresolved::Dangling { missing: RelPath::new("bin/missing").expect("rel") }));
+    }
+
+    #[test]
+    fn links_to_a_directory_holding_them_are_loops() {
+        let items = [
+            ("include", None, true),
+            ("include/a", None, true),
+            ("include/a/up", Some("../../include"), false),
+            ("include/a/self", Some("."), false),
+            ("include/a/via", Some("../b"), false),
+            ("include/b", Some("a"), false),
+            ("include/a/sibling", Some("../c"), false),
+            ("include/c", None, true),
+        ];
+        let ancestor = |target: &str, dir: &str| {
+            Err(Unresolved::Ancestor { target: target.to_owned(), dir: RelPath::new(dir).expect("rel") })
+        };
+        check(&items, "include/a/up", ancestor("../../include", "include"));
+        check(&items, "include/a/self", ancestor(".", "include/a"));
+        check(&items, "include/a/via", ancestor("../b", "include/a"));
+        check(&items, "include/a/sibling", Ok("include/c"));
+        let root = [("include", None, true), ("include/top", Some(".."), false)];
+        check(&root, "include/top", Err(Unresolved::Ancestor { target: "..".to_owned(), dir: RelPath::root() }));
     }
 
     #[test]

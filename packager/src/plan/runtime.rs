@@ -336,8 +336,9 @@ impl<'a> Builder<'a> {
         });
     }
 
-    /// Drops a symlink that cannot be followed. A link that leaves the tree or loops is a
-    /// mistake in the build (an absolute link to the build machine, a bad relative one), and
+    /// Drops a symlink that cannot be followed. A link that leaves the tree or loops (a
+    /// chain, or a link to a directory holding it) is a mistake in the build (an absolute
+    /// link to the build machine, a bad relative one), and
     /// is warned about at default verbosity, once, naming the link in the artifacts.
     /// A dangling link is only counted and explained at `-v`, like a link to a
     /// directory: a runtime package selects some components and paths of each artifact, so
@@ -346,7 +347,8 @@ impl<'a> Builder<'a> {
     /// selects everything, keeps them; warning about each would bury the real mistakes.
     pub fn drop_unresolved(&mut self, dist_name: &str, link: &Entry, unresolved: &Unresolved) {
         let reason = unresolved.describe();
-        let is_mistake = matches!(unresolved, Unresolved::Escapes { .. } | Unresolved::Loop);
+        let is_mistake =
+            matches!(unresolved, Unresolved::Escapes { .. } | Unresolved::Loop | Unresolved::Ancestor { .. });
         if is_mistake && self.warned_links.insert(link.source.clone()) {
             self.progress.warn(&format!("dropped {} ({}): {reason}", link.rel, link.source.display()));
         }
