@@ -463,6 +463,8 @@ mod tests {
             generator: crate::Generator { name: "test", version: "1" },
             metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
             platform_tag: "linux_x86_64".into(),
+            root: crate::WheelRoot::Platlib,
+            variant: None,
             entry_points: Vec::new(),
             members,
         };
