@@ -5,25 +5,9 @@
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::sync::Mutex;
 
 use super::{devel_members, fails_leaving_dist_intact, full_text, Example};
-
-/// The warnings a run gave (what the CLI prints as `warning: ...`).
-#[derive(Default)]
-struct Warnings(Mutex<Vec<String>>);
-
-impl packager::Progress for Warnings {
-    fn warn(&self, message: &str) {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(message.to_owned());
-    }
-}
-
-impl Warnings {
-    fn all(&self) -> Vec<String> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
-    }
-}
+use crate::support::Warnings;
 
 const HIP_DEV: &str = "core-hip_dev_generic/core/clr/stage";
 const PRIM_DEV: &str = "prim_dev_generic/math-libs/rocPRIM/stage";
@@ -98,7 +82,7 @@ fn links_to_a_directory_holding_them_are_dropped_with_a_warning() {
     }
     let warnings = Warnings::default();
     packager::package(&example.config(), &warnings).expect("packages without the loops");
-    let warnings = warnings.all();
+    let warnings = warnings.take();
     for (link, _) in links {
         let named = format!("dropped {link} ({})", stage.join(link).display());
         assert!(
@@ -127,7 +111,7 @@ fn a_symlinked_artifact_directory_is_ignored_with_a_warning_saying_why() {
     symlink(&moved, &link).expect("symlink");
     let warnings = Warnings::default();
     let plan = packager::plan(&example.config(), &warnings).expect("plans");
-    let warnings = warnings.all();
+    let warnings = warnings.take();
     let named = format!("ignored {} (a symlink to {})", link.display(), moved.display());
     assert!(
         warnings.iter().any(|warning| warning.starts_with(&named) && warning.contains("only real directories")),

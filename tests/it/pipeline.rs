@@ -15,28 +15,11 @@ mod trees;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
-use std::sync::Mutex;
 
 use packager::config::PackageGroup;
 
-use crate::support;
+use crate::support::{self, Warnings};
 use crate::targets::{build, copy_tree, files_below, wheel_entries, CreationOrder, VERSION};
-
-/// The warnings a run gave (what the CLI prints as `warning: ...`).
-#[derive(Default)]
-struct Warnings(Mutex<Vec<String>>);
-
-impl packager::Progress for Warnings {
-    fn warn(&self, message: &str) {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(message.to_owned());
-    }
-}
-
-impl Warnings {
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-}
 
 /// The `--only` group a distribution belongs to, from its name (SPEC §2 package table).
 fn group_of(dist_name: &str) -> PackageGroup {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// A C compiler command for the host, found the way the `cc` crate finds one.
 pub fn c_compiler() -> Command {
@@ -260,4 +260,21 @@ pub fn pip_install(venv: &Path, dist: &Path, requirements: &[&str], envs: &[(&st
         command.env(key, value);
     }
     command.output().expect("run pip")
+}
+
+/// The warnings a run gave (what the CLI prints as `warning: ...`).
+#[derive(Default)]
+pub struct Warnings(Mutex<Vec<String>>);
+
+impl packager::Progress for Warnings {
+    fn warn(&self, message: &str) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(message.to_owned());
+    }
+}
+
+impl Warnings {
+    /// The warnings given so far, leaving none.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
 }
