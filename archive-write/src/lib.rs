@@ -339,3 +339,17 @@ pub fn write_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<PathBuf, Wr
 pub fn write_tarball(out: &mut dyn io::Write, spec: &TarballSpec, name: &Path) -> Result<(), WriteError> {
     tar::write_tarball(spec, out, &Silent, "", name).map(|_| ())
 }
+
+/// A platlib wheel `demo 1.0` of `members`, the shape the crate's unit tests write.
+#[cfg(test)]
+pub(crate) fn demo_wheel_spec(members: Vec<Member>) -> WheelSpec {
+    WheelSpec {
+        generator: Generator { name: "test", version: "1" },
+        metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
+        platform_tag: "linux_x86_64".into(),
+        root: WheelRoot::Platlib,
+        variant: None,
+        entry_points: Vec::new(),
+        members,
+    }
+}

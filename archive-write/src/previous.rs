@@ -449,7 +449,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::{write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Reuse, Silent, WheelSpec};
+    use crate::{write_wheel, ArchiveOptions, BuildTime, Member, MemberData, Reuse, Silent};
 
     fn wheel_of(dir: &Path, n_members: usize) -> PathBuf {
         let members = (0..n_members)
@@ -459,15 +459,7 @@ mod tests {
                 executable: false,
             })
             .collect();
-        let spec = WheelSpec {
-            generator: crate::Generator { name: "test", version: "1" },
-            metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
-            platform_tag: "linux_x86_64".into(),
-            root: crate::WheelRoot::Platlib,
-            variant: None,
-            entry_points: Vec::new(),
-            members,
-        };
+        let spec = crate::demo_wheel_spec(members);
         let options = ArchiveOptions {
             compression: crate::WheelCompression::Deflate { level: 1 },
             build_time: BuildTime::DEFAULT,

@@ -161,8 +161,8 @@ mod tests {
     use std::sync::Arc;
 
     use crate::{
-        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, Member, MemberData, Reuse, Silent, WheelCompression,
-        WheelSpec, WrittenFile,
+        write_wheel, ArchiveOptions, BuildTime, Member, MemberData, Reuse, Silent, WheelCompression, WheelSpec,
+        WrittenFile,
     };
 
     /// Noise and text in runs, several chunks long, so the member streams and its
@@ -187,15 +187,7 @@ mod tests {
             data: MemberData::Bytes(Arc::new(bytes)),
             executable: false,
         };
-        WheelSpec {
-            generator: crate::Generator { name: "test", version: "1" },
-            metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
-            platform_tag: "linux_x86_64".into(),
-            root: crate::WheelRoot::Platlib,
-            variant: None,
-            entry_points: Vec::new(),
-            members: vec![member("demo/__init__.py", b"x = 1\n".to_vec()), member("demo/big.bin", big)],
-        }
+        crate::demo_wheel_spec(vec![member("demo/__init__.py", b"x = 1\n".to_vec()), member("demo/big.bin", big)])
     }
 
     fn write(dir: &Path, spec: &WheelSpec, level: u32, reuse: Reuse) -> (WrittenFile, Vec<u8>) {
