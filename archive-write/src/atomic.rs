@@ -96,11 +96,16 @@ pub(crate) fn remove_marked_tree(root: &Path) -> io::Result<()> {
             std::fs::remove_file(entry.path())?;
         }
     }
-    match std::fs::remove_file(root.join(TEMP_TREE_MARKER_FILE)) {
-        Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
-        _ => {}
-    }
+    unmark(root)?;
     std::fs::remove_dir(root)
+}
+
+/// Removes the marker file from a temp tree, if it has one.
+pub(crate) fn unmark(dir: &Path) -> io::Result<()> {
+    match std::fs::remove_file(dir.join(TEMP_TREE_MARKER_FILE)) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
 }
 
 /// A temp file in the destination directory that becomes `file_name` once staged and

@@ -17,20 +17,22 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::atomic::{remove_marked_tree, temp_prefix, TEMP_TREE_MARKER_FILE};
+use super::atomic::{remove_marked_tree, temp_prefix, unmark, TEMP_TREE_MARKER_FILE};
 use super::input::kind_of;
 use super::{WriteAction, WriteError};
 
 /// A tree complete under its temp name; removed when dropped uncommitted.
 pub struct StagedTree {
-    /// Taken by the commit; `None` only then.
-    temp: Option<tempfile::TempDir>,
+    temp: PathBuf,
     root: PathBuf,
+    /// Renamed to `root` by the commit: nothing is left for the drop to remove.
+    placed: bool,
 }
 
 impl StagedTree {
     pub(crate) fn new(temp: tempfile::TempDir, root: PathBuf) -> StagedTree {
-        StagedTree { temp: Some(temp), root }
+        // Kept: the drop below removes it, marker last.
+        StagedTree { temp: temp.keep(), root, placed: false }
     }
 
     /// Where [`commit_trees`] puts it.
@@ -41,9 +43,9 @@ impl StagedTree {
 
 impl Drop for StagedTree {
     fn drop(&mut self) {
-        if let Some(temp) = self.temp.take() {
+        if !self.placed {
             // Marker last, so a kill while dropping leaves a tree the next run removes.
-            let _ = remove_marked_tree(&temp.keep());
+            let _ = remove_marked_tree(&self.temp);
         }
     }
 }
@@ -125,11 +127,9 @@ pub fn commit_trees(trees: Vec<StagedTree>) -> Result<Vec<PathBuf>, WriteError> 
 
 fn place(mut tree: StagedTree) -> Result<Placed, WriteError> {
     let root = tree.root.clone();
-    let Some(temp_path) = tree.temp.as_ref().map(|temp| temp.path().to_path_buf()) else {
-        return Err(WriteError::Invalid { reason: format!("{} was committed twice", root.display()) });
-    };
-    std::fs::set_permissions(&temp_path, std::fs::Permissions::from_mode(0o755))
-        .map_err(|source| WriteError::io(WriteAction::Write, &temp_path, source))?;
+    let temp_path = tree.temp.as_path();
+    std::fs::set_permissions(temp_path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|source| WriteError::io(WriteAction::Write, temp_path, source))?;
     let aside = match earlier_tree(&root)? {
         true => Some(move_aside(&root)?),
         false => None,
@@ -137,13 +137,10 @@ fn place(mut tree: StagedTree) -> Result<Placed, WriteError> {
     // The marker goes just before the rename: a kill between the two leaves a hidden
     // directory, never a tree of ours the cleanup would remove.
     let marker = temp_path.join(TEMP_TREE_MARKER_FILE);
-    let renamed = std::fs::remove_file(&marker).and_then(|()| std::fs::rename(&temp_path, &root));
+    let renamed = std::fs::remove_file(&marker).and_then(|()| std::fs::rename(temp_path, &root));
     match renamed {
         Ok(()) => {
-            // Placed: nothing left for the drop to remove.
-            if let Some(temp) = tree.temp.take() {
-                let _ = temp.keep();
-            }
+            tree.placed = true;
             Ok(Placed { root, aside })
         }
         Err(source) => {
@@ -175,17 +172,10 @@ fn move_aside(root: &Path) -> Result<PathBuf, WriteError> {
         // which the cleanup never touches.
         create_marker(root)?;
         if let Err(source) = std::fs::rename(root, &aside) {
-            let _ = std::fs::remove_file(root.join(TEMP_TREE_MARKER_FILE));
+            let _ = unmark(root);
             return Err(WriteError::io(WriteAction::MoveAside, root, source));
         }
         return Ok(aside);
-    }
-}
-
-fn unmark(dir: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(dir.join(TEMP_TREE_MARKER_FILE)) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-        _ => Ok(()),
     }
 }
 
