@@ -108,6 +108,10 @@ fn u32_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 fn read_vec(bytes: &dyn PeBytes, offset: u64, len: u64) -> Option<Vec<u8>> {
+    // Checked before allocating: a length read from the file never reserves more than it holds.
+    if offset.checked_add(len)? > bytes.byte_len() {
+        return None;
+    }
     let mut buf = vec![0u8; usize::try_from(len).ok()?];
     bytes.read_at(offset, &mut buf).then_some(buf)
 }
