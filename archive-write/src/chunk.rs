@@ -4,20 +4,25 @@
 //! A member's coding is decided by its first chunk: a member whose first chunk deflate
 //! cannot shrink by at least 1 % ([`MIN_GAIN_DIVISOR`]) is stored whole (ZIP method 0),
 //! which costs no deflate time and is faster to install. Chunks are coded independently
-//! (libdeflate has no preset dictionary), each as a complete stream; every chunk but a
-//! member's last is then made continuable (`final_block`), so the member is one standard
-//! deflate stream that pip, uv, zipfile and unzip read.
+//! (libdeflate has no preset dictionary), each as two complete streams of half a chunk;
+//! every stream but a member's last is then made continuable (`final_block`), so the
+//! member is one standard deflate stream that pip, uv, zipfile and unzip read. Two
+//! streams because the walk that makes them continuable runs two at once in about the
+//! time of one (a walk is a chain of dependent lookups); the halves cost 0.2 % of size.
 //!
 //! Owns: the encoder, its settings and the store rule. Does not own: the order chunks are
 //! written in (`deflate`), reading members (`wheel`).
 
+use std::cell::RefCell;
 use std::io;
 
-use super::final_block::unfinalize;
+use super::final_block::{extend_continuable, find_end, find_ends};
 use super::zip::Method;
 
 /// Input bytes per chunk. Fixed, so output is the same on every machine.
 pub const CHUNK_SIZE: usize = 1 << 20;
+/// Input bytes of a chunk's first stream; the rest is its second.
+const STREAM_SIZE: usize = CHUNK_SIZE / 2;
 /// A member is deflated only if its first chunk shrinks by at least 1/this of its size.
 pub const MIN_GAIN_DIVISOR: usize = 100;
 
@@ -61,11 +66,11 @@ fn crc_of(bytes: &[u8]) -> crc32fast::Hasher {
 /// the chunk carries. `last`: the chunk ends its member.
 pub fn code_first_chunk(input: Vec<u8>, policy: Coding, last: bool) -> io::Result<CodedChunk> {
     let Coding::Deflate { level } = policy else { return Ok(stored(input)) };
-    let data = deflate(&input, level)?;
+    let data = deflate(&input, level, last)?;
     if !worth_deflating(input.len(), data.len()) {
         return Ok(stored(input));
     }
-    finish(input, data, level, last)
+    Ok(deflated(input, data, level))
 }
 
 /// Codes a later chunk of a member whose first chunk decided `coding`.
@@ -73,8 +78,8 @@ pub fn code_chunk(input: Vec<u8>, coding: Coding, last: bool) -> io::Result<Code
     match coding {
         Coding::Stored => Ok(stored(input)),
         Coding::Deflate { level } => {
-            let data = deflate(&input, level)?;
-            finish(input, data, level, last)
+            let data = deflate(&input, level, last)?;
+            Ok(deflated(input, data, level))
         }
     }
 }
@@ -89,32 +94,72 @@ fn stored(input: Vec<u8>) -> CodedChunk {
     CodedChunk { data_crc: crc.clone(), crc, input_len: input.len() as u64, data: input, coding: Coding::Stored }
 }
 
-fn finish(input: Vec<u8>, mut data: Vec<u8>, level: u32, last: bool) -> io::Result<CodedChunk> {
-    if !last {
-        unfinalize(&mut data)?;
-    }
-    Ok(CodedChunk {
+fn deflated(input: Vec<u8>, data: Vec<u8>, level: u32) -> CodedChunk {
+    CodedChunk {
         crc: crc_of(&input),
         data_crc: crc_of(&data),
         input_len: input.len() as u64,
         data,
         coding: Coding::Deflate { level },
-    })
+    }
 }
 
-/// `input` as one complete raw deflate stream. A new compressor per chunk: its output
-/// then cannot depend on what the thread coded before (the pool schedules chunks
-/// differently on every run), and allocating one costs microseconds.
-fn deflate(input: &[u8], level: u32) -> io::Result<Vec<u8>> {
+thread_local! {
+    /// Where each of a chunk's two streams is coded before it is copied out at its size:
+    /// kept per thread, so no chunk pays for zeroing a buffer of the compressor's bound.
+    static STREAMS: RefCell<[Vec<u8>; 2]> = const { RefCell::new([Vec::new(), Vec::new()]) };
+}
+
+/// `input` as deflate: two raw streams joined, the first always continuable, the second
+/// continuable unless `last`. A new compressor per chunk: its output then cannot depend
+/// on what the thread coded before (the pool schedules chunks differently on every run),
+/// and allocating one costs microseconds.
+fn deflate(input: &[u8], level: u32, last: bool) -> io::Result<Vec<u8>> {
     let level = libdeflater::CompressionLvl::new(level.min(9) as i32)
         .map_err(|_| io::Error::other(format!("deflate level {level} is not one libdeflate has")))?;
     let mut compressor = libdeflater::Compressor::new(level);
-    let mut out = vec![0u8; compressor.deflate_compress_bound(input.len())];
+    STREAMS.with_borrow_mut(|[first, second]| {
+        let (head, tail) = input.split_at(input.len().min(STREAM_SIZE));
+        let first = compress(&mut compressor, head, first)?;
+        let mut out = Vec::with_capacity(first.len() + 16);
+        if tail.is_empty() {
+            match last {
+                true => out.extend_from_slice(first),
+                false => extend_continuable(&mut out, first, find_end(first)?),
+            }
+            return Ok(out);
+        }
+        let second = compress(&mut compressor, tail, second)?;
+        out.reserve(second.len());
+        match last {
+            true => {
+                extend_continuable(&mut out, first, find_end(first)?);
+                out.extend_from_slice(second);
+            }
+            false => {
+                let (first_end, second_end) = find_ends(first, second)?;
+                extend_continuable(&mut out, first, first_end);
+                extend_continuable(&mut out, second, second_end);
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// `input` as one complete raw deflate stream, coded into `buffer`.
+fn compress<'b>(
+    compressor: &mut libdeflater::Compressor,
+    input: &[u8],
+    buffer: &'b mut Vec<u8>,
+) -> io::Result<&'b [u8]> {
+    let bound = compressor.deflate_compress_bound(input.len());
+    if buffer.len() < bound {
+        buffer.resize(bound, 0);
+    }
     let len = compressor
-        .deflate_compress(input, &mut out)
+        .deflate_compress(input, &mut buffer[..bound])
         .map_err(|error| io::Error::other(format!("deflate failed: {error:?}")))?;
-    out.truncate(len);
-    Ok(out)
+    Ok(&buffer[..len])
 }
 
 #[cfg(test)]
@@ -128,6 +173,27 @@ mod tests {
         assert!(!worth_deflating(1001, 991), "1 % of 1001 bytes rounds up");
         assert!(!worth_deflating(0, 2), "nothing cannot shrink");
         assert!(!worth_deflating(10, 12));
+    }
+
+    /// A chunk of any size, ending its member or not, inflates to its input; one that does
+    /// not end its member is continued by the next chunk's stream.
+    #[test]
+    fn chunks_of_every_size_join_into_one_stream() {
+        use std::io::Read;
+        let text: Vec<u8> =
+            (0..CHUNK_SIZE as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 29) as u8 | b'a').collect();
+        for len in [0, 1, 5000, STREAM_SIZE - 1, STREAM_SIZE, STREAM_SIZE + 1, CHUNK_SIZE] {
+            for last in [true, false] {
+                let mut stream = deflate(&text[..len], 6, last).expect("deflate");
+                if !last {
+                    stream.extend(deflate(b"the next chunk", 6, true).expect("deflate"));
+                }
+                let mut inflated = Vec::new();
+                flate2::read::DeflateDecoder::new(stream.as_slice()).read_to_end(&mut inflated).expect("inflate");
+                let expected = [&text[..len], if last { &b""[..] } else { &b"the next chunk"[..] }].concat();
+                assert!(inflated == expected, "{len} bytes, last {last}");
+            }
+        }
     }
 
     /// Noise is stored (its chunks as they are); text is deflated.

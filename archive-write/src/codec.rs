@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use super::chunk::{code_first_chunk, Coding, CHUNK_SIZE, MIN_GAIN_DIVISOR};
 
 /// Bump when the way members are cut, coded, joined or ended changes.
-const LAYOUT_VERSION: u32 = 2;
+const LAYOUT_VERSION: u32 = 3;
 /// The deflate crates linked, as `build.rs` read them from Cargo.lock.
 const CODEC_VERSIONS: &str = env!("ARCHIVE_WRITE_CODEC");
 /// Bytes of the probe coded once per level per process (about a millisecond at level 9).

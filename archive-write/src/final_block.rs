@@ -1,38 +1,24 @@
-//! Joining whole deflate streams (SPEC §5): libdeflate codes a chunk as a complete raw
-//! deflate stream, whose last block carries BFINAL, and has no flush that would end on a
-//! non-final block. [`unfinalize`] walks such a stream block by block (no output is
-//! produced, only code lengths are read), clears the final block's BFINAL bit and ends
-//! the stream on a byte boundary with an empty stored block, exactly as zlib's sync flush
-//! leaves a stream: the next chunk's stream then continues it.
+//! Joining whole deflate streams (SPEC §5): libdeflate codes a stream whole, its last
+//! block carrying BFINAL, and has no flush that would end on a non-final block. The walk
+//! ([`find_end`], [`find_ends`]) reads a stream block by block (no output is produced,
+//! only code lengths are read) to where its final block starts and ends;
+//! [`extend_continuable`] then clears that block's BFINAL bit and ends the stream on a
+//! byte boundary with an empty stored block, exactly as zlib's sync flush leaves a
+//! stream: the next stream then continues it.
 //!
-//! Owns: reading deflate block structure. Does not own: coding (`deflate`), whose output
-//! is the only input here; an invalid stream is an error, never a panic.
+//! Owns: reading deflate block structure. Does not own: coding (`chunk`), whose output is
+//! the only input here; an invalid stream is an error, never a panic.
 //!
-//! The walk costs about a tenth of coding the chunk: the symbols of every block must be
-//! decoded to find where it ends (deflate has no block lengths), so the hot loop keeps
-//! its bit buffer in locals and takes a literal, or a length with its distance, per
-//! table lookup.
+//! The walk costs about a twelfth of coding: the symbols of every block must be decoded to
+//! find where it ends (deflate has no block lengths). A step is a chain of dependent
+//! table lookups, so two streams are walked interleaved, which takes about two thirds of
+//! the time of walking them one after the other (on real libraries; see `tables`).
 
 use std::io;
 
-/// Table bits for literal/length codes and for distance codes; longer codes (rare, at
-/// most 15 bits) are decoded bit by bit.
-const LITLEN_BITS: u32 = 11;
-const DISTANCE_BITS: u32 = 10;
-/// Table entries: the kind in the top two bits, the bits to consume (code plus extra bits)
-/// in the low six.
-const LITERAL: u8 = 0;
-const LENGTH: u8 = 1 << 6;
-const END_OF_BLOCK: u8 = 2 << 6;
-const SLOW: u8 = 3 << 6;
-/// The most bits one table step consumes: a length (11 + 5 extra) and a distance (10 + 13).
-const MAX_STEP_BITS: u32 = 39;
+mod tables;
 
-const LENGTH_EXTRA: [u8; 29] = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
-const DISTANCE_EXTRA: [u8; 30] =
-    [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
-/// The order code length code lengths are sent in (RFC 1951, 3.2.7).
-const PRECODE_ORDER: [usize; 19] = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+use tables::Tables;
 
 /// Where a complete stream's final block starts and where the stream ends, in bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,39 +29,111 @@ pub struct StreamEnd {
 
 /// Makes a complete raw deflate stream continuable: its final block becomes non-final and
 /// an empty stored block aligns it to a byte boundary.
+#[cfg(test)]
 pub fn unfinalize(stream: &mut Vec<u8>) -> io::Result<()> {
     let end = find_end(stream)?;
-    let header_byte = (end.final_header_bit / 8) as usize;
-    stream[header_byte] &= !(1u8 << (end.final_header_bit % 8));
-    stream.truncate(end.end_bit.div_ceil(8) as usize);
+    let complete = std::mem::take(stream);
+    extend_continuable(stream, &complete, end);
+    Ok(())
+}
+
+/// Appends `stream`, whose end `end` is, to `out` as a continuable stream: the final
+/// block's BFINAL cleared, the bits after its end dropped, then an empty stored block.
+pub fn extend_continuable(out: &mut Vec<u8>, stream: &[u8], end: StreamEnd) {
+    let start = out.len();
+    let len = end.end_bit.div_ceil(8) as usize;
+    out.extend_from_slice(&stream[..len.min(stream.len())]);
+    out[start + (end.final_header_bit / 8) as usize] &= !(1u8 << (end.final_header_bit % 8));
     let used_bits = (end.end_bit % 8) as u32;
-    if let (Some(last), true) = (stream.last_mut(), used_bits != 0) {
+    if let (Some(last), true) = (out.last_mut(), used_bits != 0) {
         *last &= ((1u16 << used_bits) - 1) as u8;
     }
     // The stored block's three header bits (all zero) fit in the last byte when at least
     // three of its bits are free; its length fields start at the next byte boundary.
     if used_bits == 0 || used_bits > 5 {
-        stream.push(0);
+        out.push(0);
     }
-    stream.extend_from_slice(&[0x00, 0x00, 0xFF, 0xFF]);
-    Ok(())
+    out.extend_from_slice(&[0x00, 0x00, 0xFF, 0xFF]);
 }
 
 /// Walks `stream` to the end of its final block.
 pub fn find_end(stream: &[u8]) -> io::Result<StreamEnd> {
-    let mut bits = Bits { data: stream, next: 0, buffer: 0, count: 0, overread: 0 };
-    let mut fixed: Option<Box<Tables>> = None;
-    loop {
-        let header = bits.position()?;
-        let last = bits.take(1) == 1;
-        match bits.take(2) {
-            0 => bits.skip_stored()?,
-            1 => fixed.get_or_insert_with(Tables::fixed).skip_symbols(&mut bits)?,
-            2 => Tables::dynamic(&mut bits)?.skip_symbols(&mut bits)?,
-            _ => return Err(invalid("a block of the reserved type 3")),
+    Walk::new(stream)?.finish()
+}
+
+/// Walks two streams at once, to the end of each one's final block. One walk is a chain
+/// of dependent table lookups that leaves most of the core idle; two independent chains
+/// interleaved take little more time than one.
+pub fn find_ends(first: &[u8], second: &[u8]) -> io::Result<(StreamEnd, StreamEnd)> {
+    let (mut a, mut b) = (Walk::new(first)?, Walk::new(second)?);
+    while a.end.is_none() && b.end.is_none() {
+        tables::skip_pair(&a.tables, &mut a.bits, &b.tables, &mut b.bits);
+        a.step()?;
+        if a.end.is_none() {
+            b.step()?;
         }
-        if last {
-            return Ok(StreamEnd { final_header_bit: header, end_bit: bits.position()? });
+    }
+    Ok((a.finish()?, b.finish()?))
+}
+
+/// One stream's walk: where it is, the current block's codes, and its end once reached.
+struct Walk<'a> {
+    bits: Bits<'a>,
+    tables: Box<Tables>,
+    /// The current block's header and whether it is the final block.
+    header: u64,
+    last: bool,
+    end: Option<StreamEnd>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(stream: &'a [u8]) -> io::Result<Walk<'a>> {
+        let bits = Bits { data: stream, next: 0, buffer: 0, count: 0, overread: 0 };
+        let mut walk = Walk { bits, tables: Tables::empty(), header: 0, last: false, end: None };
+        walk.next_block()?;
+        Ok(walk)
+    }
+
+    /// Reads block headers until a block with symbols begins (stored blocks are skipped
+    /// whole) or the final block has ended.
+    fn next_block(&mut self) -> io::Result<()> {
+        loop {
+            self.header = self.bits.position()?;
+            self.last = self.bits.take(1) == 1;
+            match self.bits.take(2) {
+                0 => self.bits.skip_stored()?,
+                1 => return self.tables.build_fixed(),
+                2 => return self.tables.build_dynamic(&mut self.bits),
+                _ => return Err(invalid("a block of the reserved type 3")),
+            }
+            if self.last {
+                return self.ended();
+            }
+        }
+    }
+
+    fn ended(&mut self) -> io::Result<()> {
+        self.end = Some(StreamEnd { final_header_bit: self.header, end_bit: self.bits.position()? });
+        Ok(())
+    }
+
+    /// Skips one symbol the careful way (whatever stopped the hot loop); after a block's
+    /// last symbol, on to the next block.
+    fn step(&mut self) -> io::Result<()> {
+        match self.tables.skip_one(&mut self.bits)? {
+            false => Ok(()),
+            true if self.last => self.ended(),
+            true => self.next_block(),
+        }
+    }
+
+    fn finish(mut self) -> io::Result<StreamEnd> {
+        loop {
+            if let Some(end) = self.end {
+                return Ok(end);
+            }
+            self.tables.skip_table_symbols(&mut self.bits);
+            self.step()?;
         }
     }
 }
@@ -167,257 +225,6 @@ impl Bits<'_> {
     }
 }
 
-/// A canonical Huffman code, for decoding its codes bit by bit.
-struct Code {
-    /// Codes of each length.
-    counts: [u16; 16],
-    /// Symbols in code order.
-    symbols: [u16; 288],
-}
-
-impl Code {
-    fn new(lengths: &[u8]) -> io::Result<Code> {
-        let mut counts = [0u16; 16];
-        for &len in lengths {
-            counts[usize::from(len)] += 1;
-        }
-        counts[0] = 0;
-        let mut left: i32 = 1;
-        for &count in &counts[1..] {
-            left = (left << 1) - i32::from(count);
-            if left < 0 {
-                return Err(invalid("an over-subscribed Huffman code"));
-            }
-        }
-        let mut offsets = [0u16; 16];
-        for len in 1..15 {
-            offsets[len + 1] = offsets[len] + counts[len];
-        }
-        let mut symbols = [0u16; 288];
-        for (symbol, &len) in lengths.iter().enumerate() {
-            if len != 0 {
-                symbols[usize::from(offsets[usize::from(len)])] = symbol as u16;
-                offsets[usize::from(len)] += 1;
-            }
-        }
-        Ok(Code { counts, symbols })
-    }
-
-    /// Fills `table` (2^`bits` entries, indexed by the next bits of the stream) with
-    /// `entry(symbol, code length)` for every code up to `bits` long; the rest stay SLOW.
-    fn fill(&self, table: &mut [u8], bits: u32, entry: impl Fn(u16, u32) -> u8) {
-        table.fill(SLOW);
-        let (mut code, mut index) = (0u32, 0usize);
-        for len in 1..=bits {
-            for _ in 0..self.counts[len as usize] {
-                let value = entry(self.symbols[index], len);
-                index += 1;
-                // Codes are sent most significant bit first, the table is indexed by the
-                // stream's bits least significant first.
-                let mut at = (code.reverse_bits() >> (32 - len)) as usize;
-                while at < table.len() {
-                    table[at] = value;
-                    at += 1 << len;
-                }
-                code += 1;
-            }
-            code <<= 1;
-        }
-    }
-
-    /// Decodes one symbol bit by bit: codes longer than the tables, and the precode.
-    fn decode_slow(&self, bits: &mut Bits) -> io::Result<u16> {
-        let (mut code, mut first, mut index) = (0i32, 0i32, 0i32);
-        for len in 1..16 {
-            code |= bits.take(1) as i32;
-            let count = i32::from(self.counts[len]);
-            if code - count < first {
-                return Ok(self.symbols[(index + code - first) as usize]);
-            }
-            index += count;
-            first = (first + count) << 1;
-            code <<= 1;
-        }
-        Err(invalid("a code that is not in its Huffman code"))
-    }
-}
-
-/// The codes of one block and their tables.
-struct Tables {
-    litlen: Code,
-    distance: Code,
-    litlen_table: [u8; 1 << LITLEN_BITS],
-    distance_table: [u8; 1 << DISTANCE_BITS],
-}
-
-impl Tables {
-    fn new(litlen_lengths: &[u8], distance_lengths: &[u8]) -> io::Result<Box<Tables>> {
-        let mut tables = Box::new(Tables {
-            litlen: Code::new(litlen_lengths)?,
-            distance: Code::new(distance_lengths)?,
-            litlen_table: [SLOW; 1 << LITLEN_BITS],
-            distance_table: [SLOW; 1 << DISTANCE_BITS],
-        });
-        let Tables { litlen, distance, litlen_table, distance_table } = &mut *tables;
-        litlen.fill(litlen_table, LITLEN_BITS, |symbol, len| match symbol {
-            0..=255 => LITERAL | len as u8,
-            256 => END_OF_BLOCK | len as u8,
-            257..=285 => LENGTH | (len as u8 + LENGTH_EXTRA[usize::from(symbol) - 257]),
-            _ => SLOW,
-        });
-        distance.fill(distance_table, DISTANCE_BITS, |symbol, len| match symbol {
-            0..=29 => len as u8 + DISTANCE_EXTRA[usize::from(symbol)],
-            _ => SLOW,
-        });
-        Ok(tables)
-    }
-
-    /// The fixed codes of block type 1 (RFC 1951, 3.2.6).
-    fn fixed() -> Box<Tables> {
-        let mut lengths = [0u8; 288];
-        lengths[..144].fill(8);
-        lengths[144..256].fill(9);
-        lengths[256..280].fill(7);
-        lengths[280..].fill(8);
-        // Neither code is over-subscribed, so this cannot fail; a failure would only make
-        // every fixed block take the slow path.
-        Tables::new(&lengths, &[5u8; 30]).unwrap_or_else(|_| {
-            Box::new(Tables {
-                litlen: Code { counts: [0; 16], symbols: [0; 288] },
-                distance: Code { counts: [0; 16], symbols: [0; 288] },
-                litlen_table: [SLOW; 1 << LITLEN_BITS],
-                distance_table: [SLOW; 1 << DISTANCE_BITS],
-            })
-        })
-    }
-
-    /// Reads a dynamic block's code descriptions (RFC 1951, 3.2.7).
-    fn dynamic(bits: &mut Bits) -> io::Result<Box<Tables>> {
-        let n_litlen = bits.take(5) as usize + 257;
-        let n_distance = bits.take(5) as usize + 1;
-        let n_precode = bits.take(4) as usize + 4;
-        let mut precode_lengths = [0u8; 19];
-        for &symbol in &PRECODE_ORDER[..n_precode] {
-            precode_lengths[symbol] = bits.take(3) as u8;
-        }
-        let precode = Code::new(&precode_lengths)?;
-        let mut lengths = [0u8; 286 + 30];
-        let total = n_litlen + n_distance;
-        if total > lengths.len() {
-            return Err(invalid("too many codes in a block"));
-        }
-        let mut n = 0;
-        while n < total {
-            let (repeat, value) = match precode.decode_slow(bits)? {
-                symbol @ 0..=15 => (1, symbol as u8),
-                16 if n > 0 => (3 + bits.take(2) as usize, lengths[n - 1]),
-                17 => (3 + bits.take(3) as usize, 0),
-                18 => (11 + bits.take(7) as usize, 0),
-                _ => return Err(invalid("a bad code length repeat")),
-            };
-            if n + repeat > total {
-                return Err(invalid("code lengths past the codes"));
-            }
-            lengths[n..n + repeat].fill(value);
-            n += repeat;
-        }
-        if lengths[256] == 0 {
-            return Err(invalid("a block without an end-of-block code"));
-        }
-        Tables::new(&lengths[..n_litlen], &lengths[n_litlen..total])
-    }
-
-    /// Skips a block's symbols up to and including its end-of-block code.
-    fn skip_symbols(&self, bits: &mut Bits) -> io::Result<()> {
-        loop {
-            self.skip_table_symbols(bits);
-            // Now an end-of-block, a long code, or the last bytes of the data are next.
-            if bits.count < MAX_STEP_BITS {
-                bits.refill();
-            }
-            if bits.overread > 8 {
-                return Err(invalid("it is cut off"));
-            }
-            let entry = self.litlen_table[(bits.buffer & ((1 << LITLEN_BITS) - 1)) as usize];
-            match entry & SLOW {
-                END_OF_BLOCK => {
-                    bits.consume(u32::from(entry & 63));
-                    return Ok(());
-                }
-                LITERAL => bits.consume(u32::from(entry & 63)),
-                LENGTH => {
-                    bits.consume(u32::from(entry & 63));
-                    self.skip_distance(bits)?;
-                }
-                _ => match self.litlen.decode_slow(bits)? {
-                    0..=255 => {}
-                    256 => return Ok(()),
-                    symbol @ 257..=285 => {
-                        bits.take(u32::from(LENGTH_EXTRA[usize::from(symbol) - 257]));
-                        self.skip_distance(bits)?;
-                    }
-                    _ => return Err(invalid("a length code past 285")),
-                },
-            }
-        }
-    }
-
-    /// The hot loop: skips literals and matches whose codes are in the tables while a
-    /// whole refill of data is left; stops, consuming nothing of it, before any other
-    /// symbol.
-    #[inline(always)]
-    fn skip_table_symbols(&self, bits: &mut Bits) {
-        let data = bits.data;
-        let (mut buffer, mut count, mut next) = (bits.buffer, bits.count, bits.next);
-        while let Some(word) = data.get(next..next + 8) {
-            if count < MAX_STEP_BITS {
-                buffer |= u64::from_le_bytes(word.try_into().unwrap_or_default()) << count;
-                let taken = (63 - count) >> 3;
-                next += taken as usize;
-                count += taken << 3;
-            }
-            let entry = self.litlen_table[(buffer & ((1 << LITLEN_BITS) - 1)) as usize];
-            if entry >= END_OF_BLOCK {
-                break;
-            }
-            let code_bits = u32::from(entry & 63);
-            // A literal's step must not wait for a distance lookup: the branch costs less
-            // than the load would (measured: a quarter less time on large shared libraries).
-            if entry < LENGTH {
-                buffer >>= code_bits;
-                count -= code_bits;
-                continue;
-            }
-            let distance = self.distance_table[((buffer >> code_bits) & ((1 << DISTANCE_BITS) - 1)) as usize];
-            if distance == SLOW {
-                break;
-            }
-            let step = code_bits + u32::from(distance & 63);
-            buffer >>= step;
-            count -= step;
-        }
-        (bits.buffer, bits.count, bits.next) = (buffer, count, next);
-    }
-
-    fn skip_distance(&self, bits: &mut Bits) -> io::Result<()> {
-        if bits.count < MAX_STEP_BITS {
-            bits.refill();
-        }
-        let entry = self.distance_table[(bits.buffer & ((1 << DISTANCE_BITS) - 1)) as usize];
-        if entry != SLOW {
-            bits.consume(u32::from(entry));
-            return Ok(());
-        }
-        match self.distance.decode_slow(bits)? {
-            symbol @ 0..=29 => {
-                bits.take(u32::from(DISTANCE_EXTRA[usize::from(symbol)]));
-                Ok(())
-            }
-            _ => Err(invalid("a distance code past 29")),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,6 +277,9 @@ mod tests {
                 let second = mixed(seed * 31, 5000);
                 let mut joined = libdeflate(&first, level);
                 let complete = find_end(&joined).expect("a complete stream");
+                let other = libdeflate(&mixed(seed * 7 + level as u64, len / 2 + 9000), level);
+                let pair = find_ends(&joined, &other).expect("two complete streams");
+                assert_eq!(pair, (complete, find_end(&other).expect("complete")), "level {level}, {len} bytes");
                 assert_eq!(complete.end_bit.div_ceil(8), joined.len() as u64, "level {level}, {len} bytes");
                 unfinalize(&mut joined).expect("unfinalize");
                 joined.extend_from_slice(&libdeflate(&second, level));
@@ -501,6 +311,8 @@ mod tests {
         let stream = libdeflate(&input, 6);
         for cut in [0, 1, 2, 10, stream.len() / 2, stream.len() - 1] {
             assert!(find_end(&stream[..cut]).is_err(), "cut at {cut}");
+            assert!(find_ends(&stream, &stream[..cut]).is_err(), "second cut at {cut}");
+            assert!(find_ends(&stream[..cut], &stream).is_err(), "first cut at {cut}");
         }
         assert!(find_end(&[0x07]).is_err(), "block type 3");
         assert!(find_end(&[0x01, 0x05, 0x00, 0x00, 0x00]).is_err(), "stored lengths that disagree");
@@ -517,6 +329,8 @@ mod tests {
             let at = (state as usize) % flipped.len();
             flipped[at] ^= 1 << (round % 8);
             let _ = find_end(&flipped);
+            let _ = find_ends(&flipped, &noise);
+            let _ = find_ends(&stream, &flipped);
         }
     }
 }
