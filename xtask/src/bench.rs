@@ -10,6 +10,7 @@
 //! Owns: orchestrating runs, caching generated trees under `target/bench/`, `--json`. Does
 //! not own: generating the tree (`example_artifacts::write_synthetic`), the table (`render`).
 
+mod alternate;
 mod floor;
 mod measure;
 mod output_floor;
@@ -54,6 +55,11 @@ pub struct BenchArgs {
     /// Keep the packages (each run's --dest-dir) written by the runs.
     #[arg(long)]
     pub keep: bool,
+    /// Then measure the libdeflate floor and a cold run N more times, one after the
+    /// other, and report the median of each pair's ratio: steadier on a shared machine,
+    /// where one run and one floor may each be slowed by neighbours.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub alternate: u32,
     /// Skip the reruns into the cold run's destination (nothing changed, a library
     /// rewritten, a file added and one removed).
     #[arg(long)]
@@ -118,6 +124,8 @@ pub struct SizeRun {
     pub input_mib_per_second: f64,
     /// The cold run, then reruns into its destination after each change.
     pub reruns: Vec<rerun::Rerun>,
+    /// With `--alternate N`: N more floors and cold runs, one after the other.
+    pub alternation: Option<alternate::Alternation>,
     pub reference: Option<ReferenceRun>,
 }
 
@@ -252,6 +260,21 @@ fn bench_tree(args: &BenchArgs, work_dir: &Path, tree: Tree, output: Output) -> 
         }
     };
 
+    if args.alternate > 0 && package.success && !output.quiet && !args.json {
+        eprintln!("bench: the floor and a cold run, {} times in turn ...", args.alternate);
+    }
+    let alternation = match package.success {
+        true => {
+            let command = |dest: &Path| {
+                let mut command = package_command(args, &artifacts, &run_dir);
+                command.arg("--dest-dir").arg(dest);
+                command
+            };
+            alternate::alternate(args.alternate, &artifacts, level, &run_dir, &command)?
+        }
+        false => None,
+    };
+
     let reference = match &args.reference {
         Some(checkout) => Some(run_reference(checkout, &artifacts, &run_dir, package.wall_seconds)?),
         None => None,
@@ -286,6 +309,7 @@ fn bench_tree(args: &BenchArgs, work_dir: &Path, tree: Tree, output: Output) -> 
         floor,
         zlib6,
         reruns,
+        alternation,
         reference,
     })
 }

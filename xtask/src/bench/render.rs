@@ -89,6 +89,19 @@ pub fn render_run(run: &SizeRun) -> String {
         human_bytes(run.output_floor.compressed_bytes),
         run.output_floor_ratio
     );
+    if let Some(alternation) = &run.alternation {
+        let ratios: Vec<String> = alternation.pairs.iter().map(|pair| format!("{:.2}", pair.ratio)).collect();
+        let cpu_ratios: Vec<String> = alternation.pairs.iter().map(|pair| format!("{:.2}", pair.cpu_ratio)).collect();
+        let _ = writeln!(
+            out,
+            "  floor and cold run in turn, {} times: median ratio {:.2} ({}), median CPU ratio {:.2} ({})",
+            alternation.pairs.len(),
+            alternation.median_ratio,
+            ratios.join(", "),
+            alternation.median_cpu_ratio,
+            cpu_ratios.join(", ")
+        );
+    }
     out
 }
 
