@@ -27,16 +27,6 @@ pub struct StreamEnd {
     pub end_bit: u64,
 }
 
-/// Makes a complete raw deflate stream continuable: its final block becomes non-final and
-/// an empty stored block aligns it to a byte boundary.
-#[cfg(test)]
-pub fn unfinalize(stream: &mut Vec<u8>) -> io::Result<()> {
-    let end = find_end(stream)?;
-    let complete = std::mem::take(stream);
-    extend_continuable(stream, &complete, end);
-    Ok(())
-}
-
 /// Appends `stream`, whose end `end` is, to `out` as a continuable stream: the final
 /// block's BFINAL cleared, the bits after its end dropped, then an empty stored block.
 pub fn extend_continuable(out: &mut Vec<u8>, stream: &[u8], end: StreamEnd) {
@@ -229,6 +219,15 @@ impl Bits<'_> {
 mod tests {
     use super::*;
     use std::io::Read;
+
+    /// Makes a complete raw deflate stream continuable: its final block becomes non-final and
+    /// an empty stored block aligns it to a byte boundary.
+    fn unfinalize(stream: &mut Vec<u8>) -> io::Result<()> {
+        let end = find_end(stream)?;
+        let complete = std::mem::take(stream);
+        extend_continuable(stream, &complete, end);
+        Ok(())
+    }
 
     /// Text, noise and runs in alternating regions: literals, matches, long and short
     /// codes, and stored blocks where the noise is long enough.
