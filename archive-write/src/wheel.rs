@@ -390,7 +390,7 @@ fn stream_member<W: Write + std::io::Seek>(
 
 /// The next chunk of a member: `CHUNK_SIZE` bytes, fewer only at its end (chunk boundaries
 /// are fixed, see `deflate`). The buffer grows as bytes arrive instead of being zeroed at
-/// full size up front: a tree of 200,000 headers would otherwise cost 200,000 1 MiB memsets.
+/// full size up front: a tree of 200,000 headers would otherwise cost 200,000 chunk-sized memsets.
 fn read_chunk(reader: &mut impl Read, left: Option<u64>) -> std::io::Result<Vec<u8>> {
     // One byte more than expected, so reading the end needs no second allocation.
     let capacity = left.map_or(CHUNK_SIZE, |left| usize::try_from(left.saturating_add(1)).unwrap_or(CHUNK_SIZE));

@@ -226,22 +226,6 @@ impl Tables {
         }
     }
 
-    /// The hot loop: skips literals and matches whose codes are in the tables while a
-    /// whole refill of data is left; stops, consuming nothing of it, before any other
-    /// symbol.
-    #[inline(always)]
-    pub(super) fn skip_table_symbols(&self, bits: &mut Bits) {
-        let mut lane = Lane::of(bits);
-        while lane.refill() {
-            let step = lane.look(self);
-            if step.exit() {
-                break;
-            }
-            lane.take(step);
-        }
-        lane.store(bits);
-    }
-
     fn skip_distance(&self, bits: &mut Bits) -> io::Result<()> {
         if bits.count < MIN_REFILLED_BITS {
             bits.refill();
@@ -289,20 +273,42 @@ impl Precode {
     }
 }
 
-/// The hot loop over two streams, interleaved: stops, consuming nothing of either at that
-/// step, when either needs more than the tables give.
-pub(super) fn skip_pair(first_tables: &Tables, first: &mut Bits, second_tables: &Tables, second: &mut Bits) {
-    let (mut a, mut b) = (Lane::of(first), Lane::of(second));
-    while a.refill() & b.refill() {
-        let (step_a, step_b) = (a.look(first_tables), b.look(second_tables));
-        if step_a.exit() | step_b.exit() {
+/// Streams one hot loop walks at most at once.
+pub(super) const MAX_LANES: usize = 4;
+
+/// A lane with no stream: its table's every entry is a literal of no bits, so it never
+/// stops the loop and never moves.
+static IDLE_TABLES: Tables =
+    Tables { litlen: Code::EMPTY, distance: Code::EMPTY, litlen_table: [0; 1 << LITLEN_BITS], distance_table: [0; 1 << DISTANCE_BITS] };
+static IDLE_DATA: [u8; 16] = [0; 16];
+
+/// The hot loop over up to `N` streams, interleaved (`None`: an idle lane): stops,
+/// consuming nothing of any stream at that step, when one needs more than the tables give.
+#[inline(never)]
+pub(super) fn skip_lanes<const N: usize>(walks: [Option<(&Tables, &mut Bits)>; N]) {
+    let tables = walks.each_ref().map(|walk| walk.as_ref().map_or(&IDLE_TABLES, |(tables, _)| *tables));
+    let mut lanes = walks.each_ref().map(|walk| match walk {
+        Some((_, bits)) => Lane::of(bits),
+        None => Lane { data: &IDLE_DATA, buffer: 0, count: 0, next: 0 },
+    });
+    loop {
+        let refilled = lanes.iter_mut().fold(true, |all, lane| lane.refill() & all);
+        if !refilled {
             break;
         }
-        a.take(step_a);
-        b.take(step_b);
+        let steps: [Step; N] = std::array::from_fn(|i| lanes[i].look(tables[i]));
+        if steps.iter().fold(false, |any, step| any | step.exit()) {
+            break;
+        }
+        for (lane, step) in lanes.iter_mut().zip(steps) {
+            lane.take(step);
+        }
     }
-    a.store(first);
-    b.store(second);
+    for (lane, walk) in lanes.into_iter().zip(walks) {
+        if let Some((_, bits)) = walk {
+            lane.store(bits);
+        }
+    }
 }
 
 /// A walk's bit buffer in locals, for the hot loops.
