@@ -165,10 +165,16 @@ impl AtomicFile {
         let dest = self.dest.clone();
         let write_error = |source| WriteError::io(WriteAction::Write, dest.clone(), source);
         let file = self.temp.as_file_mut();
-        file.sync_all().map_err(|source| WriteError::io(WriteAction::Sync, dest.clone(), source))?;
+        let sync_error = |source| WriteError::io(WriteAction::Sync, dest.clone(), source);
         let (len, digest) = match hashed {
-            Some(hashed) => hashed,
-            None => read_back(file).map_err(write_error)?,
+            Some(hashed) => {
+                file.sync_all().map_err(sync_error)?;
+                hashed
+            }
+            None => sync_and_read_back(file).map_err(|(sync, source)| match sync {
+                true => sync_error(source),
+                false => write_error(source),
+            })?,
         };
         // tempfile creates 0600, whoever's umask ran the build; a package is readable by all.
         file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
@@ -198,6 +204,20 @@ impl AtomicFile {
         // Dropping the temp file removes it.
         Ok(Staged { temp: None, dest: self.dest, len, sha256: hex(&digest) })
     }
+}
+
+/// Syncs the file while reading it back: a wheel's last work, which would otherwise wait
+/// on the disk with the cores idle before hashing hundreds of MiB on one. An error says
+/// whether syncing (true) or reading failed.
+fn sync_and_read_back(file: &mut File) -> Result<(u64, [u8; 32]), (bool, io::Error)> {
+    let syncing = file.try_clone().map_err(|error| (true, error))?;
+    std::thread::scope(|scope| {
+        let synced = scope.spawn(move || syncing.sync_all());
+        let read = read_back(file).map_err(|error| (false, error));
+        let synced = synced.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        synced.map_err(|error| (true, error))?;
+        read
+    })
 }
 
 /// Reads the file back from the start: its length and sha256. For a writer that patched
