@@ -326,11 +326,14 @@ mod tests {
     #[test]
     fn streams_walked_together_end_where_each_ends_alone() {
         let lengths = [300_000, 0, 1, 70_000, 5000, 200_000, 12, 130_000, 90_000];
-        let streams: Vec<Vec<u8>> =
-            lengths.iter().enumerate().map(|(i, &len)| libdeflate(&mixed(40 + i as u64, len), [6, 1, 0, 9][i % 4])).collect();
+        let streams: Vec<Vec<u8>> = lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| libdeflate(&mixed(40 + i as u64, len), [6, 1, 0, 9][i % 4]))
+            .collect();
         let alone: Vec<StreamEnd> = streams.iter().map(|stream| find_end(stream).expect("complete")).collect();
         for count in 0..=streams.len() {
-            for start in 0..streams.len() - count {
+            for start in 0..=streams.len() - count {
                 let group: Vec<&[u8]> = streams[start..start + count].iter().map(Vec::as_slice).collect();
                 assert_eq!(find_ends(&group).expect("complete"), alone[start..start + count], "{count} from {start}");
             }

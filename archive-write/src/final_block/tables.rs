@@ -278,8 +278,12 @@ pub(super) const MAX_LANES: usize = 4;
 
 /// A lane with no stream: its table's every entry is a literal of no bits, so it never
 /// stops the loop and never moves.
-static IDLE_TABLES: Tables =
-    Tables { litlen: Code::EMPTY, distance: Code::EMPTY, litlen_table: [0; 1 << LITLEN_BITS], distance_table: [0; 1 << DISTANCE_BITS] };
+static IDLE_TABLES: Tables = Tables {
+    litlen: Code::EMPTY,
+    distance: Code::EMPTY,
+    litlen_table: [0; 1 << LITLEN_BITS],
+    distance_table: [0; 1 << DISTANCE_BITS],
+};
 static IDLE_DATA: [u8; 16] = [0; 16];
 
 /// The hot loop over up to `N` streams, interleaved (`None`: an idle lane): stops,
