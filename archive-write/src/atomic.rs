@@ -156,26 +156,25 @@ impl AtomicFile {
 
     /// Syncs and hashes the file and closes it, keeping it under its temp name.
     pub fn stage(self) -> Result<Staged, WriteError> {
-        self.stage_hashed(None)
+        self.stage_hashed(HashedSoFar::Nothing)
     }
 
-    /// [`AtomicFile::stage`], with the file's length and sha256 when the writer hashed
-    /// every byte as it wrote it, in order (a [`HashingWriter`] that never seeked).
-    pub fn stage_hashed(mut self, hashed: Option<(u64, [u8; 32])>) -> Result<Staged, WriteError> {
+    /// [`AtomicFile::stage`], with what the writer hashed as it wrote: the whole file (a
+    /// [`HashingWriter`] that never seeked) or its final first bytes, the rest read back.
+    pub fn stage_hashed(mut self, hashed: HashedSoFar) -> Result<Staged, WriteError> {
         let dest = self.dest.clone();
         let write_error = |source| WriteError::io(WriteAction::Write, dest.clone(), source);
         let file = self.temp.as_file_mut();
         let sync_error = |source| WriteError::io(WriteAction::Sync, dest.clone(), source);
         let (len, digest) = match hashed {
-            Some(hashed) => {
-                file.sync_all().map_err(sync_error)?;
-                hashed
-            }
-            None => sync_and_read_back(file).map_err(|(sync, source)| match sync {
-                true => sync_error(source),
-                false => write_error(source),
-            })?,
-        };
+            HashedSoFar::Whole(len, digest) => file.sync_all().map(|()| (len, digest)).map_err(|error| (true, error)),
+            HashedSoFar::Prefix(hasher, len) => sync_and_read_back(file, hasher, len),
+            HashedSoFar::Nothing => sync_and_read_back(file, Sha256::new(), 0),
+        }
+        .map_err(|(sync, source)| match sync {
+            true => sync_error(source),
+            false => write_error(source),
+        })?;
         // tempfile creates 0600, whoever's umask ran the build; a package is readable by all.
         file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
         // Closed now: a run stages dozens of outputs before committing any.
@@ -206,27 +205,28 @@ impl AtomicFile {
     }
 }
 
-/// Syncs the file while reading it back: a wheel's last work, which would otherwise wait
-/// on the disk with the cores idle before hashing hundreds of MiB on one. An error says
-/// whether syncing (true) or reading failed.
-fn sync_and_read_back(file: &mut File) -> Result<(u64, [u8; 32]), (bool, io::Error)> {
+/// Syncs the file while reading it back from `from` on, `hasher` holding the hash of the
+/// bytes before: a wheel's last work, which would otherwise wait on the disk with the cores
+/// idle before hashing hundreds of MiB on one. An error says whether syncing (true) or
+/// reading failed.
+fn sync_and_read_back(file: &mut File, hasher: Sha256, from: u64) -> Result<(u64, [u8; 32]), (bool, io::Error)> {
     let syncing = file.try_clone().map_err(|error| (true, error))?;
     std::thread::scope(|scope| {
         let synced = scope.spawn(move || syncing.sync_all());
-        let read = read_back(file).map_err(|error| (false, error));
+        let read = read_back(file, hasher, from).map_err(|error| (false, error));
         let synced = synced.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         synced.map_err(|error| (true, error))?;
         read
     })
 }
 
-/// Reads the file back from the start: its length and sha256. For a writer that patched
-/// bytes it had written (a header completed after its member), only the file knows them.
-fn read_back(file: &mut File) -> io::Result<(u64, [u8; 32])> {
-    file.seek(SeekFrom::Start(0))?;
-    let mut hasher = Sha256::new();
+/// Reads the file back from `from` on, continuing `hasher`: its length and sha256. For a
+/// writer that patched bytes it had written (a header completed after its member), only
+/// the file knows them.
+fn read_back(file: &mut File, mut hasher: Sha256, from: u64) -> io::Result<(u64, [u8; 32])> {
+    file.seek(SeekFrom::Start(from))?;
     let mut buffer = vec![0u8; 1 << 20];
-    let mut len = 0u64;
+    let mut len = from;
     loop {
         let n = file.read(&mut buffer)?;
         if n == 0 {
@@ -239,16 +239,24 @@ fn read_back(file: &mut File) -> io::Result<(u64, [u8; 32])> {
 }
 
 /// Hashes what passes through it, as long as it is written in order: a rerun that copies
-/// most of a wheel need not read it back to hash it (SPEC §8). The first seek gives up the
-/// hash (`digest` is then `None`). Given the file its output will replace, it also tells
+/// most of a wheel need not read it back to hash it (SPEC §8). The first seek stops the
+/// hash there: a writer seeks before it writes what it will patch (`zip` does, before a
+/// header completed later), so the bytes before stay final and only the rest is read back
+/// ([`HashedSoFar::Prefix`]); a write into them after all drops the hash. Given the file its
+/// output will replace, it also tells
 /// whether every byte written is that file's byte at the same offset (then
 /// [`AtomicFile::keep_previous`] applies), and while that holds it writes nothing: the
 /// bytes are the old file's, copied into the temp file only once the output departs from
 /// it (or, at the end, if the old file cannot be kept after all: [`Hashed::deferred`]).
 pub struct HashingWriter<W: io::Write> {
     inner: W,
+    /// The hash of the first `len` bytes; `None` once a write changed one of them.
     hasher: Option<Sha256>,
     len: u64,
+    /// Whether every byte so far was written in order (no seek yet): `len` then grows.
+    in_order: bool,
+    /// Where the next byte goes.
+    position: u64,
     /// The file being replaced, while everything written so far equals its start.
     same_as: Option<std::sync::Arc<File>>,
     /// Bytes written so far but not passed on to `inner`: the replaced file's first ones.
@@ -256,10 +264,19 @@ pub struct HashingWriter<W: io::Write> {
     scratch: Vec<u8>,
 }
 
-/// What a [`HashingWriter`] saw: the length and sha256 of everything written if it never
-/// seeked, and whether that is exactly the replaced file's content.
+/// How much of a file its writer hashed.
+pub enum HashedSoFar {
+    Nothing,
+    /// The hash of the first bytes, which are final, and how many they are.
+    Prefix(Sha256, u64),
+    /// The length and sha256 of the whole file.
+    Whole(u64, [u8; 32]),
+}
+
+/// What a [`HashingWriter`] saw: the hash of everything written if it never seeked, else
+/// of what came before the first seek; and whether it is exactly the replaced file's content.
 pub struct Hashed {
-    pub digest: Option<(u64, [u8; 32])>,
+    pub digest: HashedSoFar,
     pub same_as_previous: bool,
     /// With `same_as_previous`: how many of the replaced file's bytes the temp file still
     /// lacks, and that file ([`AtomicFile::fill_from`] copies them before staging it).
@@ -272,6 +289,8 @@ impl<W: io::Write> HashingWriter<W> {
             inner,
             hasher: Some(Sha256::new()),
             len: 0,
+            in_order: true,
+            position: 0,
             same_as: replaced,
             deferred: 0,
             scratch: Vec::new(),
@@ -282,8 +301,12 @@ impl<W: io::Write> HashingWriter<W> {
     pub fn into_parts(mut self) -> io::Result<(W, Hashed)> {
         let len = self.len;
         let same_len = self.same_as.as_ref().and_then(|file| file.metadata().ok()).is_some_and(|old| old.len() == len);
-        let digest = self.hasher.take().map(|hasher| (len, hasher.finalize().into()));
-        let same_as_previous = same_len && digest.is_some();
+        let digest = match (self.in_order, self.hasher.take()) {
+            (true, Some(hasher)) => HashedSoFar::Whole(len, hasher.finalize().into()),
+            (false, Some(hasher)) => HashedSoFar::Prefix(hasher, len),
+            (_, None) => HashedSoFar::Nothing,
+        };
+        let same_as_previous = same_len && matches!(digest, HashedSoFar::Whole(..));
         if !same_as_previous {
             self.write_deferred()?;
         }
@@ -334,16 +357,22 @@ impl<W: io::Write> io::Write for HashingWriter<W> {
                 }
                 self.deferred += bytes.len() as u64;
                 self.len += bytes.len() as u64;
+                self.position = self.len;
                 return Ok(bytes.len());
             }
             self.write_deferred()?;
             self.same_as = None;
         }
         let n = self.inner.write(bytes)?;
-        if let Some(hasher) = &mut self.hasher {
-            hasher.update(&bytes[..n]);
+        if self.in_order {
+            if let Some(hasher) = &mut self.hasher {
+                hasher.update(&bytes[..n]);
+            }
+            self.len += n as u64;
+        } else if self.position < self.len {
+            self.hasher = None;
         }
-        self.len += n as u64;
+        self.position += n as u64;
         Ok(n)
     }
 
@@ -355,9 +384,10 @@ impl<W: io::Write> io::Write for HashingWriter<W> {
 impl<W: io::Write + io::Seek> io::Seek for HashingWriter<W> {
     fn seek(&mut self, position: SeekFrom) -> io::Result<u64> {
         self.write_deferred()?;
-        self.hasher = None;
+        self.in_order = false;
         self.same_as = None;
-        self.inner.seek(position)
+        self.position = self.inner.seek(position)?;
+        Ok(self.position)
     }
 }
 
@@ -459,4 +489,49 @@ fn sync_dirs<'a>(dests: impl Iterator<Item = &'a Path>) -> Result<(), WriteError
             .map_err(|source| WriteError::io(WriteAction::Sync, dir, source))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Writes `steps` through a [`HashingWriter`] into a staged file: its reported sha256
+    /// is the file's, however it was written, and what kind of hash the writer kept.
+    fn staged_digest(steps: &[(Option<SeekFrom>, &[u8])]) -> (bool, bool) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut atomic = AtomicFile::create(dir.path(), "out.whl").expect("create");
+        let mut writer = HashingWriter::new(atomic.file(), None);
+        for (seek, bytes) in steps {
+            if let Some(seek) = seek {
+                writer.seek(*seek).expect("seek");
+            }
+            writer.write_all(bytes).expect("write");
+        }
+        let (_, hashed) = writer.into_parts().expect("parts");
+        let kind = (matches!(hashed.digest, HashedSoFar::Whole(..)), matches!(hashed.digest, HashedSoFar::Prefix(..)));
+        let staged = atomic.stage_hashed(hashed.digest).expect("stage");
+        let bytes = std::fs::read(staged.temp.as_ref().expect("a temp file")).expect("read");
+        assert_eq!(staged.sha256, hex(&Sha256::digest(&bytes)));
+        assert_eq!(staged.len, bytes.len() as u64);
+        kind
+    }
+
+    #[test]
+    fn a_staged_file_has_its_own_digest_however_it_was_written() {
+        let in_order: &[(Option<SeekFrom>, &[u8])] = &[(None, b"local header"), (None, b"data")];
+        assert_eq!(staged_digest(in_order), (true, false), "hashed whole as written");
+        // As `zip` patches an open member's header: a seek before it, the patch after.
+        let patched_after: &[(Option<SeekFrom>, &[u8])] = &[
+            (None, b"first member"),
+            (Some(SeekFrom::Current(0)), b"header ??"),
+            (None, &[7; 3000]),
+            (Some(SeekFrom::Start(20)), b"ok"),
+            (Some(SeekFrom::End(0)), b"central directory"),
+        ];
+        assert_eq!(staged_digest(patched_after), (false, true), "the prefix kept, the rest read back");
+        let patched_before: &[(Option<SeekFrom>, &[u8])] =
+            &[(None, b"first member"), (Some(SeekFrom::Current(0)), b"more"), (Some(SeekFrom::Start(2)), b"XX")];
+        assert_eq!(staged_digest(patched_before), (false, false), "a patch into the prefix drops it");
+    }
 }

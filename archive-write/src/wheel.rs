@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::atomic::{AtomicFile, Hashed, HashingWriter};
+use super::atomic::{AtomicFile, Hashed, HashedSoFar, HashingWriter};
 use super::chunk::{Coding, CHUNK_SIZE};
 use super::codec::fingerprint;
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
@@ -172,14 +172,14 @@ pub fn stage_wheel(
     // A wheel that came out byte for byte as the one it replaces leaves that one in place:
     // nothing written, synced or renamed (SPEC §8).
     let staged = match hashed {
-        Hashed { digest: Some((len, digest)), same_as_previous: true, deferred } => {
+        Hashed { digest: HashedSoFar::Whole(len, digest), same_as_previous: true, deferred } => {
             match atomic.keep_previous(len, digest) {
                 Ok(kept) => kept,
                 Err(mut atomic) => {
                     if let Some((old, deferred)) = deferred {
                         atomic.fill_from(&old, deferred)?;
                     }
-                    atomic.stage_hashed(Some((len, digest)))?
+                    atomic.stage_hashed(HashedSoFar::Whole(len, digest))?
                 }
             }
         }

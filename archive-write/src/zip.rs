@@ -173,6 +173,10 @@ impl<W: Write + Seek> ZipWriter<W> {
     pub fn begin_entry(&mut self, header: EntryHeader, size_bound: u64) -> io::Result<OpenEntry> {
         let zip64 = size_bound >= U32_MAX;
         let offset = self.position;
+        // A seek before the header that will be patched: a hashing writer below
+        // (`atomic::HashingWriter`) keeps the hash of what came before, which is final,
+        // and the file is read back only from here.
+        self.out.stream_position()?;
         let bytes = self.local_header(&header, EntrySums::default(), zip64);
         self.put(&bytes)?;
         Ok(OpenEntry { header, offset, zip64 })
