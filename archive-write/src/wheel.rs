@@ -141,7 +141,9 @@ pub fn stage_wheel(
     };
 
     let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file));
-    let mut zip = ZipWriter::new(BufWriter::with_capacity(1 << 20, out), options.build_time);
+    // The buffer gathers headers and small members; a chunk's data (hundreds of KiB) is
+    // larger, so it goes to the file as it is instead of being copied through.
+    let mut zip = ZipWriter::new(BufWriter::with_capacity(64 << 10, out), options.build_time);
     let context = WriteContext {
         options,
         progress,
