@@ -241,13 +241,14 @@ fn read_back(file: &mut File, mut hasher: Sha256, from: u64) -> io::Result<(u64,
 /// Hashes what passes through it, as long as it is written in order: a rerun that copies
 /// most of a wheel need not read it back to hash it (SPEC §8). The first seek stops the
 /// hash there: a writer seeks before it writes what it will patch (`zip` does, before a
-/// header completed later), so the bytes before stay final and only the rest is read back
-/// ([`HashedSoFar::Prefix`]); a write into them after all drops the hash. Given the file its
-/// output will replace, it also tells
-/// whether every byte written is that file's byte at the same offset (then
-/// [`AtomicFile::keep_previous`] applies), and while that holds it writes nothing: the
-/// bytes are the old file's, copied into the temp file only once the output departs from
-/// it (or, at the end, if the old file cannot be kept after all: [`Hashed::deferred`]).
+/// header completed later), so the bytes before stay final and only the rest is read
+/// back ([`HashedSoFar::Prefix`]); a write into them after all drops the hash.
+///
+/// Given the file its output will replace, it also tells whether every byte written is
+/// that file's byte at the same offset (then [`AtomicFile::keep_previous`] applies), and
+/// while that holds it writes nothing: the bytes are the old file's, copied into the temp
+/// file only once the output departs from it (or, at the end, if the old file cannot be
+/// kept after all: [`Hashed::deferred`]).
 pub struct HashingWriter<W: io::Write> {
     inner: W,
     /// The hash of the first `len` bytes; `None` once a write changed one of them.
