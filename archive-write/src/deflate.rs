@@ -186,7 +186,7 @@ pub struct Pipeline {
 impl Pipeline {
     pub fn new() -> Pipeline {
         // Two chunks per thread keep every core busy while the writer waits on the oldest;
-        // the cap keeps memory bounded on many-core machines (about 2 MiB per chunk).
+        // the cap keeps memory bounded on many-core machines (about 4 MiB per chunk).
         let window = (2 * rayon::current_num_threads()).clamp(4, 32);
         Pipeline { window, queue: VecDeque::new(), n_chunks: 0, finished: Vec::new() }
     }
