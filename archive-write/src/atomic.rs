@@ -165,16 +165,14 @@ impl AtomicFile {
         let dest = self.dest.clone();
         let write_error = |source| WriteError::io(WriteAction::Write, dest.clone(), source);
         let file = self.temp.as_file_mut();
-        let sync_error = |source| WriteError::io(WriteAction::Sync, dest.clone(), source);
         let (len, digest) = match hashed {
-            HashedSoFar::Whole(len, digest) => file.sync_all().map(|()| (len, digest)).map_err(|error| (true, error)),
-            HashedSoFar::Prefix(hasher, len) => sync_and_read_back(file, hasher, len),
-            HashedSoFar::Nothing => sync_and_read_back(file, Sha256::new(), 0),
-        }
-        .map_err(|(sync, source)| match sync {
-            true => sync_error(source),
-            false => write_error(source),
-        })?;
+            HashedSoFar::Whole(len, digest) => {
+                file.sync_all().map_err(|source| WriteError::io(WriteAction::Sync, dest.clone(), source))?;
+                (len, digest)
+            }
+            HashedSoFar::Prefix(hasher, len) => sync_and_read_back(file, hasher, len, &dest)?,
+            HashedSoFar::Nothing => sync_and_read_back(file, Sha256::new(), 0, &dest)?,
+        };
         // tempfile creates 0600, whoever's umask ran the build; a package is readable by all.
         file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
         // Closed now: a run stages dozens of outputs before committing any.
@@ -205,17 +203,17 @@ impl AtomicFile {
     }
 }
 
-/// Syncs the file while reading it back from `from` on, `hasher` holding the hash of the
-/// bytes before: a wheel's last work, which would otherwise wait on the disk with the cores
-/// idle before hashing hundreds of MiB on one. An error says whether syncing (true) or
-/// reading failed.
-fn sync_and_read_back(file: &mut File, hasher: Sha256, from: u64) -> Result<(u64, [u8; 32]), (bool, io::Error)> {
-    let syncing = file.try_clone().map_err(|error| (true, error))?;
+/// Syncs the file of `dest` while reading it back from `from` on, `hasher` holding the
+/// hash of the bytes before: a wheel's last work, which would otherwise wait on the disk
+/// with the cores idle before hashing hundreds of MiB on one.
+fn sync_and_read_back(file: &mut File, hasher: Sha256, from: u64, dest: &Path) -> Result<(u64, [u8; 32]), WriteError> {
+    let sync_error = |source| WriteError::io(WriteAction::Sync, dest, source);
+    let syncing = file.try_clone().map_err(sync_error)?;
     std::thread::scope(|scope| {
         let synced = scope.spawn(move || syncing.sync_all());
-        let read = read_back(file, hasher, from).map_err(|error| (false, error));
+        let read = read_back(file, hasher, from).map_err(|source| WriteError::io(WriteAction::Write, dest, source));
         let synced = synced.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        synced.map_err(|error| (true, error))?;
+        synced.map_err(sync_error)?;
         read
     })
 }
