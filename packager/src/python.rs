@@ -155,7 +155,7 @@ pub fn render_dist_info(role: &PackageRole, info: &DistInfo) -> String {
         ("LINUX_TARGET_FAMILIES", list_literal(&info.linux_target_families)),
         ("WINDOWS_TARGET_FAMILIES", list_literal(&info.windows_target_families)),
         ("DEVICE_TARGETS", list_literal(&info.device_targets)),
-        ("TARGET_OWNERS", dict_literal(&crate::owners::owner_overrides())),
+        ("TARGET_OWNERS", dict_literal(crate::owners::owner_overrides())),
         ("THIS_TARGET_FAMILY", optional_literal(this_family)),
         ("THIS_PACKAGE_LOGICAL_NAME", str_literal(role.logical_name())),
     ];
