@@ -14,7 +14,9 @@
 
 mod metadata;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use diagnostic::Diagnostic;
 
 use crate::build_os::BuildOs;
 use crate::config::{DeviceVariants, OutputMode, PackageConfig};
@@ -45,8 +47,15 @@ pub enum VariantsError {
     BadLabel { target: String },
 }
 
-impl VariantsError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for VariantsError {
+    fn path(&self) -> Option<&Path> {
+        match self {
+            VariantsError::LegacyBuild { artifacts_dir } => Some(artifacts_dir),
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::LegacyBuild { .. } => Some(
                 "package a kpack-split build (its `base` artifact sets KPACK_SPLIT_ARTIFACTS), or leave out --variants: \

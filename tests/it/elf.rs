@@ -15,6 +15,7 @@ mod growth;
 #[path = "elf_layouts.rs"]
 mod layouts;
 
+use diagnostic::Diagnostic;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;

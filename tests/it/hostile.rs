@@ -35,6 +35,7 @@ mod stale;
 #[path = "hostile_stray.rs"]
 mod stray;
 
+use diagnostic::Diagnostic;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -12,6 +12,7 @@ mod cli;
 #[path = "pipeline_trees.rs"]
 mod trees;
 
+use diagnostic::Diagnostic;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;

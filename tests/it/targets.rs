@@ -25,6 +25,7 @@ mod owners;
 #[path = "targets_verify.rs"]
 mod verify;
 
+use diagnostic::Diagnostic;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};

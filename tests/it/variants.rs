@@ -7,6 +7,7 @@
 //! One build, packaged once per test binary from the shared kpack-split example's
 //! artifacts (`targets::build`), so the example is generated only once.
 
+use diagnostic::Diagnostic;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

@@ -3,6 +3,7 @@
 //! by packaging (an error naming the file, with a hint) and are violations of
 //! `verify --dist`; the unchanged DLL passes both.
 
+use diagnostic::Diagnostic;
 use std::path::Path;
 use std::process::Command;
 

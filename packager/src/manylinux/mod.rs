@@ -19,6 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use diagnostic::Diagnostic;
+
 use rayon::prelude::*;
 
 use crate::identity::PlatformTags;
@@ -46,8 +48,8 @@ pub enum TagError {
     Unreadable { path: PathBuf, reason: String },
 }
 
-impl TagError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for TagError {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             TagError::OutsidePolicy { .. } => Some(
                 "ship those libraries in the build (add their artifacts) or link them statically; a plain tag \
@@ -62,7 +64,7 @@ impl TagError {
         }
     }
 
-    pub fn path(&self) -> Option<&Path> {
+    fn path(&self) -> Option<&Path> {
         match self {
             TagError::Unreadable { path, .. } => Some(path),
             _ => None,

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use diagnostic::Diagnostic;
+
 use crate::build_os::BuildOs;
 use crate::catalog::{Catalog, CatalogError, FileStamp, Override};
 use crate::config::{PackageConfig, PackageGroup};
@@ -65,8 +67,17 @@ pub enum PlanError {
     Invalid { message: String },
 }
 
-impl PlanError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for PlanError {
+    /// The file or directory the error is about, if it names one.
+    fn path(&self) -> Option<&Path> {
+        match self {
+            PlanError::NoProfiler { dir } => Some(dir),
+            PlanError::IncompleteOutput { output_dir, .. } => Some(output_dir),
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
             Self::BadVersionSuffix { .. } => {

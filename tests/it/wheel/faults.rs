@@ -1,6 +1,7 @@
 //! A failure midway leaves nothing in the destination: no partial archive and
 //! no temp file.
 
+use diagnostic::Diagnostic;
 use std::sync::Arc;
 
 use packager::progress::Silent;
