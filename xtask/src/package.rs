@@ -265,7 +265,7 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         build_os: args.build_os.as_deref().and_then(BuildOs::parse),
         platform_tag: match &args.platform_tag {
             Some(tag) => PlatformTag::parse(tag),
-            None => PlatformTag::Default(host_platform_tag()),
+            None => PlatformTag::Default(packager::platform::host_platform_tag()),
         },
         build_time: build_time()?,
         output: output_mode(args),
@@ -350,10 +350,6 @@ pub fn build_time() -> anyhow::Result<BuildTime> {
         Err(std::env::VarError::NotPresent) => Ok(BuildTime::DEFAULT),
         Err(error) => Err(error).context("reading SOURCE_DATE_EPOCH"),
     }
-}
-
-fn host_platform_tag() -> String {
-    format!("linux_{}", std::env::consts::ARCH)
 }
 
 fn split_list(text: Option<&str>) -> Vec<String> {

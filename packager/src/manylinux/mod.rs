@@ -26,8 +26,7 @@ use rayon::prelude::*;
 use crate::identity::PlatformTags;
 use crate::launcher::LauncherTemplate;
 use crate::plan::{DevelEntry, PackagePlan, Plan, PlannedFile};
-use crate::platform::TargetMachine;
-use elf_audit::{self as policy, arch_name, elf_identity, parse_elf, ElfFile, ElfWindow, VersionNeeds};
+use elf_audit::{self as policy, arch_name, elf_identity, parse_elf, Architecture, ElfFile, ElfWindow, VersionNeeds};
 
 /// Most lines of needs an error lists before it says how many more there are.
 const MAX_LISTED: usize = 40;
@@ -111,7 +110,7 @@ pub fn choose_tags(
     packages: &[&PackagePlan],
     launcher: Option<&LauncherTemplate>,
 ) -> Result<PlatformTags, crate::Error> {
-    let host = TargetMachine::host();
+    let host = crate::platform::host_machine();
     let shipped: BTreeSet<&str> = plan
         .packages
         .iter()
@@ -145,7 +144,7 @@ pub fn choose_tags(
                 }
             }
         }
-        let tag = tag_for(&package.names.distribution, &needs, host.arch_name())?;
+        let tag = tag_for(&package.names.distribution, &needs, host.as_str())?;
         tags.insert(package.role.clone(), tag);
     }
     Ok(tags)
@@ -183,7 +182,7 @@ fn sources_of(package: &PackagePlan) -> Result<Vec<Source>, crate::Error> {
 /// other machines' files are data to the wheel's platform, as `verify --dist` treats them).
 fn read_host_elf(
     source: &Source,
-    host: TargetMachine,
+    host: Architecture,
     launcher: Option<&ElfFile>,
 ) -> Result<Option<(String, ElfFile)>, TagError> {
     let (member, path) = match source {
@@ -195,9 +194,9 @@ fn read_host_elf(
         return Ok(None);
     };
     let Some(identity) = elf_identity(window.head()) else { return Ok(None) };
-    let runs_here = identity.machine == host.machine
-        && identity.is_64 == host.is_64
-        && identity.little_endian == host.little_endian;
+    let runs_here = identity.machine == host.elf_machine()
+        && identity.is_64 == host.is_64()
+        && identity.little_endian == host.is_little_endian();
     if !runs_here {
         return Ok(None);
     }
