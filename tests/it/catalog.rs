@@ -1,11 +1,11 @@
 //! The artifact catalog on real directory trees: sorted artifact order, last-wins merging
 //! with override reports, links kept as links, and refusals that name the bad path.
 
-use diagnostic::Diagnostic;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
 use packager::catalog::{Catalog, CatalogError, EntryKind, FileStamp, Glob, Selection, BUILD_MANIFEST};
 use packager::RelPath;
 

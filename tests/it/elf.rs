@@ -15,12 +15,12 @@ mod growth;
 #[path = "elf_layouts.rs"]
 mod layouts;
 
-use diagnostic::Diagnostic;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{ensure, Context};
+use diagnostic::Diagnostic;
 use packager::elf::{self, EditStrategy, ElfKind, RpathEdit, SplicedReader};
 
 use crate::support;

@@ -35,13 +35,13 @@ mod stale;
 #[path = "hostile_stray.rs"]
 mod stray;
 
-use diagnostic::Diagnostic;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use diagnostic::Diagnostic;
 use packager::PackageConfig;
 
 /// The bundled legacy example in a temp dir, packaged into `dist/` beside it.

@@ -1,9 +1,10 @@
 //! `packager::index`: the PEP 503 simple index and the find-links page, checked by
 //! installing from them with real pip into fresh venvs.
 
-use diagnostic::Diagnostic;
 use std::path::Path;
 use std::process::Command;
+
+use diagnostic::Diagnostic;
 
 use crate::support;
 

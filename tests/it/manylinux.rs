@@ -4,11 +4,11 @@
 //! policy is refused by name; a tag given by hand that the files break stays a
 //! `verify --dist` error.
 
-use diagnostic::Diagnostic;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
 
+use diagnostic::Diagnostic;
 use packager::config::PlatformTag;
 use release_gate::Check;
 

@@ -12,11 +12,11 @@ mod cli;
 #[path = "pipeline_trees.rs"]
 mod trees;
 
-use diagnostic::Diagnostic;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
+use diagnostic::Diagnostic;
 use packager::config::PackageGroup;
 
 use crate::support::{self, Warnings};

@@ -25,12 +25,12 @@ mod owners;
 #[path = "targets_verify.rs"]
 mod verify;
 
-use diagnostic::Diagnostic;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use diagnostic::Diagnostic;
 use example_artifacts::DEVICE_TARGET_IDS;
 use sha2::{Digest, Sha256};
 

@@ -5,11 +5,11 @@
 //! refused before anything is written; legacy builds that do not merge; `verify --dist`
 //! judging device wheels by owner.
 
-use diagnostic::Diagnostic;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use diagnostic::Diagnostic;
 use packager::config::PackageGroup;
 use release_gate::{verify_dist, Check};
 

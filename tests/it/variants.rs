@@ -7,13 +7,13 @@
 //! One build, packaged once per test binary from the shared kpack-split example's
 //! artifacts (`targets::build`), so the example is generated only once.
 
-use diagnostic::Diagnostic;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use crate::support;
 use crate::targets;
+use diagnostic::Diagnostic;
 
 const VERSION: &str = targets::VERSION;
 /// The variant labels of the example: one per device wheel owner.

@@ -3,9 +3,10 @@
 //! by packaging (an error naming the file, with a hint) and are violations of
 //! `verify --dist`; the unchanged DLL passes both.
 
-use diagnostic::Diagnostic;
 use std::path::Path;
 use std::process::Command;
+
+use diagnostic::Diagnostic;
 
 use crate::support;
 

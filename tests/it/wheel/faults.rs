@@ -1,9 +1,9 @@
 //! A failure midway leaves nothing in the destination: no partial archive and
 //! no temp file.
 
-use diagnostic::Diagnostic;
 use std::sync::Arc;
 
+use diagnostic::Diagnostic;
 use packager::progress::Silent;
 use packager::write::{
     write_sdist, write_tree, write_wheel, Member, MemberData, SdistFile, SdistSpec, TarEntry, TarEntryKind,
