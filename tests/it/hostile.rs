@@ -62,7 +62,7 @@ impl Example {
 
     /// The install tree of a core artifact: its files go into `rocm-sdk-core` (and devel).
     pub fn core_stage(&self) -> PathBuf {
-        self.artifacts.join("core-runtime_lib_generic/core/ROCR-Runtime/stage")
+        packager_tests::fixtures::core_stage(&self.artifacts)
     }
 
     pub fn dist(&self) -> PathBuf {
