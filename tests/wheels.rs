@@ -5,7 +5,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use packager::config::{BuildTime, WheelCompression};
-use packager::write::{ArchiveOptions, CoreMetadata, Member, MemberData};
+use packager::write::{
+    ArchiveOptions, CoreMetadata, DistName, Member, MemberData, PlatformTag, Version, WheelFileName,
+};
+
+/// The version of every test wheel.
+const VERSION: &str = "1.2.0.dev0";
 
 pub fn options() -> ArchiveOptions {
     ArchiveOptions {
@@ -18,7 +23,7 @@ pub fn options() -> ArchiveOptions {
 pub fn metadata(name: &str) -> CoreMetadata {
     CoreMetadata {
         name: name.into(),
-        version: "1.2.0.dev0".into(),
+        version: VERSION.into(),
         summary: "A test package".into(),
         requires_dist: Vec::new(),
         requires_python: Some(">=3.8".into()),
@@ -26,6 +31,12 @@ pub fn metadata(name: &str) -> CoreMetadata {
         provides_extra: Vec::new(),
         description: Some("# Demo\n\nBuilt by the packager's tests.\n".into()),
     }
+}
+
+/// The file name of the test wheel of `name` ([`metadata`]'s version), for `linux_x86_64`.
+pub fn file_name(name: &str) -> WheelFileName {
+    let (name, version) = (DistName::new(name).expect("a valid name"), Version::parse(VERSION).expect("a version"));
+    WheelFileName::new(name, version, PlatformTag::new("linux_x86_64").expect("a tag"), None).expect("a file name")
 }
 
 pub fn bytes(name: &str, text: &str) -> Member {

@@ -79,6 +79,12 @@ impl WriteError {
     }
 }
 
+impl From<crate::names::NameError> for WriteError {
+    fn from(error: crate::names::NameError) -> WriteError {
+        WriteError::Invalid { reason: error.to_string() }
+    }
+}
+
 impl Diagnostic for WriteError {
     /// The file the error is about, if it names one.
     fn path(&self) -> Option<&Path> {

@@ -19,7 +19,7 @@ use crate::catalog::CatalogError;
 use crate::config::{ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag};
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
-use crate::identity::{self, PackageRole, PlatformTags, WheelFileName};
+use crate::identity::{self, PackageRole, PlatformTags};
 use crate::launcher::LauncherTemplate;
 use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
@@ -28,8 +28,9 @@ use crate::python;
 use crate::relpath::RelPath;
 use crate::variants;
 use crate::write::{
-    self, ArchiveOptions, CoreMetadata, EntryPoint, Generator, Member, MemberData, SdistFile, SdistSpec, StagedFile,
-    TarEntry, TarEntryKind, TarEntrySource, TarTotals, TarballSpec, WheelRoot, WheelSpec, WriteError,
+    self, ArchiveOptions, CoreMetadata, DistName, EntryPoint, Generator, Member, MemberData,
+    PlatformTag as WheelPlatformTag, SdistFile, SdistSpec, StagedFile, TarEntry, TarEntryKind, TarEntrySource,
+    TarTotals, TarballSpec, Version, WheelFileName, WheelRoot, WheelSpec, WriteError,
 };
 
 /// One output file in the summary table.
@@ -216,12 +217,13 @@ fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>
             data: MemberData::Bytes(Arc::new(file.bytes)),
             executable: file.executable,
         });
+        let label = wheel.variant.as_ref().map(|(label, _)| label.as_str());
         let spec = WheelSpec {
+            file_name: wheel_file_name(&wheel.distribution, &run.plan.version, &wheel.platform_tag, label)?,
             metadata: core_metadata(&wheel.distribution, &run.plan.version, wheel.requires_dist),
             generator: GENERATOR,
-            platform_tag: wheel.platform_tag,
             root: wheel.root,
-            variant: wheel.variant,
+            variant_json: wheel.variant.map(|(_, json)| json),
             entry_points: wheel.python.entry_points,
             members: members.collect(),
         };
@@ -245,7 +247,7 @@ fn remove_stale(
     progress: &dyn Progress,
 ) -> Result<(), WriteError> {
     let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
-    let removed = crate::stale::remove_stale_archives(output_dir, &plan.version, &produced)?;
+    let removed = crate::stale::remove_stale_archives(output_dir, plan.version.as_str(), &produced)?;
     for path in removed {
         progress.warn(&format!("removed {}: an earlier run's package this run no longer produces", path.display()));
     }
@@ -413,21 +415,33 @@ fn wheel_spec(
         });
     }
     Ok(WheelSpec {
+        file_name: wheel_file_name(&names.distribution, &plan.version, platform_tag, None)?,
         metadata: core_metadata(&names.distribution, &plan.version, package.requires_dist.clone()),
         generator: GENERATOR,
-        platform_tag: platform_tag.clone(),
         root: WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: python_part.entry_points,
         members,
     })
 }
 
+/// The file name of one of our wheels: the distribution, the run's version, the platform
+/// tag chosen for it and a variant wheel's label, through the writer's one constructor.
+fn wheel_file_name(
+    distribution: &str,
+    version: &Version,
+    platform_tag: &str,
+    label: Option<&str>,
+) -> Result<WheelFileName, WriteError> {
+    let (name, platform) = (DistName::new(distribution)?, WheelPlatformTag::new(platform_tag)?);
+    Ok(WheelFileName::new(name, version.clone(), platform, label)?)
+}
+
 /// The METADATA of one of our wheels.
-fn core_metadata(distribution: &str, version: &str, requires_dist: Vec<String>) -> CoreMetadata {
+fn core_metadata(distribution: &str, version: &Version, requires_dist: Vec<String>) -> CoreMetadata {
     CoreMetadata {
         name: distribution.to_owned(),
-        version: version.to_owned(),
+        version: version.to_string(),
         summary: format!("{SUMMARY}: {distribution}"),
         requires_dist,
         requires_python: Some(REQUIRES_PYTHON.to_owned()),
@@ -515,7 +529,7 @@ fn sdist_spec(plan: &Plan) -> SdistSpec {
     SdistSpec {
         metadata: CoreMetadata {
             name: plan.dist_info.names(&PackageRole::Meta).distribution,
-            version: plan.version.clone(),
+            version: plan.version.to_string(),
             summary: SUMMARY.to_owned(),
             requires_python: Some(REQUIRES_PYTHON.to_owned()),
             license: Some(LICENSE.to_owned()),
@@ -536,7 +550,7 @@ fn check_complete(plan: &Plan, output_dir: &Path, outputs: &[OutputReport]) -> R
     let version = &plan.version;
     let written: Vec<WheelFileName> = outputs
         .iter()
-        .filter_map(|output| WheelFileName::parse(&output.file_name))
+        .filter_map(|output| output.file_name.parse::<WheelFileName>().ok())
         .filter(|wheel| wheel.version == *version)
         .collect();
     let mut required = vec![PackageRole::Core, PackageRole::Libraries { family: None }];
@@ -547,7 +561,7 @@ fn check_complete(plan: &Plan, output_dir: &Path, outputs: &[OutputReport]) -> R
     let mut missing: BTreeSet<String> = required
         .iter()
         .map(|role| plan.dist_info.names(role).file_name_form())
-        .filter(|distribution| !written.iter().any(|wheel| wheel.distribution == *distribution))
+        .filter(|distribution| !written.iter().any(|wheel| wheel.name.as_str() == distribution))
         .map(|distribution| format!("{distribution}-{version}-*.whl"))
         .collect();
     let sdist = format!("{}-{version}.tar.gz", plan.dist_info.names(&PackageRole::Meta).file_name_form());

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use packager::progress::Silent;
 use packager::write::{write_wheel, WheelRoot, WheelSpec, WriteError};
 use packager_tests::fixtures::{add_noise, names_but_the_lock, noise, package_config, write_example};
-use packager_tests::wheels::{bytes, file, metadata, options};
+use packager_tests::wheels::{bytes, file, file_name, metadata, options};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,11 +36,11 @@ fn zip64(dest: &Path) {
     let sparse = dest.join("sparse.bin");
     fs_err::File::create(&sparse).expect("create").set_len(SIZE).expect("set_len");
     let spec = WheelSpec {
+        file_name: file_name("big"),
         metadata: metadata("big"),
         generator: packager::GENERATOR,
-        platform_tag: "linux_x86_64".into(),
         root: WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: Vec::new(),
         members: vec![
             bytes("big/__init__.py", ""),
@@ -72,11 +72,11 @@ fn wheel_past_size_limit(dest: &Path) {
     let noise_file = dest.join("noise.bin");
     fs_err::write(&noise_file, noise(4 << 20)).expect("write noise");
     let mut spec = WheelSpec {
+        file_name: file_name("demo-pkg"),
         metadata: metadata("demo-pkg"),
         generator: packager::GENERATOR,
-        platform_tag: "linux_x86_64".into(),
         root: WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: Vec::new(),
         members: vec![bytes("demo_pkg/__init__.py", "VALUE = 42\n")],
     };

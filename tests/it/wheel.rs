@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use packager::write::{EntryPoint, WheelSpec};
 
-pub use packager_tests::wheels::{bytes, file, metadata, options};
+pub use packager_tests::wheels::{bytes, file, file_name, metadata, options};
 
 /// A wheel with a Python package, a console script, a compiled executable, a multi-chunk
 /// data file read from disk, and a multi-chunk archive of compressed code (as a kpack
@@ -30,11 +30,11 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
     let kpack = fixtures.join("kernels.kpack");
     fs_err::write(&kpack, compressed_code()).expect("write the archive");
     WheelSpec {
+        file_name: file_name("demo-pkg"),
         metadata: metadata("demo-pkg"),
         generator: packager::GENERATOR,
-        platform_tag: "linux_x86_64".into(),
         root: packager::write::WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: vec![EntryPoint { group: packager::write::CONSOLE_SCRIPTS.into(), name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
         members: vec![
             bytes("demo_pkg/cli.py", "import subprocess, pathlib, sys\n\ndef main():\n    exe = pathlib.Path(__file__).parent / 'bin' / 'hello'\n    sys.exit(subprocess.call([str(exe)]))\n"),

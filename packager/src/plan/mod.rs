@@ -289,7 +289,8 @@ impl serde::Serialize for PackagePlan {
 /// Every decision of a run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Plan {
-    pub version: String,
+    /// `--version`, parsed once (in normal form, SPEC §3).
+    pub version: archive_write::Version,
     /// Told from the build's binaries, or given (`--build-os`); SPEC §7.
     pub build_os: BuildOs,
     /// Why a build was told to be for Windows: its first PE file (no ELF file was found).
@@ -325,7 +326,7 @@ impl Plan {
 
 /// Decides every package of the build from the catalog.
 pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, crate::Error> {
-    version::check_pep440(&config.version)
+    let version = version::parse_version(&config.version)
         .map_err(|reason| PlanError::BadVersion { version: config.version.clone(), reason })?;
     // The suffix ends every platform directory name, which Python imports as a module.
     if !config.version_suffix.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_') {
@@ -383,7 +384,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     overrides.sort_by(|a, b| a.rel.cmp(&b.rel));
     overrides.dedup();
     Ok(Plan {
-        version: config.version.clone(),
+        version,
         build_os,
         build_os_evidence: detected.pe_file,
         kpack_split: catalog.kpack_split(),

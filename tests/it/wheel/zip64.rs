@@ -7,7 +7,7 @@ use std::process::Command;
 use packager::progress::Silent;
 use packager::write::{write_wheel, WheelSpec};
 
-use super::{bytes, metadata, options, python};
+use super::{bytes, file_name, metadata, options, python};
 use crate::support::{run, tools_venv};
 
 #[test]
@@ -52,11 +52,11 @@ fn many_members_use_the_zip64_end_record() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let members = (0..70_000).map(|i| bytes(&format!("many/m{i:05}.txt"), &format!("{i}\n"))).collect();
     let spec = WheelSpec {
+        file_name: file_name("many"),
         metadata: metadata("many"),
         generator: packager::GENERATOR,
-        platform_tag: "linux_x86_64".into(),
         root: packager::write::WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: Vec::new(),
         members,
     };
