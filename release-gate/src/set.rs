@@ -139,7 +139,7 @@ fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
             format!(
                 "the payload of {listed} ships in its owner's wheel, rocm_sdk_device_{} (target_owners.json), \
                  never in a wheel of its own",
-                file_name_form(&owner)
+                file_name_form(owner)
             ),
         );
     }

@@ -135,6 +135,9 @@ fn report_error(error: &anyhow::Error) {
     }
 }
 
+/// Views an error of the chain as a [`Diagnostic`] when it is of one known type.
+type AsDiagnostic = for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Diagnostic>;
+
 /// The errors in the chain that are [`Diagnostic`]s, outermost first. anyhow keeps each
 /// error as its own type, so this is the one place that names the error types the
 /// commands can meet: each library's top-level error, and the CLI's own.
@@ -144,7 +147,7 @@ fn diagnostics(error: &anyhow::Error) -> impl Iterator<Item = &dyn Diagnostic> {
     ) -> Option<&'a dyn Diagnostic> {
         cause.downcast_ref::<E>().map(|error| error as &dyn Diagnostic)
     }
-    let known: [for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Diagnostic>; 6] = [
+    let known: [AsDiagnostic; 6] = [
         as_diagnostic::<CliError>,
         as_diagnostic::<packager::Error>,
         as_diagnostic::<packager::catalog::CatalogError>,
