@@ -9,6 +9,9 @@
 //! internal crate of uv with no stable API, needs a newer rustc than the workspace's floor
 //! and brings ~100 crates; this takes a page. Versions are `pep440_rs`'s.
 //!
+//! The release gate splits the file names it judges with a parser of its own, on purpose
+//! (it shares no code with the writer); this is the one on the writer's side.
+//!
 //! Owns: validating, normalising, splitting and joining names. Does not own: what the
 //! names of a product's packages are (the caller's).
 
