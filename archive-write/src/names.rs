@@ -62,7 +62,7 @@ pub fn file_name_version(version: &str) -> String {
     version.replace('-', "_")
 }
 
-/// A distribution name as it was given (`rocm-sdk-core`, what METADATA's `Name:` says),
+/// A distribution name as it was given (`my-sdk-core`, what METADATA's `Name:` says),
 /// equal to another when both normalise alike (PEP 503).
 #[derive(Clone, Debug)]
 pub struct DistName(String);
@@ -82,12 +82,12 @@ impl DistName {
         &self.0
     }
 
-    /// Its PEP 503 normal form: `rocm-sdk-core`.
+    /// Its PEP 503 normal form: `my-sdk-core`.
     pub fn normalized(&self) -> String {
         normalize(&self.0)
     }
 
-    /// As file names spell it: `rocm_sdk_core`.
+    /// As file names spell it: `my_sdk_core`.
     pub fn file_name_form(&self) -> String {
         file_name_form(&self.0)
     }
@@ -366,23 +366,23 @@ mod tests {
     #[test]
     fn parses_and_displays_the_same_name() {
         for name in [
-            "rocm_sdk_core-7.12.0.dev0-py3-none-linux_x86_64.whl",
-            "rocm_sdk_core-7.12.0-1-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-            "rocm_sdk_device-7.12.0-py3-none-linux_x86_64-gfx90a.whl",
-            "rocm_sdk_device-7.12.0-1-py3-none-linux_x86_64-gfx90a.whl",
+            "my_sdk_core-7.12.0.dev0-py3-none-linux_x86_64.whl",
+            "my_sdk_core-7.12.0-1-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+            "my_sdk_device-7.12.0-py3-none-linux_x86_64-sm_90a.whl",
+            "my_sdk_device-7.12.0-1-py3-none-linux_x86_64-sm_90a.whl",
         ] {
             let parsed: WheelFileName = name.parse().expect(name);
             assert_eq!(parsed.to_string(), name);
         }
-        let parsed: WheelFileName = "rocm_sdk_core-7.0-py3-none-win_amd64.whl".parse().expect("valid");
-        assert_eq!((parsed.name.as_str(), parsed.version.as_str()), ("rocm_sdk_core", "7.0"));
+        let parsed: WheelFileName = "my_sdk_core-7.0-py3-none-win_amd64.whl".parse().expect("valid");
+        assert_eq!((parsed.name.as_str(), parsed.version.as_str()), ("my_sdk_core", "7.0"));
         assert!(parsed.platform.is_windows());
-        let variant: WheelFileName = "rocm_sdk_device-7.0-py3-none-linux_x86_64-gfx1030.whl".parse().expect("valid");
-        assert_eq!((variant.build, variant.variant.as_deref()), (None, Some("gfx1030")));
-        let built: WheelFileName = "rocm_sdk_core-7.0-2-py3-none-linux_x86_64.whl".parse().expect("valid");
+        let variant: WheelFileName = "my_sdk_device-7.0-py3-none-linux_x86_64-x86_64_v3.whl".parse().expect("valid");
+        assert_eq!((variant.build, variant.variant.as_deref()), (None, Some("x86_64_v3")));
+        let built: WheelFileName = "my_sdk_core-7.0-2-py3-none-linux_x86_64.whl".parse().expect("valid");
         assert_eq!((built.build.as_deref(), built.variant), (Some("2"), None));
         for not_a_wheel in
-            ["rocm-7.0.tar.gz", "a-1-py3-none.whl", "a-notaversion-py3-none-any.whl", "a-1-py3-none-x!y.whl"]
+            ["demo-7.0.tar.gz", "a-1-py3-none.whl", "a-notaversion-py3-none-any.whl", "a-1-py3-none-x!y.whl"]
         {
             assert!(not_a_wheel.parse::<WheelFileName>().is_err(), "{not_a_wheel}");
         }
@@ -412,16 +412,16 @@ mod tests {
 
     #[test]
     fn names_compare_by_their_normal_form() {
-        assert_eq!(normalize("rocm-sdk-core"), "rocm-sdk-core");
-        assert_eq!(normalize("rocm_sdk_libraries_gfx110X_all"), "rocm-sdk-libraries-gfx110x-all");
+        assert_eq!(normalize("my-sdk-core"), "my-sdk-core");
+        assert_eq!(normalize("my_sdk_libraries_family110X_all"), "my-sdk-libraries-family110x-all");
         assert_eq!(normalize("A.-_b"), "a-b");
-        assert_eq!(file_name_form("rocm-sdk-libraries-gfx110X-all"), "rocm_sdk_libraries_gfx110x_all");
+        assert_eq!(file_name_form("my-sdk-libraries-family110X-all"), "my_sdk_libraries_family110x_all");
         assert_eq!(file_name_form("A.b--C__d"), "a_b_c_d");
-        assert_eq!(fold_separators("gfx110X..all"), "gfx110X-all", "the case kept");
+        assert_eq!(fold_separators("family110X..all"), "family110X-all", "the case kept");
         let name = |text: &str| DistName::new(text).expect(text);
-        assert_eq!(name("Rocm_SDK.core"), name("rocm-sdk-core"));
-        assert_ne!(name("rocm-sdk-core"), name("rocm-sdk-cores"));
-        assert_eq!(name("Rocm_SDK.core").as_str(), "Rocm_SDK.core", "kept as given");
+        assert_eq!(name("My_SDK.core"), name("my-sdk-core"));
+        assert_ne!(name("my-sdk-core"), name("my-sdk-cores"));
+        assert_eq!(name("My_SDK.core").as_str(), "My_SDK.core", "kept as given");
         for bad in ["", "a b", "a/b", "é"] {
             assert!(DistName::new(bad).is_err(), "{bad:?}");
         }
