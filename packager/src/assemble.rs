@@ -224,6 +224,7 @@ fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>
             variant: wheel.variant,
             entry_points: wheel.python.entry_points,
             members: members.collect(),
+            inventory: None,
         };
         let file = write::stage_wheel(output_dir, &spec, options, run.progress)?;
         staged.push((OutputReport::new(&wheel.distribution, &file.written, started), file));
@@ -420,6 +421,7 @@ fn wheel_spec(
         variant: None,
         entry_points: python_part.entry_points,
         members,
+        inventory: None,
     })
 }
 
