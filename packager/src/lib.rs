@@ -35,6 +35,7 @@ pub mod progress;
 pub mod python;
 pub mod relpath;
 pub mod report;
+pub mod sbom;
 pub mod small_file;
 pub mod stale;
 pub mod targets;
