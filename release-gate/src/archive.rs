@@ -354,7 +354,7 @@ fn check_dist_info(archive: &mut Archive, digests: &BTreeMap<String, MemberDiges
         name: archive.wheel_name.as_ref(),
         headers: &archive.headers,
         dist_info,
-        record: text("RECORD"),
+        members: digests,
         sbom,
     };
     check_sbom(&wheel, findings);

@@ -18,7 +18,7 @@ pub(crate) struct MemberDigest {
 }
 
 /// One CSV line; quotes and doubled quotes as Python's `csv` module writes them.
-pub(crate) fn parse_csv_line(line: &str) -> Vec<String> {
+fn parse_csv_line(line: &str) -> Vec<String> {
     let mut fields = Vec::new();
     let mut field = String::new();
     let mut chars = line.chars().peekable();

@@ -1,21 +1,20 @@
 //! A wheel's bill of materials (SPEC §10): `{dist-info}/sboms/rocm-packager.cdx.json` must
 //! be CycloneDX 1.6 JSON (`schema`), describe this wheel (`metadata.component`: its name and
 //! version as METADATA says them, its purl `pkg:pypi/{normalised name}@{version}?file_name=
-//! {file}`), and list as `file` components exactly the RECORD entries outside `.dist-info`,
-//! each once, with RECORD's SHA-256. A wheel without one gets a warning: the reference's
-//! wheels and a `--no-sbom` build have none.
+//! {file}`), and list as `file` components exactly the wheel's files outside `.dist-info`
+//! (RECORD's entries there), each once, with the SHA-256 the gate measured reading them.
+//! A wheel without one gets a warning: the reference's wheels and a `--no-sbom` build have
+//! none.
 //!
-//! Owns: those rules. Does not own: reading the archive or checking RECORD against the
-//! members (`archive`, `record`), which this compares the document with.
+//! Owns: those rules. Does not own: reading the archive (`archive`), or RECORD, which
+//! `record` holds to the same measured digests.
 
 pub mod schema;
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
-
 use super::metadata::WheelName;
-use super::record::parse_csv_line;
+use super::record::MemberDigest;
 use super::report::{Check, Findings};
 use schema::Component;
 
@@ -34,7 +33,8 @@ pub(crate) struct Wheel<'a> {
     /// METADATA's headers.
     pub headers: &'a [(String, String)],
     pub dist_info: &'a str,
-    pub record: Option<&'a str>,
+    /// Every file of the wheel with what reading it measured.
+    pub members: &'a BTreeMap<String, MemberDigest>,
     /// The document's text, and its size in the archive (a text the gate did not read
     /// whole is shorter).
     pub sbom: Option<(&'a str, u64)>,
@@ -75,14 +75,18 @@ pub(crate) fn check_sbom(wheel: &Wheel<'_>, findings: &mut Findings) {
         }
         stack.extend(component.components.iter().flatten());
     }
-    let Some(record) = wheel.record else { return };
-    let recorded = payload_digests(record);
+    let recorded: BTreeMap<&str, String> = wheel
+        .members
+        .iter()
+        .filter(|(name, _)| !name.split('/').next().is_some_and(|first| first.ends_with(".dist-info")))
+        .map(|(name, digest)| (name.as_str(), digest.sha256.iter().map(|byte| format!("{byte:02x}")).collect()))
+        .collect();
     for (name, listed) in &files {
         if listed.len() > 1 {
             violation(format!("lists the file {name} {} times", listed.len()));
         }
         let Some(expected) = recorded.get(*name) else {
-            violation(format!("lists the file {name}, which RECORD does not (or only in .dist-info)"));
+            violation(format!("lists the file {name}, which the wheel does not hold (or only in .dist-info)"));
             continue;
         };
         let sha256: Vec<&str> = listed[0]
@@ -94,12 +98,12 @@ pub(crate) fn check_sbom(wheel: &Wheel<'_>, findings: &mut Findings) {
             .collect();
         match sha256.as_slice() {
             [one] if one.eq_ignore_ascii_case(expected) => {}
-            [one] => violation(format!("gives {name} the SHA-256 {one}, RECORD {expected}")),
+            [one] => violation(format!("gives {name} the SHA-256 {one}, but the file's is {expected}")),
             _ => violation(format!("gives {name} {} SHA-256 hashes, not one", sha256.len())),
         }
     }
-    for name in recorded.keys().filter(|name| !files.contains_key(name.as_str())) {
-        violation(format!("does not list {name}, which RECORD lists"));
+    for name in recorded.keys().filter(|name| !files.contains_key(*name)) {
+        violation(format!("does not list {name}, a file of the wheel"));
     }
 }
 
@@ -139,33 +143,12 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-/// RECORD's entries outside `.dist-info`, with their SHA-256 in lower-case hex. An entry
-/// without a readable `sha256=` is left to the RECORD check.
-fn payload_digests(record: &str) -> BTreeMap<String, String> {
-    let mut digests = BTreeMap::new();
-    for line in record.lines().filter(|line| !line.trim().is_empty()) {
-        let fields = parse_csv_line(line);
-        let [path, hash, _] = fields.as_slice() else { continue };
-        if path.split('/').next().is_some_and(|first| first.ends_with(".dist-info")) {
-            continue;
-        }
-        let decoded = hash
-            .strip_prefix("sha256=")
-            .and_then(|encoded| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).ok());
-        if let Some(bytes) = decoded {
-            digests.insert(path.clone(), bytes.iter().map(|byte| format!("{byte:02x}")).collect());
-        }
-    }
-    digests
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn record_line(name: &str, byte: u8) -> String {
-        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([byte; 32]);
-        format!("{name},sha256={encoded},1\n")
+    fn digest(byte: u8) -> MemberDigest {
+        MemberDigest { size: 1, sha256: [byte; 32] }
     }
 
     fn document(files: &[(&str, u8)], purl: &str) -> String {
@@ -186,16 +169,18 @@ mod tests {
 
     fn findings(document: &str) -> Vec<String> {
         let name = crate::metadata::parse_wheel_name("demo-1.0-py3-none-any.whl").expect("a wheel name");
-        let record =
-            [record_line("demo/a.py", 1), record_line("demo/b.so", 2), record_line("demo-1.0.dist-info/METADATA", 3)]
-                .concat();
+        let members: BTreeMap<String, MemberDigest> =
+            [("demo/a.py", 1), ("demo/b.so", 2), ("demo-1.0.dist-info/METADATA", 3)]
+                .into_iter()
+                .map(|(name, byte)| (name.to_owned(), digest(byte)))
+                .collect();
         let headers = vec![("Name".to_owned(), "demo".to_owned()), ("Version".to_owned(), "1.0".to_owned())];
         let wheel = Wheel {
             file: "demo-1.0-py3-none-any.whl",
             name: Some(&name),
             headers: &headers,
             dist_info: "demo-1.0.dist-info",
-            record: Some(&record),
+            members: &members,
             sbom: Some((document, document.len() as u64)),
         };
         let mut findings = Findings::default();
@@ -213,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_missing_file_a_wrong_digest_and_an_extra_file_fail() {
-        assert_eq!(findings(&document(&[("demo/a.py", 1)], PURL)), ["does not list demo/b.so, which RECORD lists"]);
+        assert_eq!(findings(&document(&[("demo/a.py", 1)], PURL)), ["does not list demo/b.so, a file of the wheel"]);
         let wrong = findings(&document(&[("demo/a.py", 1), ("demo/b.so", 9)], PURL));
         assert!(wrong.len() == 1 && wrong[0].starts_with("gives demo/b.so the SHA-256 0909"), "{wrong:?}");
         let extra =
@@ -236,7 +221,7 @@ mod tests {
             name: None,
             headers: &[],
             dist_info: "x-1.dist-info",
-            record: None,
+            members: &BTreeMap::new(),
             sbom: None,
         };
         let mut findings = Findings::default();

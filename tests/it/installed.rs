@@ -102,6 +102,27 @@ pub fn rocm_dists(venv: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// Every wheel of `dist` that is installed in `venv` has its bill of materials in its
+/// installed `.dist-info/sboms/` (PEP 770), the bytes the wheel carries; returns how many
+/// installed wheels were found.
+pub fn assert_sboms_installed(venv: &Path, dist: &Path) -> usize {
+    let site = site_packages(venv);
+    let mut installed = 0;
+    for (wheel, document) in crate::sbom::sboms(dist) {
+        let mut parts = wheel.splitn(3, '-');
+        let (name, version) = (parts.next().expect("a name"), parts.next().expect("a version"));
+        let dist_info = site.join(format!("{name}-{version}.dist-info"));
+        if !dist_info.exists() {
+            continue;
+        }
+        let path = dist_info.join(crate::sbom::SBOM_LEAF);
+        let installed_bytes = fs_err::read(&path).unwrap_or_else(|error| panic!("{wheel}: {error}"));
+        assert!(installed_bytes == document, "{} is not the document {wheel} carries", path.display());
+        installed += 1;
+    }
+    installed
+}
+
 /// The files of the runtime packages (every `_rocm*` platform dir but devel's).
 fn runtime_files(site: &Path) -> Vec<PathBuf> {
     walk(site)
