@@ -7,7 +7,8 @@
 //! completeness check, and committing: every output of a run is staged first, and only when
 //! all of them were written and the set is complete are they renamed into place together
 //! (SPEC §5). Does not own: decisions (`plan`), formats (`write`), the destination and its
-//! lock (`config::Destination`, `dest_lock`), whose output directory is the one written to.
+//! lock (`config::Destination`, `dest_lock`), whose output directory is the one written to,
+//! or the bill of materials each wheel spec gets (`sbom`, SPEC §10).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

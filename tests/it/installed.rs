@@ -2,8 +2,8 @@
 //! (SPEC §2 and §4): shared libraries load alone, launchers keep their
 //! argv[0], symlinks live only in the expanded devel tree, libraries reach core through
 //! their RPATH whatever `LD_LIBRARY_PATH` says, the devel tree agrees with the plan,
-//! concurrent first uses expand it once and completely, and `pip uninstall` takes every
-//! file away again. The tests in `install` and `targets::install` run these checks on
+//! concurrent first uses expand it once and completely, each wheel's bill of materials sits
+//! in its installed `.dist-info/sboms/`, and `pip uninstall` takes every file away again. The tests in `install` and `targets::install` run these checks on
 //! their own installs, so each mode pays for its venvs once.
 
 use std::collections::{BTreeMap, BTreeSet};
