@@ -23,6 +23,8 @@ use crate::write::ListedMember;
 
 const SCHEMA: &str = "http://cyclonedx.org/schema/bom-1.6.schema.json";
 const TOOL: &str = "rocm-packager";
+/// The serial number's place while the document is hashed (the nil UUID).
+const NIL_SERIAL: &str = "urn:uuid:00000000-0000-0000-0000-000000000000";
 
 #[derive(Serialize)]
 struct Bom {
@@ -32,8 +34,8 @@ struct Bom {
     bom_format: &'static str,
     #[serde(rename = "specVersion")]
     spec_version: &'static str,
-    #[serde(rename = "serialNumber", skip_serializing_if = "Option::is_none")]
-    serial_number: Option<String>,
+    #[serde(rename = "serialNumber")]
+    serial_number: Option<&'static str>,
     version: u32,
     metadata: Metadata,
     components: Vec<Component>,
@@ -149,11 +151,11 @@ pub fn render(
                  lib/llvm) are known by their file names only, a shared library's being its SONAME"
             .to_owned(),
     };
-    let mut bom = Bom {
+    let bom = Bom {
         schema: SCHEMA,
         bom_format: "CycloneDX",
         spec_version: "1.6",
-        serial_number: None,
+        serial_number: Some(NIL_SERIAL),
         version: 1,
         metadata: Metadata {
             lifecycles: [Lifecycle { phase: "build" }],
@@ -184,10 +186,15 @@ pub fn render(
         components,
         dependencies,
     };
-    let unnumbered = serde_json::to_vec(&bom).expect("plain structs serialise");
-    bom.serial_number = Some(serial_number(&unnumbered));
     let mut bytes = serde_json::to_vec(&bom).expect("plain structs serialise");
     bytes.push(b'\n');
+    // The serial number is made from the document with the nil UUID in its place, then
+    // written over it: one serialisation, however many files. It is the fourth key, after
+    // three fixed ones, so the first occurrence is its own.
+    let at = bytes.windows(NIL_SERIAL.len()).position(|window| window == NIL_SERIAL.as_bytes());
+    let at = at.expect("the serial number is in the document");
+    let serial = serial_number(&bytes);
+    bytes[at..at + serial.len()].copy_from_slice(serial.as_bytes());
     bytes
 }
 
@@ -220,7 +227,13 @@ impl Contents {
         match provenance.origin(member.name) {
             Origin::Artifact { artifact, basedir, path, edit } => {
                 file.properties.push(property("rocm-packager:basedir", basedir.as_ref()));
-                file.properties.push(property("rocm-packager:path", path));
+                // Most files keep their path from the basedir into the platform directory;
+                // said only when it differs (a library under its SONAME, a link's target),
+                // as a wheel of thousands of files would repeat every path.
+                let inside = member.name.split_once('/').map(|(_, inside)| inside);
+                if inside != Some(path.as_str()) {
+                    file.properties.push(property("rocm-packager:path", path));
+                }
                 // A launcher is ours, whatever directory it replaces a link in.
                 let third_party = match edit {
                     Edit::Launcher { .. } => Upstream::None,
@@ -368,7 +381,13 @@ fn requirement_component(line: &str) -> Component {
 }
 
 fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -401,7 +420,8 @@ mod tests {
             path: path.to_owned(),
             edit,
         };
-        provenance.insert("_x/lib/libx.so.1".into(), from("x_lib_generic", "lib/libx.so.1", Edit::Rpath));
+        provenance.insert("_x/lib/libx.so.1".into(), from("x_lib_generic", "lib/libx.so.1.2", Edit::Rpath));
+        provenance.insert("_x/lib/liby.so".into(), from("x_lib_generic", "lib/liby.so", Edit::None));
         provenance
             .insert("_x/bin/tool".into(), from("x_run_generic", "bin/tool", Edit::Launcher { target: "../t".into() }));
         let numa = "lib/rocm_sysdeps/lib/librocm_sysdeps_numa.so.1";
@@ -439,6 +459,7 @@ mod tests {
         let members = [
             member("_x/bin/tool", 1),
             member("_x/lib/libx.so.1", 2),
+            member("_x/lib/liby.so", 8),
             member("_x/lib/llvm/bin/clang", 3),
             member("_x/lib/rocm_sysdeps/lib/librocm_sysdeps_numa.so.1", 4),
             member("x/__init__.py", 5),
@@ -453,7 +474,11 @@ mod tests {
         assert_eq!(value["metadata"]["component"]["name"], "rocm-sdk-libraries-gfx110X-all");
         let all = components(&value);
         let files: Vec<&String> = all.keys().filter(|key| key.starts_with("file:")).collect();
-        assert_eq!(files.len(), 6, "every member but .dist-info: {files:?}");
+        assert_eq!(files.len(), 7, "every member but .dist-info: {files:?}");
+        // The path in the artifact, where it is not the path in the platform directory.
+        let libx = all["file:_x/lib/libx.so.1"]["properties"].to_string();
+        assert!(libx.contains(r#"{"name":"rocm-packager:path","value":"lib/libx.so.1.2"}"#), "{libx}");
+        assert!(!all["file:_x/lib/liby.so"]["properties"].to_string().contains("rocm-packager:path"));
         let numa_file = "file:_x/lib/rocm_sysdeps/lib/librocm_sysdeps_numa.so.1";
         let numactl = &all["third-party:sysdeps_lib_generic/numactl"];
         assert_eq!((&numactl["name"], &numactl["version"]), (&Value::from("numactl"), &Value::from("2.0.19")));

@@ -64,8 +64,8 @@ pub fn parse_requirement(line: &str) -> Requirement {
 }
 
 /// A UUID made from the SHA-256 of `content` (version 8, RFC 9562's custom form, with its
-/// variant bits), as `urn:uuid:…`: the same document always gets the same serial number,
-/// and another document another one.
+/// variant bits), as `urn:uuid:…`, all lower case: the same document always gets the same
+/// serial number, and another document another one.
 pub fn serial_number(content: &[u8]) -> String {
     let digest = Sha256::digest(content);
     let mut bytes = [0u8; 16];
