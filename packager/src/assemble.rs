@@ -142,6 +142,13 @@ impl Run<'_> {
         matches!(self.config.sbom, Sbom::Write { .. })
             .then(|| sbom::package_inventory(self.plan, package, sources, devel_tarball))
     }
+
+    /// The bill of materials of a wheel made of generated files alone (`--variants`).
+    fn generated_sbom(&self, distribution: &str, requires_dist: &[String]) -> Option<write::Inventory> {
+        let provenance = sbom::Provenance::new(self.third_party.clone());
+        matches!(self.config.sbom, Sbom::Write { .. })
+            .then(|| sbom::inventory(distribution, &self.plan.version, provenance, requires_dist.to_vec()))
+    }
 }
 
 /// The checkout's third-party sources, read once per run when bills of materials are
@@ -240,10 +247,7 @@ fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>
             data: MemberData::Bytes(Arc::new(file.bytes)),
             executable: file.executable,
         });
-        let inventory = matches!(run.config.sbom, Sbom::Write { .. }).then(|| {
-            let provenance = sbom::Provenance::new(run.third_party.clone());
-            sbom::inventory(&wheel.distribution, &run.plan.version, provenance, wheel.requires_dist.clone())
-        });
+        let inventory = run.generated_sbom(&wheel.distribution, &wheel.requires_dist);
         let spec = WheelSpec {
             metadata: core_metadata(&wheel.distribution, &run.plan.version, wheel.requires_dist),
             generator: GENERATOR,
