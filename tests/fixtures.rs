@@ -30,6 +30,7 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         output: OutputMode::Archives(archive_settings()),
         absolute_rpath: packager::config::AbsoluteRpath::Remove,
         variants: packager::config::DeviceVariants::Off,
+        sbom: packager::config::Sbom::Write { checkout: None },
         only: Vec::new(),
         families: FamilyRequest::default(),
         scratch_dir: None,

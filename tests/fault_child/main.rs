@@ -47,6 +47,7 @@ fn zip64(dest: &Path) {
             file("big/sparse.bin", &sparse, false),
             bytes("big/z.txt", "after\n"),
         ],
+        inventory: None,
     };
     write_wheel(&dest.join("dist"), &spec, &options(), &Silent).expect("write wheel");
     fs_err::remove_file(&sparse).expect("remove sparse input");
@@ -79,6 +80,7 @@ fn wheel_past_size_limit(dest: &Path) {
         variant_json: None,
         entry_points: Vec::new(),
         members: vec![bytes("demo_pkg/__init__.py", "VALUE = 42\n")],
+        inventory: None,
     };
     spec.members.push(file("demo_pkg/noise.bin", &noise_file, false));
     let dist = dest.join("dist");

@@ -59,6 +59,7 @@ fn many_members_use_the_zip64_end_record() {
         variant_json: None,
         entry_points: Vec::new(),
         members,
+        inventory: None,
     };
     let written = write_wheel(tmp.path(), &spec, &options(), &Silent).expect("write wheel");
     assert_eq!(written.n_members, 70_003);
