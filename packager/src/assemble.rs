@@ -33,9 +33,9 @@ use crate::relpath::RelPath;
 use crate::sbom;
 use crate::variants;
 use crate::write::{
-    self, ArchiveOptions, CoreMetadata, DistName, EntryPoint, Generator, Member, MemberData,
-    PlatformTag as WheelPlatformTag, SdistFile, SdistSpec, StagedFile, TarEntry, TarEntryKind, TarEntrySource,
-    TarTotals, TarballSpec, Version, WheelFileName, WheelRoot, WheelSpec, WriteError,
+    self, ArchiveOptions, CoreMetadata, EntryPoint, Generator, Member, MemberData, SdistFile, SdistSpec, StagedFile,
+    TarEntry, TarEntryKind, TarEntrySource, TarTotals, TarballSpec, Version, WheelFileName, WheelRoot, WheelSpec,
+    WriteError,
 };
 
 /// One output file in the summary table.
@@ -251,7 +251,8 @@ fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>
         let label = wheel.variant.as_ref().map(|(label, _)| label.as_str());
         let inventory = run.generated_sbom(&wheel.distribution, &wheel.requires_dist);
         let spec = WheelSpec {
-            file_name: wheel_file_name(&wheel.distribution, &run.plan.version, &wheel.platform_tag, label)?,
+            file_name: identity::wheel_file_name(&wheel.distribution, &run.plan.version, &wheel.platform_tag, label)
+                .map_err(WriteError::from)?,
             metadata: core_metadata(&wheel.distribution, &run.plan.version, wheel.requires_dist),
             generator: GENERATOR,
             root: wheel.root,
@@ -447,7 +448,8 @@ fn wheel_spec(
         members.push(Member { name, data: MemberData::Tarball(Arc::new(spec)), executable: false });
     }
     Ok(WheelSpec {
-        file_name: wheel_file_name(&names.distribution, &plan.version, platform_tag, None)?,
+        file_name: identity::wheel_file_name(&names.distribution, &plan.version, platform_tag, None)
+            .map_err(WriteError::from)?,
         metadata: core_metadata(&names.distribution, &plan.version, package.requires_dist.clone()),
         generator: GENERATOR,
         root: WheelRoot::Platlib,
@@ -456,18 +458,6 @@ fn wheel_spec(
         members,
         inventory: run.sbom(package, tarball_member.as_deref()),
     })
-}
-
-/// The file name of one of our wheels: the distribution, the run's version, the platform
-/// tag chosen for it and a variant wheel's label, through the writer's one constructor.
-fn wheel_file_name(
-    distribution: &str,
-    version: &Version,
-    platform_tag: &str,
-    label: Option<&str>,
-) -> Result<WheelFileName, WriteError> {
-    let (name, platform) = (DistName::new(distribution)?, WheelPlatformTag::new(platform_tag)?);
-    Ok(WheelFileName::new(name, version.clone(), platform, label)?)
 }
 
 /// The METADATA of one of our wheels.

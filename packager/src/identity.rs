@@ -256,6 +256,19 @@ pub fn target_dist_segment(name: &str) -> String {
     archive_write::fold_separators(base)
 }
 
+/// The file name of one of our wheels: the distribution, the run's version, the platform
+/// tag chosen for it and a variant wheel's label, through the writer's one constructor.
+pub fn wheel_file_name(
+    distribution: &str,
+    version: &archive_write::Version,
+    platform_tag: &str,
+    label: Option<&str>,
+) -> Result<archive_write::WheelFileName, archive_write::NameError> {
+    let name = archive_write::DistName::new(distribution)?;
+    let platform = archive_write::PlatformTag::new(platform_tag)?;
+    archive_write::WheelFileName::new(name, version.clone(), platform, label)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
