@@ -4,10 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use archive_write::{ArchiveOptions, CoreMetadata, DistName, Member, MemberData, PlatformTag, Version, WheelFileName};
 use packager::config::{BuildTime, WheelCompression};
-use packager::write::{
-    ArchiveOptions, CoreMetadata, DistName, Member, MemberData, PlatformTag, Version, WheelFileName,
-};
 
 /// The version of every test wheel.
 const VERSION: &str = "1.2.0.dev0";
@@ -45,5 +43,5 @@ pub fn bytes(name: &str, text: &str) -> Member {
 
 pub fn file(name: &str, path: &Path, executable: bool) -> Member {
     let len = fs_err::metadata(path).expect("stat fixture").len();
-    Member { name: name.into(), data: packager::member::file(Arc::from(path), len, None), executable }
+    Member { name: name.into(), data: packager::output::payload::file(Arc::from(path), len, None), executable }
 }

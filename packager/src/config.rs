@@ -164,7 +164,7 @@ pub struct PackageConfig {
     pub version_suffix: String,
     pub platform_tag: PlatformTag,
     /// `--build-os`: the build's operating system when its binaries cannot tell (SPEC §7).
-    pub build_os: Option<crate::build_os::BuildOs>,
+    pub build_os: Option<crate::platform::BuildOs>,
     pub build_time: BuildTime,
     /// Archives (with their settings) or trees.
     pub output: OutputMode,

@@ -13,7 +13,7 @@
 mod variants;
 
 use std::collections::BTreeMap;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use crate::config::PackageGroup;
 use crate::relpath::RelPath;
@@ -254,6 +254,23 @@ pub fn target_identifier(name: &str) -> String {
 pub fn target_dist_segment(name: &str) -> String {
     let base = name.split(':').next().unwrap_or(name).trim();
     archive_write::fold_separators(base)
+}
+
+/// The module a device wheel adds to the libraries platform dir: `_device_gfx90a`. Named
+/// after the target's owner, as the wheel is, so that no two wheels ship it (SPEC §6).
+/// Characters other than ASCII lower-case letters and digits, `_` included, become `_` and
+/// two hex digits per byte, so two different owners never share a module and the name is
+/// always an identifier.
+pub fn device_module_name(target: &str) -> String {
+    let mut name = String::from("_device_");
+    for byte in Target::from_target_id(target).owner().as_str().bytes() {
+        if byte.is_ascii_lowercase() || byte.is_ascii_digit() {
+            name.push(char::from(byte));
+        } else {
+            let _ = write!(name, "_{byte:02x}");
+        }
+    }
+    name
 }
 
 /// The file name of one of our wheels: the distribution, the run's version, the platform

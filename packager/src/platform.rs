@@ -3,8 +3,9 @@
 //! RPATH treatment; everything else (AMDGPU code objects, an aarch64 or i386 library in an
 //! x86_64 wheel) is data, copied untouched.
 //!
-//! Owns: which [`Architecture`] a run's platform tag means, the host fallback, and the
-//! host's default tag. Does not own: the table of architectures (`elf-audit`'s
+//! Owns: which [`Architecture`] a run's platform tag means, the host fallback, the
+//! host's default tag, and the build's operating system ([`BuildOs`], SPEC §7: told from
+//! its binaries by `input::build_os`). Does not own: the table of architectures (`elf-audit`'s
 //! [`Architecture`], the one every crate reads), what happens to a foreign file (`plan`).
 
 use elf_audit::Architecture;
@@ -14,6 +15,32 @@ use elf_rpath::ElfInfo;
 /// them, so [`can_run`] keeps them (with every other machine's files) out of the RPATH
 /// treatment, and the build's operating system is told without them.
 pub const EM_AMDGPU: u16 = 224;
+
+/// The operating system a build's binaries run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BuildOs {
+    Linux,
+    Windows,
+}
+
+impl BuildOs {
+    /// The spelling of `--build-os`.
+    pub fn parse(text: &str) -> Option<BuildOs> {
+        match text {
+            "linux" => Some(BuildOs::Linux),
+            "windows" => Some(BuildOs::Windows),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildOs::Linux => "linux",
+            BuildOs::Windows => "windows",
+        }
+    }
+}
 
 /// SPEC §2: without `ROCM_SDK_WHEEL_PLATFORM_TAG` the tag is the host's, `linux_x86_64`;
 /// on a host no wheel is built for, the machine is this one.

@@ -9,8 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use archive_write::{write_wheel, WheelRoot, WheelSpec, WriteError};
 use packager::progress::Silent;
-use packager::write::{write_wheel, WheelRoot, WheelSpec, WriteError};
 use packager_tests::fixtures::{add_noise, names_but_the_lock, noise, package_config, write_example};
 use packager_tests::wheels::{bytes, file, file_name, metadata, options};
 
@@ -38,7 +38,7 @@ fn zip64(dest: &Path) {
     let spec = WheelSpec {
         file_name: file_name("big"),
         metadata: metadata("big"),
-        generator: packager::GENERATOR,
+        generator: packager::output::GENERATOR,
         root: WheelRoot::Platlib,
         variant_json: None,
         entry_points: Vec::new(),
@@ -75,7 +75,7 @@ fn wheel_past_size_limit(dest: &Path) {
     let mut spec = WheelSpec {
         file_name: file_name("demo-pkg"),
         metadata: metadata("demo-pkg"),
-        generator: packager::GENERATOR,
+        generator: packager::output::GENERATOR,
         root: WheelRoot::Platlib,
         variant_json: None,
         entry_points: Vec::new(),

@@ -6,7 +6,8 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use diagnostic::Diagnostic;
-use packager::catalog::{Catalog, CatalogError, EntryKind, FileStamp, Glob, Selection, BUILD_MANIFEST};
+use packager::input::catalog::{Catalog, EntryKind, FileStamp, Glob, Selection, BUILD_MANIFEST};
+use packager::input::CatalogError;
 use packager::RelPath;
 
 /// An artifacts dir under construction: `artifact(name, prefix)` makes the artifact with a
@@ -269,7 +270,7 @@ fn kpack_split_artifact_named_after_a_family_is_refused() {
     let error = packager::package(&crate::support::package_config(tree.root(), dest.path()), &packager::Silent)
         .expect_err("a family in a kpack-split build is refused");
     assert!(
-        matches!(&error, packager::Error::Catalog(packager::catalog::CatalogError::NotATargetId { artifact, .. })
+        matches!(&error, packager::Error::Catalog(packager::input::CatalogError::NotATargetId { artifact, .. })
             if artifact == "blas_lib_gfx110X-all"),
         "{error:?}"
     );

@@ -21,7 +21,7 @@ use std::process::Command;
 
 use anyhow::{ensure, Context};
 use diagnostic::Diagnostic;
-use packager::elf::{self, EditStrategy, ElfKind, RpathEdit, SplicedReader};
+use elf_rpath::{EditStrategy, ElfKind, RpathEdit, SplicedReader};
 
 use crate::support;
 use corpus::{corpus, CorpusFile, Usage, ADDED_ENTRIES};
@@ -137,11 +137,11 @@ fn check_loads_kept(before: &str, after: &str) -> anyhow::Result<()> {
 /// Patches one corpus file into `work` and checks everything an edit must keep (SPEC §2,
 /// §6); returns the strategy and how many bytes the file grew.
 fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<(EditStrategy, u64)> {
-    let before = elf::read_elf(&file.path)?.context("corpus file is not ELF")?;
+    let before = elf_rpath::read_elf(&file.path)?.context("corpus file is not ELF")?;
     ensure!(before.is_patchable(), "corpus file is not patchable: {before:?}");
     let rpath = requested_rpath(before.search_path(), file.keep_absolute);
-    let edit = elf::plan_set_rpath(&file.path, &rpath)?;
-    ensure!(edit == elf::plan_set_rpath(&file.path, &rpath)?, "planning twice gave two different edits");
+    let edit = elf_rpath::plan_set_rpath(&file.path, &rpath)?;
+    ensure!(edit == elf_rpath::plan_set_rpath(&file.path, &rpath)?, "planning twice gave two different edits");
     ensure!(!edit.is_unchanged(), "nothing to do, but the RPATH must change");
     let patched = sibling_copy(&file.path, &work.join("patched"));
     write_spliced(&file.path, &edit, &patched);
@@ -149,7 +149,7 @@ fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<(EditStra
     let text = readelf(&patched)?;
     ensure!(readelf_rpath(&text)?.as_deref() == Some(rpath.as_str()), "readelf shows another RPATH:\n{text}");
     check_loads_kept(&readelf(&file.path)?, &text)?;
-    let after = elf::read_elf(&patched)?.context("patched file is not ELF")?;
+    let after = elf_rpath::read_elf(&patched)?.context("patched file is not ELF")?;
     ensure!(after.rpath.as_deref() == Some(rpath.as_str()) && after.runpath.is_none(), "read back {after:?}");
     ensure!(after.needed == before.needed && after.soname == before.soname, "NEEDED or SONAME changed: {after:?}");
     ensure!(after.kind == before.kind && after.interpreter == before.interpreter, "kind changed: {after:?}");
@@ -172,7 +172,7 @@ fn check_corpus_file(file: &CorpusFile, work: &Path) -> anyhow::Result<(EditStra
         Usage::Foreign => {}
     }
 
-    let again = elf::plan_set_rpath(&patched, &rpath)?;
+    let again = elf_rpath::plan_set_rpath(&patched, &rpath)?;
     ensure!(again.is_unchanged() && again.strategy == EditStrategy::Unchanged, "second plan is {again:?}");
     Ok((edit.strategy, edit.new_len() - edit.original_len))
 }
@@ -214,10 +214,10 @@ fn same_rpath_as_patchelf_force_rpath() {
     let work = tempfile::tempdir().expect("work dir");
     let (mut failures, mut patchelf_failed) = (Vec::new(), Vec::new());
     for file in &corpus().files {
-        let before = elf::read_elf(&file.path).expect("read corpus file").expect("corpus file is ELF");
+        let before = elf_rpath::read_elf(&file.path).expect("read corpus file").expect("corpus file is ELF");
         let rpath = requested_rpath(before.search_path(), file.keep_absolute);
         let ours = work.path().join(format!("{}-ours", file.name));
-        write_spliced(&file.path, &elf::plan_set_rpath(&file.path, &rpath).expect("plan"), &ours);
+        write_spliced(&file.path, &elf_rpath::plan_set_rpath(&file.path, &rpath).expect("plan"), &ours);
         let theirs = work.path().join(format!("{}-patchelf", file.name));
         fs_err::copy(&file.path, &theirs).expect("copy for patchelf");
         let output = Command::new(&patchelf)
@@ -231,8 +231,9 @@ fn same_rpath_as_patchelf_force_rpath() {
             patchelf_failed.push(format!("{}: {}", file.name, String::from_utf8_lossy(&output.stderr).trim()));
             continue;
         }
-        let (ours, theirs) = (elf::read_elf(&ours).expect("read ours"), elf::read_elf(&theirs).expect("read theirs"));
-        let strings = |info: Option<elf::ElfInfo>| info.map(|info| (info.rpath, info.runpath));
+        let (ours, theirs) =
+            (elf_rpath::read_elf(&ours).expect("read ours"), elf_rpath::read_elf(&theirs).expect("read theirs"));
+        let strings = |info: Option<elf_rpath::ElfInfo>| info.map(|info| (info.rpath, info.runpath));
         let (ours, theirs) = (strings(ours), strings(theirs));
         if ours != theirs {
             failures.push(format!("{}: ours {ours:?}, patchelf {theirs:?}", file.name));
@@ -258,10 +259,10 @@ fn non_pie_executable_grows_without_a_writable_first_load() {
         "#include <stdio.h>\nint main(void) { puts(\"still runs\"); return 0; }\n",
         &["-no-pie", "-Wl,-rpath,$ORIGIN", "-Wl,--disable-new-dtags"],
     );
-    let info = elf::read_elf(&exe).expect("read").expect("ELF");
+    let info = elf_rpath::read_elf(&exe).expect("read").expect("ELF");
     assert_eq!(info.kind, ElfKind::Executable);
     let rpath = format!("$ORIGIN:{}", ADDED_ENTRIES.join(":"));
-    let edit = elf::plan_set_rpath(&exe, &rpath).expect("plan");
+    let edit = elf_rpath::plan_set_rpath(&exe, &rpath).expect("plan");
     assert_eq!(edit.strategy, EditStrategy::Grown);
     let patched = dir.path().join("nopie-patched");
     write_spliced(&exe, &edit, &patched);
@@ -290,13 +291,16 @@ fn amdgpu_code_object_is_not_ours_to_edit() {
     let code_object = dir.path().join("kernel.hsaco");
     support::run(Command::new("ld.lld").arg("-shared").arg("-o").arg(&code_object).arg(&object));
     for path in [&object, &code_object] {
-        let info = elf::read_elf(path).expect("read").expect("ELF");
+        let info = elf_rpath::read_elf(path).expect("read").expect("ELF");
         assert_eq!(
             (info.machine, info.kind, info.is_patchable()),
             (packager::platform::EM_AMDGPU, ElfKind::Other, false)
         );
-        let error = elf::plan_set_rpath(path, "$ORIGIN").expect_err("must refuse");
-        assert!(matches!(error, elf::ElfError::Unsupported { refusal: elf::Refusal::ForeignMachine, .. }), "{error}");
+        let error = elf_rpath::plan_set_rpath(path, "$ORIGIN").expect_err("must refuse");
+        assert!(
+            matches!(error, elf_rpath::ElfError::Unsupported { refusal: elf_rpath::Refusal::ForeignMachine, .. }),
+            "{error}"
+        );
         assert!(error.to_string().contains(&path.display().to_string()), "{error}");
         // Its own reason: it is copied as it is, not "not 64-bit little-endian" (which it is).
         let hint = error.hint().unwrap_or_default();
@@ -321,16 +325,19 @@ fn other_classes_and_byte_orders_read_but_never_patch() {
                 .arg(&object)
                 .arg(&source),
         );
-        let info = elf::read_elf(&object).expect("read").expect("ELF");
+        let info = elf_rpath::read_elf(&object).expect("read").expect("ELF");
         assert_eq!((info.is_64, info.little_endian, info.kind), (is_64, little_endian, ElfKind::Other), "{triple}");
-        let error = elf::plan_set_rpath(&object, "$ORIGIN").expect_err("must refuse");
-        assert!(matches!(error, elf::ElfError::Unsupported { refusal: elf::Refusal::Format, .. }), "{triple}: {error}");
+        let error = elf_rpath::plan_set_rpath(&object, "$ORIGIN").expect_err("must refuse");
+        assert!(
+            matches!(error, elf_rpath::ElfError::Unsupported { refusal: elf_rpath::Refusal::Format, .. }),
+            "{triple}: {error}"
+        );
         assert!(error.hint().unwrap_or_default().contains("64-bit little-endian"), "{triple}: {error:?}");
     }
     let static_exe = support::executable(dir.path(), "static", "int main(void) { return 0; }\n", &["-static"]);
-    let info = elf::read_elf(&static_exe).expect("read").expect("ELF");
+    let info = elf_rpath::read_elf(&static_exe).expect("read").expect("ELF");
     assert_eq!(info.kind, ElfKind::Executable);
-    let error = elf::plan_set_rpath(&static_exe, "$ORIGIN").expect_err("no dynamic section");
+    let error = elf_rpath::plan_set_rpath(&static_exe, "$ORIGIN").expect_err("no dynamic section");
     assert!(error.to_string().contains("no dynamic section"), "{error}");
 }
 
@@ -340,7 +347,7 @@ fn non_elf_files_are_none() {
     for (name, bytes) in [("empty", &b""[..]), ("script", &b"#!/bin/sh\necho hi\n"[..]), ("elf", &b"\x7fEL"[..])] {
         let path = dir.path().join(name);
         fs_err::write(&path, bytes).expect("write");
-        assert_eq!(elf::read_elf(&path).expect("read"), None, "{name}");
+        assert_eq!(elf_rpath::read_elf(&path).expect("read"), None, "{name}");
     }
 }
 
@@ -349,7 +356,7 @@ fn classification_follows_headers_not_names() {
     let corpus = corpus();
     let kind_of = |name: &str| {
         let file = corpus.files.iter().find(|file| file.name == name).expect("corpus file");
-        elf::read_elf(&file.path).expect("read").expect("ELF").kind
+        elf_rpath::read_elf(&file.path).expect("read").expect("ELF").kind
     };
     assert_eq!(kind_of("pie"), ElfKind::Executable);
     assert_eq!(kind_of("nopie"), ElfKind::Executable);
@@ -372,7 +379,7 @@ fn in_place_never_overwrites_a_string_shared_with_a_symbol() {
             &format!("int {symbol}(void) {{ return 7; }}\n"),
             &["-Wl,-rpath,/opt/build/tail_lib", "-Wl,--enable-new-dtags"],
         );
-        let edit = elf::plan_set_rpath(&lib, "$ORIGIN").expect("plan");
+        let edit = elf_rpath::plan_set_rpath(&lib, "$ORIGIN").expect("plan");
         assert_eq!(edit.strategy, expected, "{symbol}");
         let patched = sub.join("libtail-patched.so");
         write_spliced(&lib, &edit, &patched);
@@ -392,14 +399,14 @@ fn a_huge_library_is_planned_from_its_tables() {
     file.set_len(1_300_000_000).expect("make it sparse and huge");
     drop(file);
     let rpath = ADDED_ENTRIES.join(":");
-    let edit = elf::plan_set_rpath(&lib, &rpath).expect("plan");
+    let edit = elf_rpath::plan_set_rpath(&lib, &rpath).expect("plan");
     assert_eq!(edit.strategy, EditStrategy::Grown);
     let edited_bytes: usize = edit.patches.iter().map(|patch| patch.bytes.len()).sum::<usize>() + edit.appended.len();
     assert!(edited_bytes < 64 * 1024, "the edit is {edited_bytes} bytes");
-    elf::apply_edit_in_place(&lib, &edit).expect("apply");
-    let info = elf::read_elf(&lib).expect("read").expect("ELF");
+    elf_rpath::apply_edit_in_place(&lib, &edit).expect("apply");
+    let info = elf_rpath::read_elf(&lib).expect("read").expect("ELF");
     assert_eq!(info.rpath, Some(rpath.clone()));
-    assert!(elf::plan_set_rpath(&lib, &rpath).expect("plan again").is_unchanged());
+    assert!(elf_rpath::plan_set_rpath(&lib, &rpath).expect("plan again").is_unchanged());
     assert!(loads(&lib), "the patched huge library no longer loads");
 }
 
@@ -421,7 +428,7 @@ fn section_images(path: &Path) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
 /// Edits `file` to `rpath` into `out` and lists every way the sections the edit must not
 /// touch (all but `.dynamic` and `.dynstr`) differ from the original's.
 fn section_changes(file: &CorpusFile, rpath: &str, out: &Path) -> anyhow::Result<(EditStrategy, Vec<String>)> {
-    let edit = elf::plan_set_rpath(&file.path, rpath)?;
+    let edit = elf_rpath::plan_set_rpath(&file.path, rpath)?;
     write_spliced(&file.path, &edit, out);
     let (before, after) = (section_images(&file.path)?, section_images(out)?);
     let names = |images: &[(String, Vec<u8>)]| images.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();

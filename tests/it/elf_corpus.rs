@@ -219,9 +219,9 @@ fn build_corpus() -> Corpus {
         let sub = root.join(&name);
         fs_err::create_dir_all(&sub).expect("moved dir");
         let path = sub.join(original.path.file_name().expect("file name"));
-        let edit = packager::elf::plan_set_rpath(&original.path, &long_relative_rpath()).expect("plan a grown layout");
+        let edit = elf_rpath::plan_set_rpath(&original.path, &long_relative_rpath()).expect("plan a grown layout");
         fs_err::copy(&original.path, &path).expect("copy to move");
-        packager::elf::apply_edit_in_place(&path, &edit).expect("apply");
+        elf_rpath::apply_edit_in_place(&path, &edit).expect("apply");
         assert_ne!(program_header_offset(&path), 64, "the program headers of {name} did not move");
         files.push(CorpusFile { name, path, ..original });
     }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use packager::elf::{self, ElfError};
+use elf_rpath::ElfError;
 use proptest::prelude::*;
 
 use super::corpus::{corpus, ADDED_ENTRIES};
@@ -21,16 +21,16 @@ fn exercise(path: &Path) -> Vec<String> {
         assert!(text.contains(&name), "error does not name the file: {text}");
         errors.push(text);
     };
-    if let Err(error) = elf::read_elf(path) {
+    if let Err(error) = elf_rpath::read_elf(path) {
         note(error);
     }
-    match elf::plan_set_rpath(path, &rpath) {
+    match elf_rpath::plan_set_rpath(path, &rpath) {
         Ok(edit) if !edit.is_unchanged() => {
             let out = path.with_extension("patched");
             write_spliced(path, &edit, &out);
-            let info = elf::read_elf(&out).expect("a planned edit reads back").expect("still ELF");
+            let info = elf_rpath::read_elf(&out).expect("a planned edit reads back").expect("still ELF");
             assert_eq!(info.rpath.as_deref(), Some(rpath.as_str()));
-            assert!(elf::plan_set_rpath(&out, &rpath).expect("plan again").is_unchanged());
+            assert!(elf_rpath::plan_set_rpath(&out, &rpath).expect("plan again").is_unchanged());
         }
         Ok(_) => {}
         Err(error) => note(error),

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context};
 use goblin::elf::program_header::{PF_W, PT_DYNAMIC, PT_GNU_RELRO, PT_LOAD};
-use packager::elf;
 
 use super::corpus::{corpus, elflint, long_relative_rpath, CorpusFile, DEBIAN_PATCHELF};
 use super::{requested_rpath, write_spliced};
@@ -16,7 +15,7 @@ use crate::support;
 
 /// The two edits the packager makes: its entries added, and a long path set.
 fn edits(file: &CorpusFile) -> Vec<(&'static str, String)> {
-    let before = elf::read_elf(&file.path).expect("read").expect("ELF");
+    let before = elf_rpath::read_elf(&file.path).expect("read").expect("ELF");
     let mut edits = vec![("add", requested_rpath(before.search_path(), file.keep_absolute))];
     if !file.keep_absolute {
         edits.push(("set", format!("{}:$ORIGIN", long_relative_rpath())));
@@ -65,7 +64,7 @@ fn dynamic_facts(path: &Path) -> anyhow::Result<DynamicFacts> {
 
 /// Our edit of `file` to `rpath`, written to `out`; returns the growth.
 fn ours(file: &CorpusFile, rpath: &str, out: &Path) -> anyhow::Result<u64> {
-    let edit = elf::plan_set_rpath(&file.path, rpath)?;
+    let edit = elf_rpath::plan_set_rpath(&file.path, rpath)?;
     write_spliced(&file.path, &edit, out);
     Ok(edit.new_len() - edit.original_len)
 }

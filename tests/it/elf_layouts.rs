@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::{ensure, Context};
-use packager::elf::{self, EditStrategy};
+use elf_rpath::EditStrategy;
 
 use super::corpus::{corpus, elflint, long_relative_rpath, CorpusFile, Usage};
 use super::{loads, readelf, requested_rpath, run_program, sibling_copy, write_spliced};
@@ -17,10 +17,10 @@ const PAGE: u64 = 4096;
 /// Plans `rpath` for `file`, writes the result into `work` beside copies of its siblings,
 /// and checks that it reads back, behaves as the original, and needs no second edit.
 fn edit_and_check(file: &CorpusFile, rpath: &str, work: &Path) -> anyhow::Result<(EditStrategy, u64)> {
-    let edit = elf::plan_set_rpath(&file.path, rpath)?;
+    let edit = elf_rpath::plan_set_rpath(&file.path, rpath)?;
     let patched = sibling_copy(&file.path, work);
     write_spliced(&file.path, &edit, &patched);
-    let after = elf::read_elf(&patched)?.context("the edited file is not ELF")?;
+    let after = elf_rpath::read_elf(&patched)?.context("the edited file is not ELF")?;
     ensure!(after.rpath.as_deref() == Some(rpath) && after.runpath.is_none(), "reads back {after:?}");
     match &file.usage {
         Usage::Library => ensure!(loads(&patched), "the edited library no longer loads"),
@@ -30,7 +30,7 @@ fn edit_and_check(file: &CorpusFile, rpath: &str, work: &Path) -> anyhow::Result
         }
         Usage::Foreign => {}
     }
-    let again = elf::plan_set_rpath(&patched, rpath)?;
+    let again = elf_rpath::plan_set_rpath(&patched, rpath)?;
     ensure!(again.is_unchanged(), "a second plan of the same edit is {:?}", again.strategy);
     let (was, is) = (elflint(&file.path)?, elflint(&patched)?);
     let new: Vec<&String> = is.difference(&was).collect();
@@ -47,7 +47,7 @@ fn every_edit_leaves_eu_elflint_no_new_complaint() {
     let work = tempfile::tempdir().expect("work dir");
     let (mut failures, mut clean_before, mut clean_after, mut runs) = (Vec::new(), 0, 0, 0);
     for file in &corpus.files {
-        let before = elf::read_elf(&file.path).expect("read").expect("ELF");
+        let before = elf_rpath::read_elf(&file.path).expect("read").expect("ELF");
         let modes = [
             ("add", requested_rpath(before.search_path(), file.keep_absolute)),
             // `$ORIGIN` last: a library that needs a sibling must still load.
@@ -129,7 +129,7 @@ fn moved_tables_and_holes_take_every_in_place_edit() {
     };
     let (mut failures, mut done, mut retagged) = (Vec::new(), 0, 0);
     for file in corpus.files.iter().filter(odd) {
-        let before = elf::read_elf(&file.path).expect("read").expect("ELF");
+        let before = elf_rpath::read_elf(&file.path).expect("read").expect("ELF");
         let Some(current) = before.search_path().map(str::to_owned) else { continue };
         let same_length = format!("$ORIGIN{}", "/".repeat(current.len().saturating_sub(7)));
         for (label, rpath) in [("shorter", "$ORIGIN".to_string()), ("same length", same_length), ("retag", current)] {
@@ -159,14 +159,15 @@ fn real_rocm_libraries_from_debian_edit_cleanly() {
     assert!(libraries.len() >= 2, "found {libraries:?}");
     let work = tempfile::tempdir().expect("work dir");
     for (index, path) in libraries.iter().enumerate() {
-        let before = elf::read_elf(path).expect("read").expect("ELF");
+        let before = elf_rpath::read_elf(path).expect("read").expect("ELF");
         let rpath = requested_rpath(before.search_path(), false);
-        let edit = elf::plan_set_rpath(path, &rpath).unwrap_or_else(|error| panic!("{}: {error:#}", path.display()));
+        let edit =
+            elf_rpath::plan_set_rpath(path, &rpath).unwrap_or_else(|error| panic!("{}: {error:#}", path.display()));
         let out = work.path().join(format!("{index}.so"));
         write_spliced(path, &edit, &out);
-        let after = elf::read_elf(&out).expect("read").expect("ELF");
+        let after = elf_rpath::read_elf(&out).expect("read").expect("ELF");
         assert_eq!((after.rpath.as_deref(), &after.needed), (Some(rpath.as_str()), &before.needed), "{path:?}");
-        assert!(elf::plan_set_rpath(&out, &rpath).expect("plan again").is_unchanged(), "{path:?}");
+        assert!(elf_rpath::plan_set_rpath(&out, &rpath).expect("plan again").is_unchanged(), "{path:?}");
         // The block holds the table, `.dynamic` and `.dynstr`, a few KiB to a few tens.
         let growth = edit.new_len() - edit.original_len;
         assert!(growth <= 64 << 10, "{path:?} grew by {growth} bytes");

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use example_artifacts::{write_example, ExampleOptions, ExampleSummary, DEVICE_TARGET_IDS, LEGACY_FAMILIES};
-use packager::catalog::{Catalog, EntryKind, Selection};
+use packager::input::catalog::{Catalog, EntryKind, Selection};
 use packager::RelPath;
 
 fn generate(kpack_split: bool) -> (tempfile::TempDir, ExampleSummary) {

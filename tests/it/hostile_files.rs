@@ -112,7 +112,7 @@ fn planned_sources(plan: &packager::Plan) -> (PathBuf, PathBuf) {
         .values()
         .find_map(|file| match file {
             PlannedFile::PatchRpath { source, edit, .. }
-                if edit.strategy != packager::elf::EditStrategy::Unchanged
+                if edit.strategy != elf_rpath::EditStrategy::Unchanged
                     && source.ends_with("lib/libhsa-runtime64.so.1.15.0") =>
             {
                 Some(source.to_path_buf())
@@ -252,17 +252,17 @@ impl std::io::Write for RewriteMidway<'_> {
 
 #[test]
 fn a_rewrite_while_a_file_streams_fails_once_it_has_been_read() {
-    use packager::write::{write_tarball, TarEntry, TarEntryKind, TarballSpec, WriteError};
+    use archive_write::{write_tarball, TarEntry, TarEntryKind, TarballSpec, WriteError};
     let temp = tempfile::tempdir().expect("tempdir");
     let path = temp.path().join("big.bin");
     fs_err::write(&path, vec![7u8; 4 << 20]).expect("write");
     let metadata = fs_err::metadata(&path).expect("stat");
-    let stamp = Some(packager::catalog::FileStamp::of(&metadata));
+    let stamp = Some(packager::input::catalog::FileStamp::of(&metadata));
     let spec = TarballSpec {
         entries: vec![TarEntry {
             name: "_devel/big.bin".into(),
             kind: TarEntryKind::File {
-                data: packager::member::file(std::sync::Arc::from(path.as_path()), metadata.len(), stamp),
+                data: packager::output::payload::file(std::sync::Arc::from(path.as_path()), metadata.len(), stamp),
                 executable: false,
             },
         }],

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use packager::catalog::CatalogError;
+use packager::input::CatalogError;
 
 use super::{full_text, zip_members, Example};
 

@@ -84,5 +84,8 @@ fn destinations_beside_the_artifacts_are_apart() {
     config.dest_dir = example.temp.path().to_owned();
     config.output = example.config().output;
     packager::plan(&config, &packager::Silent).expect("archives above the artifacts go to dist/");
-    assert!(matches!(packager::dest_overlap::check_apart(&example.artifacts, &config.destination(), false), Ok(())));
+    assert!(matches!(
+        packager::output::destination::overlap::check_apart(&example.artifacts, &config.destination(), false),
+        Ok(())
+    ));
 }

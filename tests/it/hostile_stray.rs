@@ -100,7 +100,7 @@ fn family_names_in_other_case_are_refused_when_the_catalog_is_read() {
         });
         let text = full_text(&error);
         assert!(
-            matches!(error, packager::Error::Catalog(packager::catalog::CatalogError::UnexpectedArtifact { .. })),
+            matches!(error, packager::Error::Catalog(packager::input::CatalogError::UnexpectedArtifact { .. })),
             "{stray}: {error:?}"
         );
         assert!(

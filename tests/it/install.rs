@@ -201,8 +201,8 @@ fn plan_json_follows_the_rules() {
     for package in packages.values() {
         for (path, file) in package["files"].as_object().expect("files") {
             if let Some(source) = file["source"].as_str() {
-                if let Ok(Some(info)) = packager::elf::read_elf(Path::new(source)) {
-                    if let (Some(soname), packager::elf::ElfKind::SharedLibrary) = (&info.soname, info.kind) {
+                if let Ok(Some(info)) = elf_rpath::read_elf(Path::new(source)) {
+                    if let (Some(soname), elf_rpath::ElfKind::SharedLibrary) = (&info.soname, info.kind) {
                         // The profiler's unversioned names are recreated on purpose (SPEC §2).
                         let recreated =
                             path.starts_with("lib/librocprof-sys") || path.starts_with("lib/libprofiler-hub");

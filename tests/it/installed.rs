@@ -137,7 +137,7 @@ fn runtime_files(site: &Path) -> Vec<PathBuf> {
 }
 
 fn is_host_shared_library(path: &Path) -> bool {
-    matches!(packager::elf::read_elf(path), Ok(Some(info)) if info.kind == packager::elf::ElfKind::SharedLibrary && info.is_patchable())
+    matches!(elf_rpath::read_elf(path), Ok(Some(info)) if info.kind == elf_rpath::ElfKind::SharedLibrary && info.is_patchable())
 }
 
 /// What every installed example passes, whatever its mode: the bundled self-tests, then

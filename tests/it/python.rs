@@ -27,7 +27,8 @@ fn python_unit_tests_pass() {
 /// backend, selecting the device wheel the environment names.
 #[test]
 fn rendered_sdist_builds_a_wheel_with_its_backend() {
-    use packager::python::{sdist_files, DistInfo};
+    use packager::output::python::sdist_files;
+    use packager::plan::DistInfo;
 
     let targets = vec!["gfx1030".to_owned(), "gfx90a".to_owned()];
     let info = DistInfo {

@@ -127,7 +127,7 @@ fn after_each_change_the_archives_are_those_of_a_cold_run() {
     assert!(changed.reuse.reused_bytes > changed.reuse.compressed_bytes, "{:?}", changed.reuse);
 }
 
-fn core_output(report: &Report) -> &packager::assemble::OutputReport {
+fn core_output(report: &Report) -> &packager::output::report::OutputReport {
     report.outputs.iter().find(|output| output.package == "rocm-sdk-core").expect("core")
 }
 

@@ -85,8 +85,8 @@ fn find_libraries_returns_installed_core_files() {
     );
     for path in paths.as_array().expect("a list") {
         let path = Path::new(path.as_str().expect("a path"));
-        let info = packager::elf::read_elf(path).expect("read").expect("an ELF file");
-        assert_eq!(info.kind, packager::elf::ElfKind::SharedLibrary, "{}", path.display());
+        let info = elf_rpath::read_elf(path).expect("read").expect("an ELF file");
+        assert_eq!(info.kind, elf_rpath::ElfKind::SharedLibrary, "{}", path.display());
     }
 }
 

@@ -25,7 +25,7 @@ fn devel_only_library_loses_its_absolute_rpath_and_says_so() {
         "int prim_devel_only(void) { return 7; }\n",
         &["-Wl,--enable-new-dtags", "-Wl,-rpath,/build/abs:$ORIGIN"],
     );
-    let before = packager::elf::read_elf(&source).expect("read").expect("ELF");
+    let before = elf_rpath::read_elf(&source).expect("read").expect("ELF");
     assert_eq!((before.rpath.as_deref(), before.runpath.as_deref()), (None, Some("/build/abs:$ORIGIN")));
 
     let dist = temp.path().join("dist");
@@ -46,7 +46,7 @@ fn devel_only_library_loses_its_absolute_rpath_and_says_so() {
     let extracted = temp.path().join("libprim_devel_only.so.extracted");
     fs_err::write(&extracted, shipped.unwrap_or_else(|| panic!("{wanted} is not in the devel tarball")))
         .expect("extract");
-    let after = packager::elf::read_elf(&extracted).expect("read").expect("still ELF");
+    let after = elf_rpath::read_elf(&extracted).expect("read").expect("still ELF");
     assert_eq!((after.rpath.as_deref(), after.runpath.as_deref()), (Some("$ORIGIN"), None));
     assert_eq!((after.soname, after.needed), (before.soname, before.needed));
 

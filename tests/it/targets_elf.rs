@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use packager::elf::EditStrategy;
+use elf_rpath::EditStrategy;
 use packager::plan::PlannedFile;
 
 use super::{build, copy_tree, wheel_members, wheel_of, CreationOrder};
@@ -131,7 +131,7 @@ fn patched_files_in_the_wheels_need_no_second_edit() {
         for (rel, rpath) in patched {
             let out = temp.path().join(format!("{n_checked}.elf"));
             fs_err::write(&out, &members[&format!("{platform_dir}/{rel}")]).expect("extract");
-            let edit = packager::elf::plan_set_rpath(&out, rpath).expect("plan the edit again");
+            let edit = elf_rpath::plan_set_rpath(&out, rpath).expect("plan the edit again");
             assert!(edit.is_unchanged(), "{} in {wheel_name} would be edited again: {edit:?}", rel.as_str());
             n_checked += 1;
         }

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use packager::elf::ElfKind;
+use elf_rpath::ElfKind;
 use packager::plan::FindingKind;
 
 use super::{build, copy_tree, sha256_hex, wheel_of, CreationOrder};
@@ -56,7 +56,7 @@ fn libraries_for_other_machines_are_copied_untouched() {
     for (triple, emulation, soname, file, (machine, is_64)) in foreign {
         let out = lib_dir.join(file);
         foreign_shared_lib(&scratch, triple, emulation, soname, &out);
-        let info = packager::elf::read_elf(&out).expect("read").expect("ELF");
+        let info = elf_rpath::read_elf(&out).expect("read").expect("ELF");
         assert_eq!((info.machine, info.is_64, info.kind), (machine, is_64, ElfKind::SharedLibrary), "{triple}");
         originals.push((file, sha256_hex(&fs_err::read(&out).expect("read library"))));
     }

@@ -83,7 +83,7 @@ fn program_header_table_outside_every_load() {
 fn launcher_target_must_exist() {
     let fixture = fixture();
     let libraries = build_libraries(&fixture.build, &default_blas_flags());
-    let template = packager::launcher::LauncherTemplate::compile(&fixture.build).expect("compile the launcher");
+    let template = packager::output::launcher::LauncherTemplate::compile(&fixture.build).expect("compile the launcher");
     let launcher = template.instantiate("../libexec/tool.py").expect("a launcher");
     let core_with = |extra: Vec<Entry>| {
         let mut files = vec![
@@ -146,8 +146,8 @@ const LONG_RPATH: &str = "$ORIGIN/../../_rocm_sdk_core/lib:$ORIGIN/../../_rocm_s
                           $ORIGIN/../../_rocm_sdk_core/lib/rocm_sysdeps/lib:$ORIGIN/../../_rocm_sdk_core/lib/host-math/lib";
 
 fn set_rpath(path: &Path) -> Vec<u8> {
-    let edit = packager::elf::plan_set_rpath(path, LONG_RPATH).expect("plan the RPATH edit");
-    packager::elf::apply_edit_in_place(path, &edit).expect("apply the RPATH edit");
+    let edit = elf_rpath::plan_set_rpath(path, LONG_RPATH).expect("plan the RPATH edit");
+    elf_rpath::apply_edit_in_place(path, &edit).expect("apply the RPATH edit");
     fs_err::read(path).expect("read patched file")
 }
 

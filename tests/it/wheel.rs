@@ -9,7 +9,7 @@ mod zip64;
 
 use std::path::{Path, PathBuf};
 
-use packager::write::{EntryPoint, WheelSpec};
+use archive_write::{EntryPoint, WheelSpec};
 
 pub use packager_tests::wheels::{bytes, file, file_name, metadata, options};
 
@@ -32,10 +32,10 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
     WheelSpec {
         file_name: file_name("demo-pkg"),
         metadata: metadata("demo-pkg"),
-        generator: packager::GENERATOR,
-        root: packager::write::WheelRoot::Platlib,
+        generator: packager::output::GENERATOR,
+        root: archive_write::WheelRoot::Platlib,
         variant_json: None,
-        entry_points: vec![EntryPoint { group: packager::write::CONSOLE_SCRIPTS.into(), name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
+        entry_points: vec![EntryPoint { group: archive_write::CONSOLE_SCRIPTS.into(), name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
         members: vec![
             bytes("demo_pkg/cli.py", "import subprocess, pathlib, sys\n\ndef main():\n    exe = pathlib.Path(__file__).parent / 'bin' / 'hello'\n    sys.exit(subprocess.call([str(exe)]))\n"),
             bytes("demo_pkg/__init__.py", "VALUE = 42\n"),

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use diagnostic::Diagnostic;
-use packager::elf::{self, ElfError, ElfInfo, ElfKind};
+use elf_rpath::{ElfError, ElfInfo, ElfKind};
 
 use crate::Output;
 
@@ -84,7 +84,7 @@ pub fn run(args: ElfArgs, output: Output) -> anyhow::Result<ExitCode> {
 }
 
 fn run_one(args: &ElfArgs, file: &Path) -> Result<(), Failure> {
-    let info = elf::read_elf(file).map_err(describe)?;
+    let info = elf_rpath::read_elf(file).map_err(describe)?;
     if args.print_kind {
         let kind = match info.as_ref().map(|info| info.kind) {
             Some(ElfKind::Executable) => "executable",
@@ -109,15 +109,15 @@ fn run_one(args: &ElfArgs, file: &Path) -> Result<(), Failure> {
     }
     if edits(args) {
         let rpath = requested_rpath(args, &info);
-        let edit = elf::plan_set_rpath(file, &rpath).map_err(describe)?;
+        let edit = elf_rpath::plan_set_rpath(file, &rpath).map_err(describe)?;
         if !edit.is_unchanged() {
-            elf::apply_edit_in_place(file, &edit).map_err(describe)?;
+            elf_rpath::apply_edit_in_place(file, &edit).map_err(describe)?;
         }
         tracing::info!(file = %file.display(), strategy = ?edit.strategy, "rpath set to {rpath:?}");
     }
     if args.print_rpath {
         // After an edit, print what the file now says.
-        let info = if edits(args) { elf::read_elf(file).map_err(describe)?.unwrap_or(info) } else { info };
+        let info = if edits(args) { elf_rpath::read_elf(file).map_err(describe)?.unwrap_or(info) } else { info };
         println!("{}", info.search_path().unwrap_or(""));
     }
     Ok(())

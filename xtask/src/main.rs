@@ -140,17 +140,20 @@ type AsDiagnostic = for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<
 
 /// The errors in the chain that are [`Diagnostic`]s, outermost first. anyhow keeps each
 /// error as its own type, so this is the one place that names the error types the
-/// commands can meet: each library's top-level error, and the CLI's own.
+/// commands can meet: each library's top-level error, the packager's stage errors (a
+/// command may call one stage alone), and the CLI's own.
 fn diagnostics(error: &anyhow::Error) -> impl Iterator<Item = &dyn Diagnostic> {
     fn as_diagnostic<'a, E: Diagnostic + 'static>(
         cause: &'a (dyn std::error::Error + 'static),
     ) -> Option<&'a dyn Diagnostic> {
         cause.downcast_ref::<E>().map(|error| error as &dyn Diagnostic)
     }
-    let known: [AsDiagnostic; 6] = [
+    let known: [AsDiagnostic; 8] = [
         as_diagnostic::<CliError>,
         as_diagnostic::<packager::Error>,
-        as_diagnostic::<packager::catalog::CatalogError>,
+        as_diagnostic::<packager::input::CatalogError>,
+        as_diagnostic::<packager::plan::PlanError>,
+        as_diagnostic::<packager::output::OutputError>,
         as_diagnostic::<packager::index::IndexError>,
         as_diagnostic::<release_gate::VerifyError>,
         as_diagnostic::<example_artifacts::ExampleError>,
@@ -214,11 +217,10 @@ mod tests {
 
     #[test]
     fn annotations_name_the_file() {
-        let error =
-            anyhow::Error::new(packager::Error::Catalog(packager::catalog::CatalogError::MissingBuildManifest {
-                path: PathBuf::from("/w/build/artifacts/base_lib_generic/x,y:z.json"),
-            }))
-            .context("packaging /w/build/artifacts");
+        let error = anyhow::Error::new(packager::Error::Catalog(packager::input::CatalogError::MissingBuildManifest {
+            path: PathBuf::from("/w/build/artifacts/base_lib_generic/x,y:z.json"),
+        }))
+        .context("packaging /w/build/artifacts");
         assert_eq!(
             github_annotation(&error, Some(Path::new("/w"))),
             "::error file=build/artifacts/base_lib_generic/x%2Cy%3Az.json,title=cargo xtask::packaging \

@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use packager::build_os::BuildOs;
-use packager::catalog::{therock, CatalogError};
 use packager::config::{
     AbsoluteRpath, ArchiveSettings, DevelTarballCompression, DeviceVariants, FamilyRequest, OutputMode, PackageGroup,
     PlatformTag, Reuse, Sbom, WheelCompression,
 };
+use packager::input::{therock, CatalogError};
+use packager::output::report::StageTime;
 use packager::plan::PlanError;
-use packager::report::StageTime;
+use packager::platform::BuildOs;
 use packager::{BuildTime, PackageConfig};
 
 use crate::progress::CliProgress;
@@ -310,7 +310,7 @@ const CHECKOUT_DEST_DIR: &str = "build/python-packages";
 /// first thing to report, before the version or the checkout are looked for (the catalog
 /// would say the same, later).
 fn check_artifacts_dir(dir: &Path) -> anyhow::Result<PathBuf> {
-    packager::catalog::check_artifacts_dir(dir)?;
+    packager::input::catalog::check_artifacts_dir(dir)?;
     Ok(dir.to_path_buf())
 }
 
@@ -423,7 +423,7 @@ fn hash_tree(dir: &Path, hasher: &mut DefaultHasher) -> anyhow::Result<()> {
             // Only a regular file is read, without blocking: the tree is ours, but a FIFO
             // in it must not hang the run.
             let mut bytes = Vec::new();
-            packager::write::open_regular(&path, packager::write::Links::Refuse)
+            archive_write::open_regular(&path, archive_write::Links::Refuse)
                 .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
                 .with_context(|| format!("reading {}", path.display()))?;
             bytes.hash(hasher);

@@ -1,7 +1,7 @@
 //! SIGINT and SIGTERM during `package`: the run stops, and the temp files its writers had
 //! open in the destination are removed first, so an interrupted run leaves `dist/` as it
 //! found it. Outputs are renamed into place only together, at the end of a
-//! successful run (`packager::write::commit`), and a cleanup waits for a commit already
+//! successful run (`archive_write::commit`), and a cleanup waits for a commit already
 //! under way, so an interrupt never leaves part of a run's set in `dist/`.
 //!
 //! How: the signals are blocked in every thread (threads inherit the mask of the thread

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use packager::elf::EditStrategy;
+use elf_rpath::EditStrategy;
 use packager::plan::{DevelEntry, LinkReason, Plan, PlannedFile};
 use packager::Report;
 
@@ -13,7 +13,7 @@ use crate::Output;
 
 /// One line per member: package, path, action and the reason. The devel trees are read
 /// again from the artifacts, which fails if they changed since the plan.
-pub fn render_plan(plan: &Plan) -> Result<String, packager::Error> {
+pub fn render_plan(plan: &Plan) -> Result<String, packager::plan::PlanError> {
     let mut out = String::new();
     let mode = if plan.kpack_split { "kpack-split" } else { "legacy" };
     let _ = writeln!(out, "version {} ({mode}), families: {}", plan.version, plan.families.available.join(", "));
@@ -28,7 +28,7 @@ pub fn render_plan(plan: &Plan) -> Result<String, packager::Error> {
             let _ = writeln!(out, "  {}  {}", platform_dir.member(rel), describe_file(file));
         }
         if let Some(tree) = &package.devel_tree {
-            tree.walk_planned(&mut |rel, entry| {
+            tree.walk_planned::<packager::plan::PlanError>(&mut |rel, entry| {
                 let what = match entry {
                     DevelEntry::Dir => "dir".to_owned(),
                     DevelEntry::Symlink { target, why } => format!("symlink -> {target} ({})", link_reason(*why)),

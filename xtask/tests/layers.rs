@@ -5,7 +5,11 @@
 //! every `use crate::…`, `use super::…` and `crate::…::` path of each crate and checks that,
 //! among the children of any one module (the crate root's included), the "uses" relation
 //! has no cycle: no two modules import each other, directly or around. A module's own
-//! children are its implementation and may use it freely.
+//! children are its implementation and may use it freely. Inside `packager`: its root
+//! holds only the stage folders and the few shared modules [`PACKAGER_LAYERS`] names, and
+//! no `use` runs from a lower layer up to a higher one (shared words < input < plan <
+//! output < index < the crate's error), a root re-export (`pub use x::Y` in `lib.rs`,
+//! then `crate::Y`) counting as an import of `x`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -68,17 +72,23 @@ fn expand(prefix: &[String], tree: &str, out: &mut Vec<ModulePath>) {
     expand(&path, &inner[start..], out);
 }
 
+/// The `use` trees of `code`'s `use` and `pub use` statements, as written.
+fn use_trees(code: &str) -> Vec<&str> {
+    code.split(';')
+        .map(str::trim)
+        .filter_map(|statement| {
+            statement.strip_prefix("use ").or_else(|| statement.strip_prefix("pub use ")).or_else(|| {
+                statement.strip_prefix("pub(crate) use ").or_else(|| statement.strip_prefix("pub(super) use "))
+            })
+        })
+        .collect()
+}
+
 /// Paths a file refers to, relative to the crate root where they start with `crate` or
 /// `super` (`self` and external crates are not this check's business).
 fn references(code: &str) -> Vec<ModulePath> {
     let mut out = Vec::new();
-    for statement in code.split(';') {
-        let statement = statement.trim();
-        let Some(tree) = statement.strip_prefix("use ").or_else(|| statement.strip_prefix("pub use ")).or_else(|| {
-            statement.strip_prefix("pub(crate) use ").or_else(|| statement.strip_prefix("pub(super) use "))
-        }) else {
-            continue;
-        };
+    for tree in use_trees(code) {
         if tree.starts_with("crate::") || tree.starts_with("super::") {
             expand(&[], tree, &mut out);
         }
@@ -192,13 +202,146 @@ fn check_crate(crate_dir: &str) -> Vec<String> {
     problems
 }
 
+/// The modules at `packager`'s root, lowest layer first: the words every stage shares,
+/// then the stages in pipeline order, then the crate's error over the stages' errors. A
+/// module may import from its own layer (no cycle among them: see above) and from lower
+/// ones, never from a higher one. A new root module needs a row here, and a reason.
+const PACKAGER_LAYERS: &[(&str, &[&str])] = &[
+    ("shared", &["config", "escape", "identity", "owners", "platform", "progress", "relpath", "targets"]),
+    ("input", &["input"]),
+    ("plan", &["plan"]),
+    ("output", &["output"]),
+    ("index", &["index"]),
+    ("error", &["error"]),
+];
+
+/// What `pub use` in `src/lib.rs` makes of a root name: `Y` → `x::…::Y` for each
+/// `pub use x::…::Y` (or `… as Y`); and the re-exports of anything not a module of the
+/// crate, which callers should name themselves.
+fn root_reexports(src: &Path, all: &BTreeMap<ModulePath, PathBuf>) -> (BTreeMap<String, ModulePath>, Vec<String>) {
+    let mut names = BTreeMap::new();
+    let mut foreign = Vec::new();
+    let code = code_of(&src.join("lib.rs"));
+    for tree in code.split(';').filter_map(|statement| statement.trim().strip_prefix("pub use ")) {
+        let mut paths = Vec::new();
+        expand(&[], tree, &mut paths);
+        for mut path in paths {
+            let alias = match path.last().and_then(|last| last.split_once(" as ")) {
+                Some((name, alias)) => {
+                    let alias = alias.trim().to_owned();
+                    let name = name.trim().to_owned();
+                    path.pop();
+                    path.push(name);
+                    alias
+                }
+                None => path.last().cloned().unwrap_or_default(),
+            };
+            if path.first().map(String::as_str) == Some("crate") {
+                path.remove(0);
+            }
+            if path.first().is_some_and(|first| all.contains_key(&vec![first.clone()])) {
+                names.insert(alias, path);
+            } else {
+                foreign.push(path.join("::"));
+            }
+        }
+    }
+    (names, foreign)
+}
+
+/// `packager`'s root layout and the direction of its imports between root modules.
+fn check_packager_layers(src: &Path) -> Vec<String> {
+    let all = modules(src);
+    let layer_of = |module: &str| PACKAGER_LAYERS.iter().position(|(_, members)| members.contains(&module));
+    let mut problems = Vec::new();
+    for module in all.keys().filter(|module| module.len() == 1) {
+        if layer_of(&module[0]).is_none() {
+            problems.push(format!(
+                "packager's root holds `{}`, which is neither a stage folder nor a shared module of \
+                 PACKAGER_LAYERS: move it into the stage it serves, or name it there with a reason",
+                module[0]
+            ));
+        }
+    }
+    let (reexports, foreign) = root_reexports(src, &all);
+    for path in foreign {
+        problems.push(format!("packager's lib.rs re-exports `{path}`: callers name the crates below themselves"));
+    }
+    let mut edges: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for (module, file) in all.iter().filter(|(module, _)| !module.is_empty()) {
+        for mut reference in references(&code_of(file)) {
+            // `crate::Y` where the root re-exports `Y` from `x`: an import of `x`.
+            if reference.first().map(String::as_str) == Some("crate") {
+                if let Some(target) = reference.get(1).and_then(|name| reexports.get(name)) {
+                    let rest = reference.split_off(2);
+                    reference = std::iter::once("crate".to_owned()).chain(target.iter().cloned()).chain(rest).collect();
+                }
+            }
+            let Some(target) = resolve(module, &reference, &all) else { continue };
+            let Some(to) = target.first() else { continue };
+            if *to != module[0] {
+                edges.entry((module[0].clone(), to.clone())).or_default().insert(file.display().to_string());
+            }
+        }
+    }
+    for ((from, to), files) in &edges {
+        let (Some(from_layer), Some(to_layer)) = (layer_of(from), layer_of(to)) else { continue };
+        if to_layer > from_layer {
+            problems.push(format!(
+                "packager: `{from}` ({}) imports `{to}` ({}), a higher layer (in {})",
+                PACKAGER_LAYERS[from_layer].0,
+                PACKAGER_LAYERS[to_layer].0,
+                files.iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn packager_stages_import_only_downward() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packager/src");
+    let problems = check_packager_layers(&src);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The check finds what it is for: an import back up (directly, and through a root
+/// re-export), a stray root module, and a lower crate re-exported by `lib.rs`.
+#[test]
+fn an_import_back_up_a_stray_root_module_and_a_reexported_crate_are_found() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path();
+    fs_err::create_dir_all(src.join("plan")).expect("mkdir");
+    fs_err::create_dir_all(src.join("output")).expect("mkdir");
+    fs_err::write(
+        src.join("lib.rs"),
+        "mod config;\nmod plan;\nmod output;\nmod assemble;\npub use output::report::Report;\npub use some_crate as write;\n",
+    )
+    .expect("write");
+    fs_err::write(src.join("config.rs"), "use crate::plan::Plan;\n").expect("write");
+    fs_err::write(src.join("plan/mod.rs"), "pub fn f() -> crate::Report { todo!() }\n").expect("write");
+    fs_err::write(src.join("output/mod.rs"), "pub mod report;\nuse crate::plan::Plan;\n").expect("write");
+    fs_err::write(src.join("output/report.rs"), "pub struct Report;\n").expect("write");
+    fs_err::write(src.join("assemble.rs"), "use crate::config::X;\n").expect("write");
+    let problems = check_packager_layers(src);
+    let found = |needle: &str| problems.iter().filter(|problem| problem.contains(needle)).count();
+    assert_eq!(found("`config` (shared) imports `plan` (plan)"), 1, "{problems:#?}");
+    assert_eq!(found("`plan` (plan) imports `output` (output)"), 1, "{problems:#?}");
+    assert_eq!(found("holds `assemble`"), 1, "{problems:#?}");
+    assert_eq!(found("re-exports `some_crate`"), 1, "{problems:#?}");
+    assert_eq!(problems.len(), 4, "{problems:#?}");
+}
+
 /// Each workspace crate (by directory) and the workspace crates it may depend on, in any
 /// dependency section. A new crate needs a row; a new edge needs a reason.
 ///
 /// `diagnostic` (the one trait every library error implements) sits below them all and
 /// depends on nothing.
 const ALLOWED: &[(&str, &[&str])] = &[
-    ("xtask", &["packager", "release-gate", "example-artifacts", "diagnostic"]),
+    // The CLI names the crates below the packager itself (`xtask elf` edits ELF files, the
+    // bench and the interrupt handler speak archive-write's words): the packager does not
+    // re-export them.
+    ("xtask", &["packager", "release-gate", "example-artifacts", "diagnostic", "archive-write", "elf-rpath"]),
     ("packager", &["elf-rpath", "archive-write", "elf-audit", "diagnostic"]),
     ("release-gate", &["elf-audit", "diagnostic"]),
     ("elf-audit", &[]),

@@ -158,7 +158,7 @@ fn sdist_metadata(path: &Path) -> Result<String, IndexError> {
 /// Opens an archive the walk listed, without blocking: a FIFO put in its place since is
 /// an error naming it, never a wait.
 fn open_listed(path: &Path) -> Result<std::fs::File, IndexError> {
-    crate::write::open_regular(path, crate::write::Links::Follow)
+    archive_write::open_regular(path, archive_write::Links::Follow)
         .map_err(|source| IndexError::Read { path: path.to_path_buf(), source })
 }
 

@@ -15,14 +15,14 @@ use std::sync::Arc;
 use super::resolve::{resolve, Unresolved};
 use super::rpath::decide_rpath;
 use super::runtime::{rpath_edit, Builder, SourceFile};
-use super::{elf_error, rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlannedFile};
-use crate::catalog::{ArtifactName, CatalogError, Entry, EntryKind, MergedTree, Override};
+use super::{rules, DevelEntry, Finding, FindingKind, LinkReason, PackagePlan, PlanError, PlannedFile};
 use crate::config::{AbsoluteRpath, PackageGroup};
-use crate::elf::{self, EditStrategy};
 use crate::identity::PackageRole;
+use crate::input::catalog::{ArtifactName, Entry, EntryKind, MergedTree, Override};
+use crate::input::CatalogError;
 use crate::relpath::RelPath;
-use crate::write::WriteError;
 use elf_audit::Architecture;
+use elf_rpath::EditStrategy;
 
 /// The devel package of `family` (legacy multi-family) or the only one (`None`).
 /// `runtime` are the runtime packages planned so far.
@@ -30,7 +30,7 @@ pub fn devel_package(
     builder: &mut Builder<'_>,
     runtime: &[PackagePlan],
     family: Option<&str>,
-) -> Result<Option<PackagePlan>, crate::Error> {
+) -> Result<Option<PackagePlan>, PlanError> {
     let kpack_split = builder.catalog.kpack_split();
     let own_family = if kpack_split { None } else { family };
     let predicate = |name: &ArtifactName| rules::is_devel_artifact(name, own_family, kpack_split);
@@ -88,7 +88,7 @@ pub fn devel_package(
 
 /// The planning walk: records what the user should hear about, links the SONAMEs the
 /// build lacks, and sums up what the writer's walks must find again.
-fn plan_walk(builder: &mut Builder<'_>, tree: &mut DevelTree, dist_name: &str) -> Result<DevelSummary, crate::Error> {
+fn plan_walk(builder: &mut Builder<'_>, tree: &mut DevelTree, dist_name: &str) -> Result<DevelSummary, PlanError> {
     let mut alias_targets: Vec<RelPath> = Vec::new();
     let mut summary = tree.walk(
         &mut |rel, entry| {
@@ -114,7 +114,7 @@ fn plan_walk(builder: &mut Builder<'_>, tree: &mut DevelTree, dist_name: &str) -
         if tree.soname_links.contains_key(&soname_rel) {
             continue;
         }
-        if tree.merged.lookup(&soname_rel).map_err(crate::Error::Catalog)?.is_none() {
+        if tree.merged.lookup(&soname_rel)?.is_none() {
             let target = runtime_link(&soname_rel, platform_dir);
             let entry = DevelEntry::Symlink { target, why: LinkReason::RuntimePackage };
             summary.add(&soname_rel, &entry);
@@ -200,58 +200,62 @@ impl DevelTree {
     /// are now, and `note` with every finding; returns what it found.
     fn walk(
         &self,
-        each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), crate::Error>,
+        each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), PlanError>,
         note: &mut dyn FnMut(Noted),
-    ) -> Result<DevelSummary, crate::Error> {
+    ) -> Result<DevelSummary, PlanError> {
         self.walk_checked(None, each, note)
     }
 
     /// [`DevelTree::walk`] for the writer: every entry as the plan found it, or an error
-    /// naming the first path that was added, removed or changed since.
-    pub fn walk_planned(
+    /// naming the first path that was added, removed or changed since. What `each` returns
+    /// comes back as it is; the walk's own errors come as `E` made from a [`PlanError`].
+    pub fn walk_planned<E: From<PlanError>>(
         &self,
-        each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), crate::Error>,
-    ) -> Result<(), crate::Error> {
+        each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), E>,
+    ) -> Result<(), E> {
         self.walk_checked(Some(&self.planned.digests), each, &mut |_| {}).map(|_| ())
     }
 
-    fn walk_checked(
+    fn walk_checked<E: From<PlanError>>(
         &self,
         planned: Option<&[u64]>,
-        each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), crate::Error>,
+        each: &mut dyn FnMut(&RelPath, &DevelEntry) -> Result<(), E>,
         note: &mut dyn FnMut(Noted),
-    ) -> Result<DevelSummary, crate::Error> {
+    ) -> Result<DevelSummary, E> {
         let mut summary = DevelSummary::default();
         let mut soname_links = self.soname_links.iter().peekable();
         let mut clashes: Vec<Override> = Vec::new();
         let mut read = 0usize;
-        self.merged.walk::<crate::Error>(
-            &mut |entry| {
-                let now = digest(&entry);
-                match planned {
-                    None => summary.digests.push(now),
-                    Some(planned) => check_unchanged(&entry, planned.get(read).copied(), now)?,
-                }
-                read += 1;
-                while let Some((rel, link)) = soname_links.next_if(|(rel, _)| **rel < entry.rel) {
-                    summary.add(rel, link);
-                    each(rel, link)?;
-                }
-                if let Some(devel_entry) = self.decide(&entry, note)? {
-                    summary.add(&entry.rel, &devel_entry);
-                    each(&entry.rel, &devel_entry)?;
-                }
-                Ok(())
-            },
-            &mut |clash| clashes.push(clash),
-        )?;
+        let mut each = |rel: &RelPath, entry: &DevelEntry| each(rel, entry).map_err(Stop::Each);
+        self.merged
+            .walk::<Stop<E>>(
+                &mut |entry| {
+                    let now = digest(&entry);
+                    match planned {
+                        None => summary.digests.push(now),
+                        Some(planned) => check_unchanged(&entry, planned.get(read).copied(), now)?,
+                    }
+                    read += 1;
+                    while let Some((rel, link)) = soname_links.next_if(|(rel, _)| **rel < entry.rel) {
+                        summary.add(rel, link);
+                        each(rel, link)?;
+                    }
+                    if let Some(devel_entry) = self.decide(&entry, note)? {
+                        summary.add(&entry.rel, &devel_entry);
+                        each(&entry.rel, &devel_entry)?;
+                    }
+                    Ok(())
+                },
+                &mut |clash| clashes.push(clash),
+            )
+            .map_err(Stop::into_error)?;
         if planned.is_some_and(|planned| planned.len() != read) {
             let reason = "paths of the devel artifacts were removed since the plan".to_owned();
-            return Err(WriteError::Changed { path: self.artifacts_dir.clone(), reason }.into());
+            return Err(PlanError::Changed { path: self.artifacts_dir.clone(), reason }.into());
         }
         for (rel, link) in soname_links {
             summary.add(rel, link);
-            each(rel, link)?;
+            each(rel, link).map_err(Stop::into_error)?;
         }
         clashes.into_iter().for_each(|clash| note(Noted::Override(clash)));
         self.merged.forget_listings();
@@ -259,9 +263,9 @@ impl DevelTree {
     }
 
     /// Every entry, collected (for tests and small trees: a build's tree is large).
-    pub fn collect(&self) -> Result<Vec<(RelPath, DevelEntry)>, crate::Error> {
+    pub fn collect(&self) -> Result<Vec<(RelPath, DevelEntry)>, PlanError> {
         let mut entries = Vec::new();
-        self.walk_planned(&mut |rel, entry| {
+        self.walk_planned::<PlanError>(&mut |rel, entry| {
             entries.push((rel.clone(), entry.clone()));
             Ok(())
         })?;
@@ -269,7 +273,7 @@ impl DevelTree {
     }
 
     /// SPEC §2 "Devel population" for one artifact entry; `None` drops it.
-    fn decide(&self, entry: &Entry, note: &mut dyn FnMut(Noted)) -> Result<Option<DevelEntry>, crate::Error> {
+    fn decide(&self, entry: &Entry, note: &mut dyn FnMut(Noted)) -> Result<Option<DevelEntry>, PlanError> {
         let rel = &entry.rel;
         Ok(Some(if matches!(entry.kind, EntryKind::Dir) {
             DevelEntry::Dir
@@ -320,12 +324,12 @@ impl DevelTree {
         entry: &Entry,
         file: SourceFile,
         note: &mut dyn FnMut(Noted),
-    ) -> Result<PlannedFile, crate::Error> {
+    ) -> Result<PlannedFile, PlanError> {
         let SourceFile { len, mode, stamp } = file;
         let executable = mode & 0o111 != 0;
         let source = &entry.source;
         let copy = PlannedFile::Copy { source: source.clone(), len, executable, stamp };
-        let elf = elf::read_elf(source).map_err(elf_error)?;
+        let elf = elf_rpath::read_elf(source).map_err(PlanError::from)?;
         let Some(elf) = elf.filter(|info| crate::platform::can_run(self.target, info) && info.is_patchable()) else {
             return Ok(copy);
         };
@@ -337,7 +341,7 @@ impl DevelTree {
         if !decision.removed.is_empty() {
             note(Noted::RpathRemoved { rel: entry.rel.clone(), entries: decision.removed.clone() });
         }
-        let planned = elf::plan_set_rpath(source, &decision.rpath).map_err(elf_error)?;
+        let planned = elf_rpath::plan_set_rpath(source, &decision.rpath).map_err(PlanError::from)?;
         let mut edited = rpath_edit(source, file, elf.kind, decision);
         if let PlannedFile::PatchRpath { edit, .. } = &mut edited {
             edit.strategy = planned.strategy;
@@ -352,19 +356,41 @@ impl serde::Serialize for DevelTree {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeMap};
         let mut map = serializer.serialize_map(usize::try_from(self.planned.entries).ok())?;
-        let mut failed: Option<S::Error> = None;
-        let walked = self.walk_planned(&mut |rel, entry| {
-            map.serialize_entry(rel, entry).map_err(|error| {
-                let stop = crate::plan::PlanError::Invalid { message: error.to_string() };
-                failed = Some(error);
-                stop.into()
-            })
-        });
-        if let Some(error) = failed {
-            return Err(error);
-        }
-        walked.map_err(S::Error::custom)?;
+        self.walk_planned(&mut |rel, entry| map.serialize_entry(rel, entry).map_err(Stop::Each)).map_err(|stop| {
+            match stop {
+                Stop::Each(error) => error,
+                Stop::Walk(error) => S::Error::custom(error),
+            }
+        })?;
         map.end()
+    }
+}
+
+/// Why a walk stopped: its own error, or the one its caller's `each` returned, kept apart
+/// so that the caller gets its own error back as it was.
+enum Stop<E> {
+    Walk(PlanError),
+    Each(E),
+}
+
+impl<E: From<PlanError>> Stop<E> {
+    fn into_error(self) -> E {
+        match self {
+            Stop::Walk(error) => E::from(error),
+            Stop::Each(error) => error,
+        }
+    }
+}
+
+impl<E> From<PlanError> for Stop<E> {
+    fn from(error: PlanError) -> Stop<E> {
+        Stop::Walk(error)
+    }
+}
+
+impl<E> From<CatalogError> for Stop<E> {
+    fn from(error: CatalogError) -> Stop<E> {
+        Stop::Walk(PlanError::Catalog(error))
     }
 }
 
@@ -375,13 +401,13 @@ fn runtime_link(rel: &RelPath, platform_dir: &str) -> String {
 
 /// The writer's walk reads the entries the plan read, in the same order; the first that
 /// differs is named (a path added or removed shifts the rest, so it may be the one after).
-fn check_unchanged(entry: &Entry, planned: Option<u64>, now: u64) -> Result<(), WriteError> {
+fn check_unchanged(entry: &Entry, planned: Option<u64>, now: u64) -> Result<(), PlanError> {
     let reason = match planned {
         Some(planned) if planned == now => return Ok(()),
         Some(_) => "it, or the path before it, was added, removed or modified since the plan",
         None => "it was added since the plan",
     };
-    Err(WriteError::Changed { path: entry.source.to_path_buf(), reason: reason.to_owned() })
+    Err(PlanError::Changed { path: entry.source.to_path_buf(), reason: reason.to_owned() })
 }
 
 /// Which artifact entry a walk read: its path, where it came from and what it was.

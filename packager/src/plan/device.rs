@@ -7,15 +7,15 @@ use std::collections::BTreeSet;
 
 use super::runtime::Builder;
 use super::{owner_merge, rules, PackagePlan, PlanError, PlannedFile};
-use crate::catalog::{ArtifactName, Selection};
+use crate::identity;
 use crate::identity::PackageRole;
-use crate::python;
+use crate::input::catalog::{ArtifactName, Selection};
 use crate::relpath::{RelPath, RelPathError};
 use crate::targets::Target;
 
 /// The device wheel of `target`, an owner: its members' payloads merged, once they are
 /// known not to clash.
-pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<PackagePlan, crate::Error> {
+pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<PackagePlan, PlanError> {
     owner_merge::check_members(builder, target)?;
     let predicate = |name: &ArtifactName| rules::is_device_artifact(name, target);
     let namespace = builder.select(&Selection { artifacts: &predicate, include: Vec::new(), exclude: Vec::new() })?;
@@ -31,7 +31,7 @@ pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<Pack
     // and this manifest itself, so code comparing the two trees finds no file missing.
     let manifest_rel = RelPath::new(&format!(".devel_links/{target}.json")).map_err(invalid_name)?;
     let module_rel =
-        RelPath::new(&format!("{}.py", python::device_module_name(target.as_str()))).map_err(invalid_name)?;
+        RelPath::new(&format!("{}.py", identity::device_module_name(target.as_str()))).map_err(invalid_name)?;
     let mut added: BTreeSet<&RelPath> = plan.files.keys().collect();
     added.extend([&manifest_rel, &module_rel]);
     let manifest = devel_links_manifest(&builder.dist_info.version, platform_dir.as_str(), added.into_iter());
@@ -41,8 +41,8 @@ pub fn device_package(builder: &mut Builder<'_>, target: &Target) -> Result<Pack
 
 /// A target was validated when the catalog read it (SPEC §1), so a name made from it that
 /// is no relpath is a bug worth a clear error rather than a panic.
-fn invalid_name(error: RelPathError) -> crate::Error {
-    PlanError::Invalid { message: format!("device wheel file name: {error}") }.into()
+fn invalid_name(error: RelPathError) -> PlanError {
+    PlanError::Invalid { message: format!("device wheel file name: {error}") }
 }
 
 /// `{"version": V, "links": [{"relpath": R, "target": "../"*depth + platform/R}]}`: where

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeSet;
 
+use super::DistInfo;
 use super::PlanError;
-use crate::catalog::Catalog;
 use crate::config::{FamilyRequest, PackageConfig};
-use crate::python::DistInfo;
+use crate::input::catalog::Catalog;
 use crate::targets::{Target, TargetFamily, TargetId};
 
 #[derive(Clone, Debug, Default, serde::Serialize)]

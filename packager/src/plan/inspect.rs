@@ -12,8 +12,10 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::elf::{self, ElfError, ElfInfo, ElfKind};
 use elf_audit::Architecture;
+use elf_rpath::{ElfError, ElfInfo, ElfKind};
+
+use super::PlanError;
 
 #[derive(Clone, Debug, Default)]
 pub struct FileFacts {
@@ -80,13 +82,13 @@ impl FactCache {
     }
 
     /// Inspects every path not seen yet, on all cores.
-    pub fn fill(&mut self, paths: Vec<&Arc<Path>>) -> Result<(), crate::Error> {
+    pub fn fill(&mut self, paths: Vec<&Arc<Path>>) -> Result<(), PlanError> {
         let missing: Vec<&Arc<Path>> =
             paths.into_iter().filter(|path| !self.facts.contains_key(path.as_ref())).collect();
         let results: Vec<(Arc<Path>, FileFacts)> = missing
             .par_iter()
             .map(|path| inspect(path, self.target).map(|facts| (Arc::clone(path), facts)))
-            .collect::<Result<_, crate::Error>>()?;
+            .collect::<Result<_, PlanError>>()?;
         for (path, facts) in results {
             let facts = if facts.elf.is_none() && !facts.shebang { Arc::clone(&self.plain) } else { Arc::new(facts) };
             self.facts.insert(path, facts);
@@ -99,20 +101,20 @@ impl FactCache {
     }
 }
 
-fn inspect(path: &Path, target: Architecture) -> Result<FileFacts, crate::Error> {
-    let read = elf::read_elf(path)?;
+fn inspect(path: &Path, target: Architecture) -> Result<FileFacts, PlanError> {
+    let read = elf_rpath::read_elf(path)?;
     let shebang = if read.is_none() {
         let mut head = [0u8; 2];
         let read_error = |source| ElfError::Read { path: path.to_path_buf(), source };
         // Never blocks: the catalog saw a regular file, and a FIFO put in its place since
         // is refused, not waited on.
-        let mut file = crate::write::open_regular(path, crate::write::Links::Refuse).map_err(read_error)?;
+        let mut file = archive_write::open_regular(path, archive_write::Links::Refuse).map_err(read_error)?;
         let read = file.read(&mut head).map_err(read_error)?;
         if read == 2 && &head == b"MZ" {
             // A PE file is copied unchanged (SPEC §7): one a Windows loader refuses would
             // only fail on the user's machine.
             elf_audit::check_pe_layout(&file)
-                .map_err(|reason| crate::Error::MalformedPe { path: path.to_path_buf(), reason })?;
+                .map_err(|reason| PlanError::MalformedPe { path: path.to_path_buf(), reason })?;
         }
         read == 2 && &head == b"#!"
     } else {

@@ -3,10 +3,16 @@
 //!
 //! Owns: package assignment, SONAME aliasing, symlink resolution in the merged namespace,
 //! RPATH lists, devel entries, family and target lists, validations.
-//! Does not own: reading the disk (`catalog`), editing bytes (`elf`), archive formats (`write`).
+//! Whether the build can have what `--variants` asks (`variants`), and what
+//! `_dist_info.py` will say (`dist_info`). Every function of the stage returns its one
+//! error, [`PlanError`].
+//! Does not own: reading the disk (`input`), editing bytes (`elf-rpath`), what is written
+//! and how (`output`, `archive-write`).
 
 mod devel;
 mod device;
+mod dist_info;
+mod error;
 mod families;
 mod inspect;
 mod owner_merge;
@@ -14,92 +20,28 @@ mod resolve;
 pub mod rpath;
 pub mod rules;
 mod runtime;
+pub mod variants;
 pub mod version;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use diagnostic::Diagnostic;
+use elf_rpath::{EditStrategy, ElfKind};
 
-use crate::build_os::BuildOs;
-use crate::catalog::{Artifact, Catalog, CatalogError, FileStamp, Override};
 use crate::config::{PackageConfig, PackageGroup};
-use crate::elf::{EditStrategy, ElfError, ElfKind};
 use crate::identity::{self, PackageRole, WheelNames};
+use crate::input::catalog::{Artifact, Catalog, FileStamp, Override};
+use crate::platform::BuildOs;
 use crate::progress::Progress;
-use crate::python::DistInfo;
 use crate::relpath::RelPath;
 
 pub use crate::targets::{Target, TargetFamily, TargetId};
 pub use devel::{DevelSummary, DevelTree};
+pub use dist_info::DistInfo;
+pub use error::PlanError;
 pub use families::FamilyPlan;
-
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    #[error("version {version:?} is not a valid PEP 440 version: {reason}")]
-    BadVersion { version: String, reason: String },
-    #[error("version suffix {suffix:?} cannot be part of a Python package name")]
-    BadVersionSuffix { suffix: String },
-    #[error("no profiler artifacts (rocprofiler-compute, rocprofiler-systems) found in {}", dir.display())]
-    NoProfiler { dir: PathBuf },
-    #[error("the build mixes Linux and Windows binaries: {} is ELF, {} is PE", elf.display(), pe.display())]
-    MixedBuildOs { elf: PathBuf, pe: PathBuf },
-    #[error(
-        "requested GPU targets have no device artifacts: {} (targets with artifacts: {})",
-        missing.join(", "),
-        available.join(", ")
-    )]
-    MissingTargets { missing: Vec<String>, available: Vec<String> },
-    #[error(
-        "requested family {family:?} is not known (not in cmake/therock_amdgpu_targets.cmake and not a gfx target)"
-    )]
-    UnknownFamily { family: String },
-    #[error("{path} would be shipped by both {first} and {second}")]
-    DuplicateMember { path: String, first: String, second: String },
-    /// Targets sharing an owner's device wheel (SPEC §2) must agree on every path they
-    /// both provide; `first` and `second` are the artifacts.
-    #[error("the device wheel of {owner} merges several targets, but {first} and {second} both provide {path} {what}")]
-    OwnerClash { owner: String, path: String, first: String, second: String, what: String },
-    #[error("the build is incomplete, missing from {}: {}", output_dir.display(), missing.join(", "))]
-    IncompleteOutput { output_dir: PathBuf, missing: Vec<String> },
-    #[error("{message}")]
-    Invalid { message: String },
-}
-
-impl Diagnostic for PlanError {
-    /// The file or directory the error is about, if it names one.
-    fn path(&self) -> Option<&Path> {
-        match self {
-            PlanError::NoProfiler { dir } => Some(dir),
-            PlanError::IncompleteOutput { output_dir, .. } => Some(output_dir),
-            _ => None,
-        }
-    }
-
-    fn hint(&self) -> Option<&'static str> {
-        match self {
-            Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
-            Self::BadVersionSuffix { .. } => {
-                Some("pass a --version-suffix of ASCII letters, digits and `_` only (it ends directory and module names)")
-            }
-            Self::MixedBuildOs { .. } => Some(
-                "package one platform's artifacts at a time: point --artifact-dir at a directory that holds only \
-                 that build's artifacts",
-            ),
-            Self::NoProfiler { .. } => Some("build the rocprofiler-systems and rocprofiler-compute artifacts, or leave the profiler out with --only"),
-            Self::MissingTargets { .. } => Some("fetch the device artifacts of every requested target, or narrow --linux-amdgpu-families"),
-            Self::UnknownFamily { .. } => Some("use a family or target from cmake/therock_amdgpu_targets.cmake, e.g. gfx110X-all or gfx1100"),
-            Self::DuplicateMember { .. } => Some("two artifacts feeding different wheels provide this path; each installed path must belong to one wheel, so remove it from one artifact"),
-            Self::OwnerClash { .. } => Some(
-                "targets that share a device wheel (the owner table, packager/python/common/target_owners.json) keep \
-                 their payloads under target-specific names: rename the file in one artifact, or remove it from one \
-                 if both should ship the same bytes; nothing was written",
-            ),
-            _ => None,
-        }
-    }
-}
+use variants::VariantSet;
 
 /// What happens to one file of a platform package.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -307,6 +249,9 @@ pub struct Plan {
     /// bill of materials names them, SPEC §10).
     #[serde(skip)]
     pub artifacts: Vec<Artifact>,
+    /// The device wheels' variants (`--variants`, SPEC §9), or `None` without the flag.
+    #[serde(skip)]
+    pub variants: Option<VariantSet>,
 }
 
 impl Plan {
@@ -329,14 +274,14 @@ impl Plan {
 }
 
 /// Decides every package of the build from the catalog.
-pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, crate::Error> {
+pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, PlanError> {
     let version = version::parse_version(&config.version)
         .map_err(|reason| PlanError::BadVersion { version: config.version.clone(), reason })?;
     // The suffix ends every platform directory name, which Python imports as a module.
     if !config.version_suffix.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_') {
-        return Err(PlanError::BadVersionSuffix { suffix: config.version_suffix.clone() }.into());
+        return Err(PlanError::BadVersionSuffix { suffix: config.version_suffix.clone() });
     }
-    let detected = crate::build_os::detect(catalog, config.build_os)
+    let detected = crate::input::build_os::detect(catalog, config.build_os)
         .map_err(|mixed| PlanError::MixedBuildOs { elf: mixed.elf, pe: mixed.pe })?;
     let build_os = detected.os;
     let families = families::plan_families(catalog, &config.families)?;
@@ -387,7 +332,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     findings.dedup();
     overrides.sort_by(|a, b| a.rel.cmp(&b.rel));
     overrides.dedup();
-    Ok(Plan {
+    let mut plan = Plan {
         version,
         build_os,
         build_os_evidence: detected.pe_file,
@@ -398,7 +343,11 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         overrides,
         findings,
         artifacts: catalog.artifacts.clone(),
-    })
+        variants: None,
+    };
+    // Last: `--variants` on a build that cannot have them fails before anything is written.
+    plan.variants = variants::plan_variants(&plan, config)?;
+    Ok(plan)
 }
 
 /// No two wheels may ship the same member path (SPEC §6): uninstalling one would delete
@@ -421,12 +370,4 @@ fn check_no_shared_members(packages: &[PackagePlan]) -> Result<(), PlanError> {
         }
     }
     Ok(())
-}
-
-pub(crate) fn catalog_error(error: CatalogError) -> crate::Error {
-    crate::Error::Catalog(error)
-}
-
-pub(crate) fn elf_error(error: ElfError) -> crate::Error {
-    crate::Error::Elf(error)
 }

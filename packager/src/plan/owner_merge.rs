@@ -13,13 +13,15 @@ use std::io::Read;
 use std::path::Path;
 
 use super::runtime::Builder;
-use super::{catalog_error, rules, PlanError};
-use crate::catalog::{ArtifactName, CatalogError, Entry, EntryKind, Selection};
+use super::error::OwnerClash;
+use super::{rules, PlanError};
+use crate::input::catalog::{ArtifactName, Entry, EntryKind, Selection};
+use crate::input::CatalogError;
 use crate::relpath::RelPath;
 use crate::targets::Target;
 
 /// Refuses, before anything is written, an owner's wheel whose members clash.
-pub fn check_members(builder: &mut Builder<'_>, owner: &Target) -> Result<(), crate::Error> {
+pub fn check_members(builder: &mut Builder<'_>, owner: &Target) -> Result<(), PlanError> {
     let members: BTreeSet<Target> = builder
         .catalog
         .target_families()
@@ -43,15 +45,14 @@ pub fn check_members(builder: &mut Builder<'_>, owner: &Target) -> Result<(), cr
                     seen.insert(rel, entry);
                 }
                 Some(first) => {
-                    if let Some(what) = difference(first, &entry, builder).map_err(catalog_error)? {
-                        return Err(PlanError::OwnerClash {
+                    if let Some(what) = difference(first, &entry, builder).map_err(PlanError::from)? {
+                        return Err(PlanError::OwnerClash(Box::new(OwnerClash {
                             owner: owner.to_string(),
                             path: rel.to_string(),
                             first: builder.catalog.artifact_dir_name(first.artifact),
                             second: builder.catalog.artifact_dir_name(entry.artifact),
                             what,
-                        }
-                        .into());
+                        })));
                     }
                 }
             }
@@ -87,7 +88,7 @@ fn difference(first: &Entry, second: &Entry, builder: &Builder<'_>) -> Result<Op
 fn same_bytes(first: &Path, second: &Path) -> Result<bool, CatalogError> {
     // The catalog saw regular files; whatever took their place since is refused, not waited on.
     let open = |path: &Path| {
-        crate::write::open_regular(path, crate::write::Links::Refuse)
+        archive_write::open_regular(path, archive_write::Links::Refuse)
             .map_err(|source| CatalogError::Read { path: path.to_owned(), source })
     };
     let (mut first_file, mut second_file) = (open(first)?, open(second)?);

@@ -6,7 +6,7 @@
 use std::borrow::Borrow;
 use std::collections::VecDeque;
 
-use crate::catalog::{Entry, EntryKind};
+use crate::input::catalog::{Entry, EntryKind};
 use crate::relpath::RelPath;
 
 /// Hops before a chain counts as a loop (the kernel's limit is 40 as well).

@@ -1,7 +1,8 @@
 //! SPEC §2 "What goes where", as data: which artifacts and paths feed each package, and
 //! which RPATH entries each package's ELF files get.
 
-use crate::catalog::{ArtifactName, CatalogError, Glob};
+use crate::input::catalog::{ArtifactName, Glob};
+use crate::input::CatalogError;
 use crate::targets::Target;
 
 pub const CORE_ARTIFACTS: &[&str] = &[

@@ -11,13 +11,13 @@ use rayon::prelude::*;
 use super::inspect::{FactCache, FileFacts};
 use super::resolve::{resolve, Unresolved};
 use super::rpath::{decide_rpath, RpathDecision};
-use super::{catalog_error, elf_error, rules, Finding, FindingKind, PackagePlan, PlanError, PlannedFile, RpathPlan};
-use crate::catalog::{Catalog, Entry, EntryKind, FileStamp, Glob, Namespace, Override, Selection, Walks};
+use super::{rules, Finding, FindingKind, PackagePlan, PlanError, PlannedFile, RpathPlan};
 use crate::config::{PackageConfig, PackageGroup};
-use crate::elf;
+use crate::input::catalog::{Catalog, Entry, EntryKind, FileStamp, Glob, Namespace, Override, Selection, Walks};
+
+use super::DistInfo;
 use crate::identity::{PackageRole, WheelNames};
 use crate::progress::Progress;
-use crate::python::DistInfo;
 use crate::relpath::RelPath;
 
 /// Shared state of one planning run: the catalog, the file facts cache, and what the
@@ -31,7 +31,7 @@ pub struct Builder<'a> {
     pub findings: Vec<Finding>,
     pub overrides: Vec<Override>,
     /// The build's operating system (SPEC §7): Windows builds need no profiler wheel.
-    pub build_os: crate::build_os::BuildOs,
+    pub build_os: crate::platform::BuildOs,
     /// Per dist name: relpath → the SONAME it stands for.
     pub aliases: BTreeMap<String, BTreeMap<RelPath, String>>,
     /// Links already warned about: several packages select one link (core and devel), and
@@ -43,7 +43,12 @@ pub struct Builder<'a> {
 
 /// `source` with its search path set as `decision` says; how the edit is made is planned
 /// later ([`plan_edits`]), for all files at once.
-pub fn rpath_edit(source: &Arc<Path>, file: SourceFile, kind: elf::ElfKind, decision: RpathDecision) -> PlannedFile {
+pub fn rpath_edit(
+    source: &Arc<Path>,
+    file: SourceFile,
+    kind: elf_rpath::ElfKind,
+    decision: RpathDecision,
+) -> PlannedFile {
     let SourceFile { len, mode, stamp } = file;
     PlannedFile::PatchRpath {
         source: Arc::clone(source),
@@ -54,7 +59,7 @@ pub fn rpath_edit(source: &Arc<Path>, file: SourceFile, kind: elf::ElfKind, deci
             kind,
             rpath: decision.rpath,
             removed: decision.removed,
-            strategy: elf::EditStrategy::Unchanged,
+            strategy: elf_rpath::EditStrategy::Unchanged,
             new_len: len,
         }),
     }
@@ -99,15 +104,15 @@ impl<'a> Builder<'a> {
             facts: FactCache::new(config.platform_tag.machine()),
             findings: Vec::new(),
             overrides: Vec::new(),
-            build_os: crate::build_os::BuildOs::Linux,
+            build_os: crate::platform::BuildOs::Linux,
             aliases: BTreeMap::new(),
             warned_links: BTreeSet::new(),
             walks: Walks::default(),
         }
     }
 
-    pub fn select(&mut self, selection: &Selection<'_>) -> Result<Namespace, crate::Error> {
-        let namespace = self.catalog.select_walked(&mut self.walks, selection).map_err(catalog_error)?;
+    pub fn select(&mut self, selection: &Selection<'_>) -> Result<Namespace, PlanError> {
+        let namespace = self.catalog.select_walked(&mut self.walks, selection).map_err(PlanError::from)?;
         for override_ in &namespace.overridden {
             self.note_override(override_.clone());
         }
@@ -129,17 +134,17 @@ impl<'a> Builder<'a> {
     }
 
     /// Core, or a libraries package (legacy per family, kpack-split arch-neutral).
-    pub fn runtime_package(&mut self, role: PackageRole) -> Result<PackagePlan, crate::Error> {
+    pub fn runtime_package(&mut self, role: PackageRole) -> Result<PackagePlan, PlanError> {
         let (group, family) = match &role {
             PackageRole::Core => (PackageGroup::Core, None),
             PackageRole::Libraries { family } => (PackageGroup::Libraries, family.as_deref()),
             _ => {
-                return Err(PlanError::Invalid { message: "runtime_package takes core or libraries".to_owned() }.into())
+                return Err(PlanError::Invalid { message: "runtime_package takes core or libraries".to_owned() })
             }
         };
         let excludes =
-            if group == PackageGroup::Core { rules::core_excludes().map_err(catalog_error)? } else { Vec::new() };
-        let predicate = move |name: &crate::catalog::ArtifactName| match group {
+            if group == PackageGroup::Core { rules::core_excludes().map_err(PlanError::from)? } else { Vec::new() };
+        let predicate = move |name: &crate::input::catalog::ArtifactName| match group {
             PackageGroup::Core => rules::is_core_artifact(name),
             _ => rules::is_libraries_artifact(name, family),
         };
@@ -148,18 +153,18 @@ impl<'a> Builder<'a> {
     }
 
     /// The profiler package, or `None` when `--only` leaves it out.
-    pub fn profiler_package(&mut self) -> Result<Option<PackagePlan>, crate::Error> {
+    pub fn profiler_package(&mut self) -> Result<Option<PackagePlan>, PlanError> {
         if !self.config.only.is_empty() && !self.config.only.contains(&PackageGroup::Profiler) {
             return Ok(None);
         }
         if !self.catalog.artifacts.iter().any(|artifact| rules::is_profiler_artifact(&artifact.name)) {
             // The profiler is Linux-only: a Windows build has none, and that is no error.
-            if self.build_os == crate::build_os::BuildOs::Windows {
+            if self.build_os == crate::platform::BuildOs::Windows {
                 return Ok(None);
             }
-            return Err(PlanError::NoProfiler { dir: self.catalog.artifacts_dir.clone() }.into());
+            return Err(PlanError::NoProfiler { dir: self.catalog.artifacts_dir.clone() });
         }
-        let includes: Vec<Glob> = rules::profiler_includes().map_err(catalog_error)?;
+        let includes: Vec<Glob> = rules::profiler_includes().map_err(PlanError::from)?;
         let namespace = self.select(&Selection {
             artifacts: &rules::is_profiler_artifact,
             include: includes,
@@ -170,7 +175,7 @@ impl<'a> Builder<'a> {
         Ok(Some(plan))
     }
 
-    pub fn package_from(&mut self, role: PackageRole, namespace: &Namespace) -> Result<PackagePlan, crate::Error> {
+    pub fn package_from(&mut self, role: PackageRole, namespace: &Namespace) -> Result<PackagePlan, PlanError> {
         let names = self.wheel_names(&role)?;
         let population = self.populate(namespace, role.group(), &names.distribution)?;
         self.aliases.insert(names.distribution.clone(), population.aliases);
@@ -195,7 +200,7 @@ impl<'a> Builder<'a> {
         namespace: &Namespace,
         group: PackageGroup,
         dist_name: &str,
-    ) -> Result<Population, crate::Error> {
+    ) -> Result<Population, PlanError> {
         self.inspect_namespace(namespace)?;
         let deps = rules::rpath_deps(group);
         let core_dir = self.core_platform_dir();
@@ -294,7 +299,7 @@ impl<'a> Builder<'a> {
     }
 
     /// Reads the facts of every regular file the namespace can reach.
-    pub fn inspect_namespace(&mut self, namespace: &Namespace) -> Result<(), crate::Error> {
+    pub fn inspect_namespace(&mut self, namespace: &Namespace) -> Result<(), PlanError> {
         let paths: Vec<&Arc<Path>> = namespace
             .all
             .values()
@@ -358,20 +363,20 @@ impl<'a> Builder<'a> {
 
 /// Plans every RPATH edit on all cores, so a corrupt ELF file fails the run before
 /// anything is written, and records how each edit will be made.
-pub fn plan_edits<'p>(files: impl Iterator<Item = &'p mut PlannedFile>) -> Result<(), crate::Error> {
+pub fn plan_edits<'p>(files: impl Iterator<Item = &'p mut PlannedFile>) -> Result<(), PlanError> {
     let mut edits: Vec<&mut PlannedFile> =
         files.filter(|file| matches!(file, PlannedFile::PatchRpath { .. })).collect();
     edits
         .par_iter_mut()
         .try_for_each(|file| {
             if let PlannedFile::PatchRpath { source, edit, .. } = &mut **file {
-                let planned = elf::plan_set_rpath(source, &edit.rpath)?;
+                let planned = elf_rpath::plan_set_rpath(source, &edit.rpath)?;
                 edit.strategy = planned.strategy;
                 edit.new_len = planned.new_len();
             }
-            Ok::<(), elf::ElfError>(())
+            Ok::<(), elf_rpath::ElfError>(())
         })
-        .map_err(elf_error)
+        .map_err(PlanError::from)
 }
 
 /// SPEC §2: the profiler wheel also carries unversioned names of its libraries (loaded by

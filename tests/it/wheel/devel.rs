@@ -6,12 +6,12 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use packager::config::{BuildTime, DevelTarballCompression};
-use packager::progress::Silent;
-use packager::write::{
+use archive_write::{
     write_tarball, write_tree, write_wheel, Member, MemberData, TarEntry, TarEntryKind, TarEntrySource, TarTotals,
     TarballSpec, WheelSpec, WriteError,
 };
+use packager::config::{BuildTime, DevelTarballCompression};
+use packager::progress::Silent;
 
 use super::{bytes, file, file_name, metadata, options, python};
 use crate::support::{run, tools_venv};
@@ -27,7 +27,11 @@ fn devel_spec(fixtures: &Path, compression: DevelTarballCompression) -> TarballS
     fs_err::write(&header, "int api(void);\n".repeat(100_000)).expect("write");
     let entry = |name: &str, kind: TarEntryKind| TarEntry { name: name.into(), kind };
     let file_kind = |path: &Path, executable: bool| TarEntryKind::File {
-        data: packager::member::file(std::sync::Arc::from(path), fs_err::metadata(path).expect("stat").len(), None),
+        data: packager::output::payload::file(
+            std::sync::Arc::from(path),
+            fs_err::metadata(path).expect("stat").len(),
+            None,
+        ),
         executable,
     };
     TarballSpec {
@@ -62,8 +66,8 @@ fn devel_wheel(fixtures: &Path, compression: DevelTarballCompression, tar_name: 
     WheelSpec {
         file_name: file_name("demo-devel"),
         metadata: metadata("demo-devel"),
-        generator: packager::GENERATOR,
-        root: packager::write::WheelRoot::Platlib,
+        generator: packager::output::GENERATOR,
+        root: archive_write::WheelRoot::Platlib,
         variant_json: None,
         entry_points: Vec::new(),
         members: vec![

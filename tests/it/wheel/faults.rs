@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use diagnostic::Diagnostic;
-use packager::progress::Silent;
-use packager::write::{
+use archive_write::{
     write_sdist, write_tree, write_wheel, Member, MemberData, SdistFile, SdistSpec, TarEntry, TarEntryKind,
     TarballSpec, WriteError,
 };
+use diagnostic::Diagnostic;
+use packager::progress::Silent;
 
 use super::{bytes, demo_spec, metadata, options};
 
@@ -28,7 +28,7 @@ fn a_file_that_changed_size_fails_the_wheel_and_leaves_nothing() {
     // The plan saw one byte less than the file now has.
     spec.members.push(Member {
         name: "demo_pkg/zz_grown.bin".into(),
-        data: packager::member::file(std::sync::Arc::from(grown.as_path()), (3 << 20) - 1, None),
+        data: packager::output::payload::file(std::sync::Arc::from(grown.as_path()), (3 << 20) - 1, None),
         executable: false,
     });
     let error = write_wheel(&dist, &spec, &options(), &Silent).expect_err("must fail");
@@ -42,7 +42,7 @@ fn a_file_that_changed_size_fails_the_wheel_and_leaves_nothing() {
         entries: vec![TarEntry {
             name: "_devel/big.bin".into(),
             kind: TarEntryKind::File {
-                data: packager::member::file(std::sync::Arc::from(grown.as_path()), (3 << 20) + 5, None),
+                data: packager::output::payload::file(std::sync::Arc::from(grown.as_path()), (3 << 20) + 5, None),
                 executable: false,
             },
         }],
@@ -85,7 +85,7 @@ fn invalid_names_are_refused_before_anything_is_written() {
 }
 
 /// A wheel too big for what is left of the disk: `size` bytes that do not compress.
-fn incompressible_spec(dir: &std::path::Path) -> packager::write::WheelSpec {
+fn incompressible_spec(dir: &std::path::Path) -> archive_write::WheelSpec {
     let noise = dir.join("noise.bin");
     fs_err::write(&noise, packager_tests::fixtures::noise(4 << 20)).expect("write noise");
     let mut spec = demo_spec(dir);

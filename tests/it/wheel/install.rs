@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
+use archive_write::write_wheel;
 use packager::progress::Silent;
-use packager::write::write_wheel;
 
 use super::{demo_spec, only_file, options, python};
 use crate::support::{fresh_venv, run, tools_venv};

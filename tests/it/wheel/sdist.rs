@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use packager::write::{write_sdist, SdistFile, SdistSpec};
+use archive_write::{write_sdist, SdistFile, SdistSpec};
 
 use super::{metadata, only_file, options, python};
 use crate::support::{fresh_venv, run};

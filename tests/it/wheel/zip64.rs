@@ -4,8 +4,8 @@
 
 use std::process::Command;
 
+use archive_write::{write_wheel, WheelSpec};
 use packager::progress::Silent;
-use packager::write::{write_wheel, WheelSpec};
 
 use super::{bytes, file_name, metadata, options, python};
 use crate::support::{run, tools_venv};
@@ -54,8 +54,8 @@ fn many_members_use_the_zip64_end_record() {
     let spec = WheelSpec {
         file_name: file_name("many"),
         metadata: metadata("many"),
-        generator: packager::GENERATOR,
-        root: packager::write::WheelRoot::Platlib,
+        generator: packager::output::GENERATOR,
+        root: archive_write::WheelRoot::Platlib,
         variant_json: None,
         entry_points: Vec::new(),
         members,

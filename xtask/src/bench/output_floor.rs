@@ -81,7 +81,7 @@ pub fn measure_output_floor(payload: &OutputPayload, level: u32, xz_preset: u32)
 }
 
 fn xz_stream_len(files: &[(PathBuf, u64)], preset: u32) -> anyhow::Result<u64> {
-    let stream = packager::write::xz_stream(preset, Path::new("floor.tar.xz"))?;
+    let stream = archive_write::xz_stream(preset, Path::new("floor.tar.xz"))?;
     let mut encoder = liblzma::write::XzEncoder::new_stream(CountingSink(0), stream);
     for (path, _) in files {
         let mut file = fs_err::File::open(path)?;

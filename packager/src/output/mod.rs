@@ -1,0 +1,376 @@
+//! The output stage: turns a [`Plan`] into the run's outputs in its destination. Wheel and
+//! sdist specs (`spec`) with payload members read from the artifacts (`payload`),
+//! launchers (`launcher`), the Python we ship (`python`), bills of materials (`sbom`),
+//! the `--variants` wheels (`variants`) and each wheel's platform tag (`manylinux` under
+//! `--platform-tag auto`); written through the `archive-write` crate into the destination
+//! (`destination`: lock, overlap, stale removal) and summed up in the run's report
+//! (`report`). Every function of the stage returns its one error, [`OutputError`].
+//!
+//! Owns: the order outputs are written in, `--only`, the two output modes (archives, or
+//! `--no-build-packages` trees: `config::OutputMode`, one writer function each), the
+//! completeness check, and committing: every output of a run is staged first, and only when
+//! all of them were written and the set is complete are they renamed into place together
+//! (SPEC §5). Does not own: decisions (`plan`), formats (`archive-write`), which directory
+//! the destination is (`config::Destination`).
+
+pub mod destination;
+mod error;
+pub mod launcher;
+pub mod manylinux;
+pub mod payload;
+pub mod python;
+pub mod report;
+pub mod sbom;
+mod spec;
+pub mod variants;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use archive_write::{ArchiveOptions, Inventory, Member, MemberData, StagedFile, WheelFileName, WheelSpec};
+
+use crate::config::{
+    ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag, Sbom,
+};
+use crate::identity::{self, PackageRole, PlatformTags};
+use crate::input::third_party::{self, ThirdPartySources};
+use crate::plan::{PackagePlan, Plan, PlannedFile};
+use crate::platform::BuildOs;
+use crate::progress::Progress;
+
+use destination::lock::DestLock;
+pub use error::OutputError;
+use launcher::LauncherTemplate;
+use report::OutputReport;
+pub use spec::GENERATOR;
+use spec::{core_metadata, sdist_spec, wheel_spec};
+
+/// An output written to its temp file, with its line of the summary.
+type Staged = (OutputReport, StagedFile);
+
+/// Writes every package of `plan` selected by `config.only` into the output directory of
+/// `lock`, the run's destination lock, which the caller took for `config.destination()`:
+/// archives (`dest_dir/dist/`) or trees (`dest_dir`), as `config.output` says. Outputs
+/// appear there all at once, and only when every one was written and (for a full run) the
+/// set is complete; a failure leaves the directory as it was, earlier runs' packages
+/// included (SPEC §5, §2 validations).
+pub fn write_outputs(
+    plan: &Plan,
+    config: &PackageConfig,
+    progress: &dyn Progress,
+    lock: &DestLock,
+) -> Result<Vec<OutputReport>, OutputError> {
+    if lock.destination() != &config.destination() {
+        let reason = format!(
+            "the lock held is for {}, not {}",
+            lock.output_dir().display(),
+            config.destination().output_dir.display()
+        );
+        return Err(OutputError::Invalid { message: reason });
+    }
+    let launcher = compile_launcher_if_needed(plan, config)?;
+    let packages = selected_packages(plan, config, progress);
+    let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
+    let third_party = read_third_party(config)?;
+    let run = Run { plan, config, progress, lock, launcher: launcher.as_ref(), tags: &tags, third_party };
+    match config.output {
+        OutputMode::Archives(settings) => write_archives(&run, &packages, settings),
+        OutputMode::Trees => write_trees(&run, &packages),
+    }
+}
+
+/// What every output of one run is written with.
+struct Run<'a> {
+    plan: &'a Plan,
+    config: &'a PackageConfig,
+    progress: &'a dyn Progress,
+    lock: &'a DestLock,
+    launcher: Option<&'a LauncherTemplate>,
+    tags: &'a PlatformTags,
+    /// What the checkout says of bundled third-party code, for the bills of materials.
+    third_party: Option<Arc<ThirdPartySources>>,
+}
+
+impl Run<'_> {
+    fn wants(&self, group: PackageGroup) -> bool {
+        self.config.only.is_empty() || self.config.only.contains(&group)
+    }
+
+    /// The bill of materials of `package`'s wheel (SPEC §10), unless `--no-sbom`.
+    fn sbom(&self, package: &PackagePlan, devel_tarball: Option<&str>) -> Option<Inventory> {
+        let sources = self.third_party.clone();
+        matches!(self.config.sbom, Sbom::Write { .. })
+            .then(|| sbom::package_inventory(self.plan, package, sources, devel_tarball))
+    }
+
+    /// The bill of materials of a wheel made of generated files alone (`--variants`).
+    fn generated_sbom(&self, distribution: &str, requires_dist: &[String]) -> Option<Inventory> {
+        let provenance = sbom::Provenance::new(self.third_party.clone());
+        matches!(self.config.sbom, Sbom::Write { .. })
+            .then(|| sbom::inventory(distribution, self.plan.version.as_str(), provenance, requires_dist.to_vec()))
+    }
+}
+
+/// The checkout's third-party sources, read once per run when bills of materials are
+/// written from a checkout.
+fn read_third_party(config: &PackageConfig) -> Result<Option<Arc<ThirdPartySources>>, OutputError> {
+    match &config.sbom {
+        Sbom::Write { checkout: Some(root) } => Ok(Some(Arc::new(third_party::read_third_party(root)?))),
+        Sbom::Write { checkout: None } | Sbom::Omit => Ok(None),
+    }
+}
+
+/// The packages `--only` selects, in plan order.
+fn selected_packages<'a>(plan: &'a Plan, config: &PackageConfig, progress: &dyn Progress) -> Vec<&'a PackagePlan> {
+    // `--only` a group this build has no package of (device in legacy mode, devel without
+    // `dev` artifacts) writes nothing for it, and no error: a CI matrix may run every group
+    // whatever the build's mode. Said, so an empty job is no surprise.
+    for group in &config.only {
+        if *group != PackageGroup::Meta && !plan.packages.iter().any(|package| package.group() == *group) {
+            let group = group.as_str();
+            progress.warn(&format!("--only {group}: this build has no {group} package, nothing was written for it"));
+        }
+    }
+    let wanted = |group: PackageGroup| config.only.is_empty() || config.only.contains(&group);
+    plan.packages.iter().filter(|package| wanted(package.group())).collect()
+}
+
+/// `--no-build-packages`: all trees or none, like the archives (SPEC §5): each is written
+/// whole under a temp name, and only then are all swapped in; a failure drops the staged
+/// ones. Trees have no compression: the devel tarball's entries are laid out as files.
+fn write_trees(run: &Run<'_>, packages: &[&PackagePlan]) -> Result<Vec<OutputReport>, OutputError> {
+    let output_dir = run.lock.output_dir();
+    let mut trees = Vec::new();
+    for package in packages {
+        let spec = wheel_spec(run, package, DevelTarballCompression::None)?;
+        trees.push(archive_write::stage_tree(output_dir, &spec)?);
+    }
+    if run.wants(PackageGroup::Meta) {
+        trees.push(archive_write::stage_sdist_tree(output_dir, &sdist_spec(run.plan))?);
+    }
+    for root in run.lock.commit_trees(trees)? {
+        run.progress.output_finished(&root.display().to_string());
+    }
+    Ok(Vec::new())
+}
+
+/// The wheels and the sdist, staged and then committed together.
+fn write_archives(
+    run: &Run<'_>,
+    packages: &[&PackagePlan],
+    settings: ArchiveSettings,
+) -> Result<Vec<OutputReport>, OutputError> {
+    let output_dir = run.lock.output_dir();
+    let options = ArchiveOptions {
+        compression: settings.wheel_compression,
+        build_time: run.config.build_time,
+        reuse: settings.reuse,
+    };
+    // Until the commit below, each output lives under a temp name and is removed if
+    // anything fails (dropping it): renaming as each one finished would replace an earlier
+    // run's package before the run is known to succeed.
+    let mut staged = stage_wheels(run, packages, &options, settings.devel_tarball_compression)?;
+    if run.wants(PackageGroup::Meta) {
+        let started = Instant::now();
+        let spec = sdist_spec(run.plan);
+        let file = archive_write::stage_sdist(output_dir, &spec, &options)?;
+        run.progress.output_finished(&file.written.file_name);
+        staged.push((OutputReport::new(&spec.metadata.name, &file.written, started), file));
+    }
+    if run.wants(PackageGroup::Device) {
+        staged.extend(stage_variants(run, &options)?);
+    }
+    let (outputs, files): (Vec<OutputReport>, Vec<StagedFile>) = staged.into_iter().unzip();
+    let full_run = run.config.only.is_empty();
+    if full_run {
+        check_complete(run.plan, output_dir, &outputs)?;
+    }
+    run.lock.commit(files)?;
+    if full_run {
+        remove_stale(run.plan, output_dir, &outputs, run.progress)?;
+    }
+    Ok(outputs)
+}
+
+/// `--variants` (SPEC §9): the variant wheels, the provider's wheel and the index file,
+/// staged with the rest of the run.
+fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>, OutputError> {
+    let Some(set) = &run.plan.variants else { return Ok(Vec::new()) };
+    let outputs =
+        variants::variant_outputs(set, run.plan, run.tags).map_err(|message| OutputError::Invalid { message })?;
+    let output_dir = run.lock.output_dir();
+    let mut staged = Vec::new();
+    for wheel in outputs.wheels {
+        let started = Instant::now();
+        let members = wheel.python.files.into_iter().map(|file| Member {
+            name: file.path,
+            data: MemberData::Bytes(Arc::new(file.bytes)),
+            executable: file.executable,
+        });
+        let label = wheel.variant.as_ref().map(|(label, _)| label.as_str());
+        let inventory = run.generated_sbom(&wheel.distribution, &wheel.requires_dist);
+        let spec = WheelSpec {
+            file_name: identity::wheel_file_name(&wheel.distribution, &run.plan.version, &wheel.platform_tag, label)
+                .map_err(archive_write::WriteError::from)?,
+            metadata: core_metadata(&wheel.distribution, &run.plan.version, wheel.requires_dist),
+            generator: GENERATOR,
+            root: wheel.root,
+            variant_json: wheel.variant.map(|(_, json)| json),
+            entry_points: wheel.python.entry_points,
+            members: members.collect(),
+            inventory,
+        };
+        let file = archive_write::stage_wheel(output_dir, &spec, options, run.progress)?;
+        staged.push((OutputReport::new(&wheel.distribution, &file.written, started), file));
+    }
+    let started = Instant::now();
+    let (name, bytes) = outputs.index_file;
+    let file = archive_write::stage_file(output_dir, &name, &bytes)?;
+    run.progress.output_finished(&name);
+    staged.push((OutputReport::new(identity::device_variants_distribution(), &file.written, started), file));
+    Ok(staged)
+}
+
+/// After a full run's commit: our wheels of this version it no longer produces go
+/// (`stale`), so the destination holds one coherent set.
+fn remove_stale(
+    plan: &Plan,
+    output_dir: &Path,
+    outputs: &[OutputReport],
+    progress: &dyn Progress,
+) -> Result<(), archive_write::WriteError> {
+    let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
+    let removed = destination::stale::remove_stale_archives(output_dir, plan.version.as_str(), &produced)?;
+    for path in removed {
+        progress.warn(&format!("removed {}: an earlier run's package this run no longer produces", path.display()));
+    }
+    Ok(())
+}
+
+/// Wheels written at once. Each wheel already compresses on every core; a second writer
+/// keeps the cores busy while the other reads, hashes, plans RPATH edits, drains its
+/// pipeline or syncs its file, which one writer does alone with the cores idle.
+const WHEEL_WRITERS: usize = 2;
+
+/// Stages the wheels of `packages`, [`WHEEL_WRITERS`] at a time, and returns them in plan
+/// order. Each wheel's bytes do not depend on what else is being written.
+fn stage_wheels(
+    run: &Run<'_>,
+    packages: &[&PackagePlan],
+    options: &ArchiveOptions,
+    devel_tarball: DevelTarballCompression,
+) -> Result<Vec<Staged>, OutputError> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let stage_one = |package: &PackagePlan| -> Result<Staged, OutputError> {
+        let started = Instant::now();
+        let spec = wheel_spec(run, package, devel_tarball)?;
+        let file = archive_write::stage_wheel(run.lock.output_dir(), &spec, options, run.progress)?;
+        Ok((OutputReport::new(&package.names.distribution, &file.written, started), file))
+    };
+    let worker = || {
+        let mut done = Vec::new();
+        // Stop taking packages once one failed: the run fails anyway.
+        while !failed.load(Ordering::Relaxed) {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(package) = packages.get(index) else { break };
+            let result = stage_one(package);
+            if result.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            done.push((index, result));
+        }
+        done
+    };
+    let mut results: Vec<(usize, Result<Staged, OutputError>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..WHEEL_WRITERS.min(packages.len())).map(|_| scope.spawn(worker)).collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    // The first failure in plan order is the one reported, as when writing one by one;
+    // the wheels staged meanwhile are dropped with the rest, which removes them.
+    results.sort_by_key(|(index, _)| *index);
+    results.into_iter().map(|(_, result)| result).collect()
+}
+
+fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Option<LauncherTemplate>, OutputError> {
+    let needed = plan
+        .packages
+        .iter()
+        .any(|package| package.files.values().any(|file| matches!(file, PlannedFile::Launcher { .. })));
+    if !needed {
+        return Ok(None);
+    }
+    let scratch = match &config.scratch_dir {
+        Some(dir) => tempfile::tempdir_in(dir),
+        None => tempfile::tempdir(),
+    }
+    .map_err(|source| {
+        let dir = config.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
+        archive_write::WriteError::io(archive_write::WriteAction::CreateTemp, dir, source)
+    })?;
+    Ok(Some(LauncherTemplate::compile(scratch.path())?))
+}
+
+/// The tag of every wheel of a Windows build (SPEC §7), unless one is given.
+const WINDOWS_TAG: &str = "win_amd64";
+
+/// Each package's platform tag: the one given, or under `auto` the one its files allow,
+/// decided for every package before any is written, so a refused wheel writes nothing.
+fn platform_tags(
+    plan: &Plan,
+    packages: &[&PackagePlan],
+    config: &PackageConfig,
+    launcher: Option<&LauncherTemplate>,
+) -> Result<PlatformTags, OutputError> {
+    match &config.platform_tag {
+        PlatformTag::Default(_) if plan.build_os == BuildOs::Windows => {
+            Ok(packages.iter().map(|package| (package.role.clone(), WINDOWS_TAG.to_owned())).collect())
+        }
+        PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => {
+            Ok(packages.iter().map(|package| (package.role.clone(), tag.clone())).collect())
+        }
+        PlatformTag::Manylinux => manylinux::choose_tags(plan, packages, launcher),
+    }
+}
+
+/// SPEC §2 validations: a kpack-split build must publish the whole set. Checked on the
+/// run's staged outputs, before any is committed, so an incomplete set never reaches
+/// `dest` (which is only named in the error).
+fn check_complete(plan: &Plan, output_dir: &Path, outputs: &[OutputReport]) -> Result<(), OutputError> {
+    if !plan.kpack_split {
+        return Ok(());
+    }
+    let version = &plan.version;
+    let written: Vec<WheelFileName> = outputs
+        .iter()
+        .filter_map(|output| output.file_name.parse::<WheelFileName>().ok())
+        .filter(|wheel| wheel.version == *version)
+        .collect();
+    let mut required = vec![PackageRole::Core, PackageRole::Libraries { family: None }];
+    required.extend(plan.families.device_targets.iter().map(|target| PackageRole::Device { target: target.clone() }));
+    if plan.packages.iter().any(|package| package.group() == PackageGroup::Devel) {
+        required.push(PackageRole::Devel { family: None });
+    }
+    let mut missing: BTreeSet<String> = required
+        .iter()
+        .map(|role| plan.dist_info.names(role).file_name_form())
+        .filter(|distribution| !written.iter().any(|wheel| wheel.name.as_str() == distribution))
+        .map(|distribution| format!("{distribution}-{version}-*.whl"))
+        .collect();
+    let sdist = format!("{}-{version}.tar.gz", plan.dist_info.names(&PackageRole::Meta).file_name_form());
+    if !outputs.iter().any(|output| output.file_name == sdist) {
+        missing.insert(sdist);
+    }
+    let missing: Vec<String> = missing.into_iter().collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(OutputError::IncompleteOutput { output_dir: output_dir.to_path_buf(), missing })
+    }
+}
