@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from typing import Dict, Optional
 
 # Where a target family came from: the environment, the target-specific packages installed
 # here (run time only), `offload-arch`, or the fallback.
@@ -167,9 +166,7 @@ class PackageEntry:
 
     def _require_family(self, target_family):
         if self.is_target_specific and not target_family:
-            raise ValueError(
-                "package %s is target specific, but no target family was given" % self.logical_name
-            )
+            raise ValueError("package %s is target specific, but no target family was given" % self.logical_name)
 
     def get_dist_package_name(self, target_family=None):
         self._require_family(target_family)
@@ -332,8 +329,7 @@ def discover_current_target_family(available=None):
         try:
             output = subprocess.run(
                 [executable],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                capture_output=True,
                 stdin=subprocess.DEVNULL,
                 timeout=60,
                 check=False,
@@ -430,8 +426,7 @@ def resolve_runtime_target_family():
             return installed[0], SOURCE_INSTALLED
         raise TargetFamilyError(
             "several ROCm target families are installed in this environment (%s) and no GPU of "
-            "this machine selects one of them; set ROCM_SDK_TARGET_FAMILY to the one to use"
-            % ", ".join(installed)
+            "this machine selects one of them; set ROCM_SDK_TARGET_FAMILY to the one to use" % ", ".join(installed)
         )
     return resolve_target_family()
 

@@ -79,9 +79,7 @@ def capture(*args: str) -> str:
 
 def run_python(code: str) -> subprocess.CompletedProcess:
     """`code` in a fresh interpreter of this venv (the process a framework starts)."""
-    return subprocess.run(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
 
 
 def mapped_paths(pid: str = "self") -> list:

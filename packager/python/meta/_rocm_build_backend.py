@@ -125,9 +125,7 @@ def _dist_info_dir(version):
 def _dist_info_files(metadata):
     return {
         "METADATA": metadata,
-        "WHEEL": (
-            "Wheel-Version: 1.0\nGenerator: rocm-build-backend\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        ).encode("utf-8"),
+        "WHEEL": (b"Wheel-Version: 1.0\nGenerator: rocm-build-backend\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
         "entry_points.txt": b"[console_scripts]\nrocm-sdk = rocm_sdk.__main__:main\n",
     }
 

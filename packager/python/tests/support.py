@@ -73,7 +73,7 @@ def clean_env(extra=None, path_dirs=()):
     """An environment without ROCM_SDK_*, with a PATH that finds no offload-arch and the
     recorded topology of a machine without a GPU, whatever GPUs this machine has."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ROCM_SDK_")}
-    env["PATH"] = os.pathsep.join(list(path_dirs) + ["/usr/bin", "/bin"])
+    env["PATH"] = os.pathsep.join([*list(path_dirs), "/usr/bin", "/bin"])
     env["ROCM_SDK_KFD_TOPOLOGY"] = str(TOPOLOGIES / "cpu_only")
     env.pop("PYTHONPATH", None)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -89,11 +89,10 @@ def run_python(code, site=None, env=None, args=(), check=False):
         env["PYTHONPATH"] = str(site)
     result = subprocess.run(
         [sys.executable, "-c", code] + [str(arg) for arg in args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         stdin=subprocess.DEVNULL,
         env=env,
-        universal_newlines=True,
+        text=True,
     )
     if check and result.returncode != 0:
         raise AssertionError("python failed (%d):\n%s\n%s" % (result.returncode, result.stdout, result.stderr))
@@ -151,8 +150,7 @@ def compile_shared_library(path, source="int rocm_test_symbol(void) { return 42;
         subprocess.run(
             [compiler, "-shared", "-fPIC", "-o", str(path), str(c_file)],
             check=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
         )
     return path
 

@@ -47,7 +47,9 @@ class BackendSupport(support.TempDirTest):
         if gpu is not None:
             support.write(self.tmp / "bin" / "offload-arch", "#!/bin/sh\necho %s\n" % gpu, mode=0o755)
             path_dirs.append(str(self.tmp / "bin"))
-        result = support.run_python(CALL, env=support.clean_env(env, path_dirs), args=[root, name] + list(args), check=True)
+        result = support.run_python(
+            CALL, env=support.clean_env(env, path_dirs), args=[root, name, *list(args)], check=True
+        )
         return json.loads(result.stdout)
 
     def kpack(self, **options):
@@ -102,7 +104,9 @@ class BackendTest(BackendSupport):
     def test_platform_exclusive_targets_get_markers(self):
         root = self.kpack(linux=["gfx1030", "gfx90a"], windows=["gfx1030"])
         _, extras = self.call(root, "requirements")
-        self.assertEqual(extras["device-gfx90a"], ['rocm-sdk-device-gfx90a==%s; sys_platform == "linux"' % support.VERSION])
+        self.assertEqual(
+            extras["device-gfx90a"], ['rocm-sdk-device-gfx90a==%s; sys_platform == "linux"' % support.VERSION]
+        )
         self.assertEqual(extras["device-gfx1030"], ["rocm-sdk-device-gfx1030==" + support.VERSION])
 
     def test_wheel_is_valid_and_matches_prepared_metadata(self):
@@ -129,7 +133,8 @@ class BackendTest(BackendSupport):
             self.assertIn("\nLicense: MIT\n", metadata)
             self.assertIn('Requires-Dist: rocm-sdk-device-gfx90a==%s; extra == "device"' % support.VERSION, metadata)
             self.assertIn(
-                'Requires-Dist: rocm-sdk-device-gfx90a==%s; (sys_platform == "linux") and extra == "device-all"' % support.VERSION,
+                'Requires-Dist: rocm-sdk-device-gfx90a==%s; (sys_platform == "linux") and extra == "device-all"'
+                % support.VERSION,
                 metadata,
             )
             self.assertIn("rocm-sdk = rocm_sdk.__main__:main", wheel.read(prefix + "entry_points.txt").decode())

@@ -18,7 +18,7 @@ GOOD_TREE = [
     (DEVEL + "/lib/llvm", "link", "../../_rocm_sdk_core/lib/llvm"),
     (DEVEL + "/bin/amdclang", "link", "../lib/llvm/bin/clang"),
     (DEVEL + "/bin/clang-alias", "link", "../lib/llvm/bin/clang"),
-    (DEVEL + "/bin/hipcc", "exe", b"#!/bin/sh\necho devel-hipcc \"$@\"\n"),
+    (DEVEL + "/bin/hipcc", "exe", b'#!/bin/sh\necho devel-hipcc "$@"\n'),
 ]
 
 
@@ -82,7 +82,9 @@ class DevelSite(support.TempDirTest):
         self.assertEqual((devel / "include" / "hip.h").read_bytes(), b"#define HIP 1\n")
         for hard in ("lib/libfoo.so", "lib/libfoo.so.1"):
             self.assertFalse((devel / hard).is_symlink(), hard)
-            self.assertTrue(os.path.samefile(str(devel / hard), str(self.site / "_rocm_sdk_core" / "lib" / "libfoo.so")))
+            self.assertTrue(
+                os.path.samefile(str(devel / hard), str(self.site / "_rocm_sdk_core" / "lib" / "libfoo.so"))
+            )
         self.assertTrue((devel / "lib" / "llvm").is_symlink(), "directory symlinks stay")
         self.assertTrue((devel / "bin" / "amdclang").is_symlink(), "compiler drivers stay symlinks")
         self.assertEqual(os.readlink(str(devel / "bin" / "amdclang")), "../lib/llvm/bin/clang")
@@ -113,7 +115,9 @@ class ExpansionTest(DevelSite):
 
     def test_path_prints_the_tree(self):
         self.make()
-        result = support.run_python("import rocm_sdk.__main__ as m, sys; sys.exit(m.main(['path', '--cmake']))", site=self.site)
+        result = support.run_python(
+            "import rocm_sdk.__main__ as m, sys; sys.exit(m.main(['path', '--cmake']))", site=self.site
+        )
         self.assertEqual(result.stdout.strip(), str(self.site / DEVEL / "lib" / "cmake"))
         self.assert_good_tree()
 
@@ -160,7 +164,10 @@ class ExpansionTest(DevelSite):
             "absolute": [("/tmp/evil", "file", b"x")],
             "absolute link": [(DEVEL + "/ok.txt", "file", b"x"), (DEVEL + "/passwd", "link", "/etc/passwd")],
             "escaping link": [(DEVEL + "/up", "link", "../../evil")],
-            "through link": [(DEVEL + "/core", "link", "../_rocm_sdk_core"), (DEVEL + "/core/lib/libfoo.so", "file", b"x")],
+            "through link": [
+                (DEVEL + "/core", "link", "../_rocm_sdk_core"),
+                (DEVEL + "/core/lib/libfoo.so", "file", b"x"),
+            ],
             "link chain": [(DEVEL + "/a", "link", "../_x"), (DEVEL + "/b", "link", "a/../..")],
             "loop": [(DEVEL + "/a", "link", "b"), (DEVEL + "/b", "link", "a"), (DEVEL + "/c", "link", "a/x")],
         }
@@ -194,7 +201,10 @@ class DeviceLinksTest(DevelSite):
         relpath = "lib/rocblas/library/kernels_%s.co" % target
         support.write(libraries / relpath, b"code object " + target.encode())
         depth = len(relpath.split("/"))
-        links = {"version": version, "links": [{"relpath": relpath, "target": "../" * depth + "_rocm_sdk_libraries/" + relpath}]}
+        links = {
+            "version": version,
+            "links": [{"relpath": relpath, "target": "../" * depth + "_rocm_sdk_libraries/" + relpath}],
+        }
         support.write(libraries / ".devel_links" / (target + ".json"), json.dumps(links))
         record = support.add_dist(
             self.site,

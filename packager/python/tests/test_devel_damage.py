@@ -46,7 +46,9 @@ class DamagedTarballTest(DevelSite):
                 self.tarball.write_bytes(data[:cut])
                 before = listing(self.site)
                 result = self.init()
-                self.assert_refused_untouched(result, "is damaged", str(self.tarball), "--force-reinstall --no-cache-dir rocm-sdk-devel")
+                self.assert_refused_untouched(
+                    result, "is damaged", str(self.tarball), "--force-reinstall --no-cache-dir rocm-sdk-devel"
+                )
                 self.assertEqual(listing(self.site), before)
 
     def test_the_tarball_must_match_its_record_hash(self):
@@ -95,7 +97,11 @@ class FailedExpansionTest(DevelSite):
     def test_bad_members_are_refused_before_anything_is_written(self):
         cases = {
             "empty link": [(DEVEL + "/__init__.py", "file", b""), (DEVEL + "/lib/libx.so", "link", "")],
-            "under a file": [(DEVEL + "/__init__.py", "file", b""), (DEVEL + "/a", "file", b"x"), (DEVEL + "/a/b", "file", b"y")],
+            "under a file": [
+                (DEVEL + "/__init__.py", "file", b""),
+                (DEVEL + "/a", "file", b"x"),
+                (DEVEL + "/a/b", "file", b"y"),
+            ],
             "link to its own directory": [(DEVEL + "/__init__.py", "file", b""), (DEVEL + "/lib/up", "link", "..")],
         }
         for result in self.each_refused(cases, lambda: self.site):
@@ -126,7 +132,9 @@ class FailedExpansionTest(DevelSite):
 
     def test_a_full_tmpfs_midway_removes_the_partial_tree(self):
         if os.geteuid() != 0 or shutil.which("mount") is None:
-            print("skipped: mounting a tmpfs needs root and mount(8); the file size limit test covers it", file=sys.stderr)
+            print(
+                "skipped: mounting a tmpfs needs root and mount(8); the file size limit test covers it", file=sys.stderr
+            )
             return
         small = self.tmp / "small"
         small.mkdir()
@@ -151,7 +159,7 @@ class FailedExpansionTest(DevelSite):
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             stdout=subprocess.PIPE,
             check=True,
-            universal_newlines=True,
+            text=True,
         ).stdout.strip()
         self.tmp = self.tmp / "under"
         self.tmp.mkdir()
@@ -181,9 +189,11 @@ class FailedExpansionTest(DevelSite):
             [sys.executable, "-m", "pip", "--python", str(python), "uninstall", "-y", "rocm-sdk-devel"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            universal_newlines=True,
+            text=True,
             env=support.clean_env(),
         )
-        self.assertEqual(uninstall.returncode, 0, "pip is needed by this test (apt-get install python3-pip):\n" + uninstall.stdout)
+        self.assertEqual(
+            uninstall.returncode, 0, "pip is needed by this test (apt-get install python3-pip):\n" + uninstall.stdout
+        )
         self.assertFalse((self.site / DEVEL).exists(), uninstall.stdout)
         self.assertFalse((self.site / "rocm_sdk_devel").exists(), uninstall.stdout)

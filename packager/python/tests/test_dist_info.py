@@ -46,7 +46,9 @@ class MatchingTest(unittest.TestCase):
         self.assertEqual(libraries.get_dist_package_name("gfx110X-all"), "rocm-sdk-libraries-gfx110X-all")
         self.assertEqual(libraries.get_pure_py_package_name("gfx110X-all"), "rocm_sdk_libraries_gfx110x_all")
         self.assertEqual(libraries.get_py_package_name("gfx110X-all"), "_rocm_sdk_libraries_gfx110X_all_n")
-        self.assertEqual(libraries.get_dist_package_require("gfx110X-all"), "rocm-sdk-libraries-gfx110X-all==" + support.VERSION)
+        self.assertEqual(
+            libraries.get_dist_package_require("gfx110X-all"), "rocm-sdk-libraries-gfx110X-all==" + support.VERSION
+        )
         with self.assertRaises(ValueError):
             libraries.get_dist_package_name()
         kpack = support.load_dist_info(families=["gfx90a"], kpack=True)
@@ -93,10 +95,26 @@ class MatchingTest(unittest.TestCase):
 # beside `hiprtc-builtins0702.dll`, `amd_comgr_3.dll`, `libhipblaslt.dll`) and HIP SDK
 # 7.1's `lib`-prefixed BLAS DLLs, plus libraries the table does not name.
 WINDOWS_BIN = [
-    "amd_comgr_3.dll", "amdhip64_7.dll", "hipInfo.exe", "hipblas.dll", "hipdnn_backend.dll",
-    "hipfft.dll", "hiprand.dll", "hiprtc-builtins0702.dll", "hiprtc0702.dll", "hipsolver.dll",
-    "hipsparse.dll", "hsa-runtime64.dll", "libhipblas.dll", "libhipblaslt.dll", "MIOpen.dll",
-    "origami.dll", "rocblas.dll", "rocm-openblas.dll", "rocm_kpack.dll", "rocsolver.dll",
+    "amd_comgr_3.dll",
+    "amdhip64_7.dll",
+    "hipInfo.exe",
+    "hipblas.dll",
+    "hipdnn_backend.dll",
+    "hipfft.dll",
+    "hiprand.dll",
+    "hiprtc-builtins0702.dll",
+    "hiprtc0702.dll",
+    "hipsolver.dll",
+    "hipsparse.dll",
+    "hsa-runtime64.dll",
+    "libhipblas.dll",
+    "libhipblaslt.dll",
+    "MIOpen.dll",
+    "origami.dll",
+    "rocblas.dll",
+    "rocm-openblas.dll",
+    "rocm_kpack.dll",
+    "rocsolver.dll",
     "rocsparse.dll",
 ]
 
@@ -130,11 +148,20 @@ class WindowsDllTest(unittest.TestCase):
             self.assertEqual(self.matches(shortname, WINDOWS_BIN), dlls, shortname)
 
     def test_both_spellings_versions_and_case(self):
-        for name in ("libhipblas.dll", "hipblas.dll", "HIPBLAS.DLL", "libhipblas-3.dll", "hipblas_3.dll", "hipblas0702.dll"):
+        for name in (
+            "libhipblas.dll",
+            "hipblas.dll",
+            "HIPBLAS.DLL",
+            "libhipblas-3.dll",
+            "hipblas_3.dll",
+            "hipblas0702.dll",
+        ):
             self.assertEqual(self.matches("hipblas", [name]), [name], name)
         for name in ("libhipblaslt.dll", "hipblas_fortran.dll", "hipblas.lib", "libhipblas.so.3", "xhipblas.dll"):
             self.assertEqual(self.matches("hipblas", [name]), [], name)
-        self.assertEqual(self.matches("amd_comgr", ["amd_comgr0701.dll", "amd_comgr_drivers.dll"]), ["amd_comgr0701.dll"])
+        self.assertEqual(
+            self.matches("amd_comgr", ["amd_comgr0701.dll", "amd_comgr_drivers.dll"]), ["amd_comgr0701.dll"]
+        )
 
     def test_the_reference_glob_is_kept_for_readers(self):
         info = support.load_dist_info()
@@ -155,7 +182,9 @@ class ResolveTest(support.TempDirTest):
 
     def test_environment_wins(self):
         self.assertEqual(
-            self.resolve({"ROCM_SDK_TARGET_FAMILY": "gfx90a:xnack+"}, ["gfx1030"], families=["gfx1030", "gfx90a"], kpack=True),
+            self.resolve(
+                {"ROCM_SDK_TARGET_FAMILY": "gfx90a:xnack+"}, ["gfx1030"], families=["gfx1030", "gfx90a"], kpack=True
+            ),
             ["gfx90a", "environment"],
         )
 
@@ -166,7 +195,9 @@ class ResolveTest(support.TempDirTest):
         self.assertIn("gfx1030, gfx90a", message)
 
     def test_detected_gpu(self):
-        self.assertEqual(self.resolve(gpu_lines=["gfx1100"], families=["gfx110X-all", "gfx94X-dcgpu"]), ["gfx110X-all", "detected"])
+        self.assertEqual(
+            self.resolve(gpu_lines=["gfx1100"], families=["gfx110X-all", "gfx94X-dcgpu"]), ["gfx110X-all", "detected"]
+        )
 
     def test_unmatched_gpu_falls_back_to_the_default(self):
         self.assertEqual(self.resolve(gpu_lines=["gfx803"], families=["gfx94X-dcgpu"]), ["gfx94X-dcgpu", "default"])
@@ -180,7 +211,9 @@ class ResolveTest(support.TempDirTest):
         support.write(bin_dir / "offload-arch", "#!/bin/sh\nexit 3\n", mode=0o755)
         quiet = support.run_python(RESOLVE, env=support.clean_env(None, [str(bin_dir)]), args=[path], check=True)
         self.assertEqual(quiet.stderr, "")
-        loud = support.run_python(RESOLVE, env=support.clean_env({"ROCM_SDK_VERBOSE": "1"}, [str(bin_dir)]), args=[path], check=True)
+        loud = support.run_python(
+            RESOLVE, env=support.clean_env({"ROCM_SDK_VERBOSE": "1"}, [str(bin_dir)]), args=[path], check=True
+        )
         self.assertIn("exited with 3", loud.stderr)
 
 

@@ -24,7 +24,7 @@ class Sites(support.TempDirTest):
 
     def doctor(self, site, tree, *args):
         env = support.clean_env({"ROCM_SDK_KFD_TOPOLOGY": str(support.TOPOLOGIES / tree)})
-        return support.run_python(DOCTOR, site=site, env=env, args=["doctor"] + list(args))
+        return support.run_python(DOCTOR, site=site, env=env, args=["doctor", *list(args)])
 
     def report(self, site, tree):
         result = self.doctor(site, tree, "--json")
@@ -74,7 +74,8 @@ class DoctorTest(Sites):
         text = self.doctor(site, "strix_halo_gfx1151_apu")
         self.assertEqual(text.returncode, 1)
         self.assertIn(
-            "GPU gfx1151 (KFD node 1): missing rocm-sdk-device-gfx1151; add it with: pip install 'rocm[device-gfx1151]'",
+            "GPU gfx1151 (KFD node 1): missing rocm-sdk-device-gfx1151; "
+            "add it with: pip install 'rocm[device-gfx1151]'",
             text.stdout,
         )
         self.assertIn("to add what is missing: pip install 'rocm[device-gfx1151]'", text.stdout)
@@ -104,7 +105,9 @@ class DoctorTest(Sites):
 
     def test_a_gfx1250_gpu_needs_its_owners_package_for_either_target(self):
         topology = self.tmp / "gfx1250"
-        support.write(topology / "nodes" / "1" / "properties", "cpu_cores_count 0\nsimd_count 1024\ngfx_target_version 120500\n")
+        support.write(
+            topology / "nodes" / "1" / "properties", "cpu_cores_count 0\nsimd_count 1024\ngfx_target_version 120500\n"
+        )
         site = self.site(["gfx1250-strict"])
         env = support.clean_env({"ROCM_SDK_KFD_TOPOLOGY": str(topology)})
         result = support.run_python(DOCTOR, site=site, env=env, args=["doctor", "--json"])
@@ -127,7 +130,9 @@ class DoctorTest(Sites):
         site = self.site(["gfx110X-all", "gfx90X-dcgpu"], kpack=False)
         report = self.report(site, "mi210_gfx90a")
         self.assertEqual(report["gpus"][0]["owner"], "gfx90X-dcgpu")
-        self.assertEqual(report["install"], "ROCM_SDK_TARGET_FAMILY=gfx90X-dcgpu pip install --no-cache-dir 'rocm[libraries]'")
+        self.assertEqual(
+            report["install"], "ROCM_SDK_TARGET_FAMILY=gfx90X-dcgpu pip install --no-cache-dir 'rocm[libraries]'"
+        )
 
 
 # Calls initialize_process twice; prints each call's warnings of our category.
@@ -175,7 +180,9 @@ class WarningTest(Sites):
         version = support.run_python(DOCTOR, site=site, env=env, args=["version"], check=True)
         self.assertEqual(version.stdout.strip(), support.VERSION)
         [line] = version.stderr.splitlines()
-        self.assertTrue(line.startswith("rocm-sdk: warning: no ROCm device package is installed for the GPU gfx1151"), line)
+        self.assertTrue(
+            line.startswith("rocm-sdk: warning: no ROCm device package is installed for the GPU gfx1151"), line
+        )
         # A core console script warns, then runs (here: fails to find) its tool.
         tool = support.run_python("import rocm_sdk_core._cli as c; c.hipcc()", site=site, env=env)
         lines = tool.stderr.splitlines()

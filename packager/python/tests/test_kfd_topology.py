@@ -82,9 +82,9 @@ class KfdTopologyTest(support.TempDirTest):
             "print(json.dumps([m.target_name(v) for v in map(int, sys.argv[2:])]))\n"
         )
         versions = [90010, 90402, 90500, 100300, 110000, 110501, 120001, 120500, 0, -1, 110099, 101600]
-        result = support.run_python(code, args=[MODULE] + versions, check=True)
+        result = support.run_python(code, args=[MODULE, *versions], check=True)
         expected = ["gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1151", "gfx1201", "gfx1250"]
-        self.assertEqual(json.loads(result.stdout), expected + [None, None, None, None])
+        self.assertEqual(json.loads(result.stdout), [*expected, None, None, None, None])
 
     def test_the_module_imports_only_the_standard_library(self):
         # Another package (a PEP 850 variant provider) carries this file as it is.

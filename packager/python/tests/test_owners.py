@@ -63,19 +63,29 @@ class OwnerExtrasTest(BackendSupport):
         for family in ("gfx1250", "gfx1250-strict"):
             _, extras = self.call(root, "requirements", env={"ROCM_SDK_TARGET_FAMILY": family})
             self.assertEqual(extras["device"], ["rocm-sdk-device-gfx1250==" + v], family)
-            self.assertEqual(sorted(k for k in extras if k.startswith("device-")), ["device-all", "device-gfx1250", "device-gfx90a"])
+            self.assertEqual(
+                sorted(k for k in extras if k.startswith("device-")), ["device-all", "device-gfx1250", "device-gfx90a"]
+            )
             self.assertEqual(extras["device-all"], ["rocm-sdk-device-gfx1250==" + v, "rocm-sdk-device-gfx90a==" + v])
 
     def test_a_detected_gfx1250_selects_the_owner_in_a_strict_only_build(self):
         root = self.make_sdist_tree(families=["gfx1250-strict"], kpack=True)
         _, extras = self.call(root, "requirements", gpu="gfx1250")
         self.assertEqual(extras["device"], ["rocm-sdk-device-gfx1250==" + support.VERSION])
-        self.assertEqual(json.dumps(sorted(extras)), json.dumps(["devel", "device", "device-all", "device-gfx1250", "libraries", "profiler"]))
+        self.assertEqual(
+            json.dumps(sorted(extras)),
+            json.dumps(["devel", "device", "device-all", "device-gfx1250", "libraries", "profiler"]),
+        )
 
     def test_platform_markers_follow_the_owner(self):
         root = self.make_sdist_tree(
-            families=["gfx1250", "gfx1250-strict", "gfx90a"], kpack=True, linux=["gfx1250-strict", "gfx90a"], windows=["gfx1250"]
+            families=["gfx1250", "gfx1250-strict", "gfx90a"],
+            kpack=True,
+            linux=["gfx1250-strict", "gfx90a"],
+            windows=["gfx1250"],
         )
         _, extras = self.call(root, "requirements")
         self.assertEqual(extras["device-gfx1250"], ["rocm-sdk-device-gfx1250==" + support.VERSION])
-        self.assertEqual(extras["device-gfx90a"], ['rocm-sdk-device-gfx90a==%s; sys_platform == "linux"' % support.VERSION])
+        self.assertEqual(
+            extras["device-gfx90a"], ['rocm-sdk-device-gfx90a==%s; sys_platform == "linux"' % support.VERSION]
+        )

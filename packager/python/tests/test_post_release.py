@@ -55,8 +55,12 @@ class PostReleaseVersionCheckTest(support.TempDirTest):
         return json.loads(support.run_python(code, site=site, check=True).stdout)
 
     def check(self, installed, asked, matches):
-        site = support.make_site(self.tmp / installed / asked.replace("*", "x"), families=["gfx90a"], kpack=True, version=installed)
-        strict = self.probe(site, "rocm_sdk.initialize_process(check_version=%r, fail_on_version_mismatch=True)" % asked)
+        site = support.make_site(
+            self.tmp / installed / asked.replace("*", "x"), families=["gfx90a"], kpack=True, version=installed
+        )
+        strict = self.probe(
+            site, "rocm_sdk.initialize_process(check_version=%r, fail_on_version_mismatch=True)" % asked
+        )
         warned = self.probe(site, "rocm_sdk.initialize_process(check_version=%r)" % asked)
         if matches:
             self.assertEqual(strict, {"ok": "None", "warnings": []}, (installed, asked))
@@ -79,5 +83,9 @@ class PostReleaseVersionCheckTest(support.TempDirTest):
 
     def test_a_compiled_pattern_sees_the_release(self):
         site = support.make_site(self.tmp, families=["gfx90a"], kpack=True, version="7.12.0.post1")
-        result = self.probe(site, "rocm_sdk.initialize_process(check_version=__import__('re').compile(r'7\\.12\\.0'), fail_on_version_mismatch=True)")
+        result = self.probe(
+            site,
+            "rocm_sdk.initialize_process("
+            "check_version=__import__('re').compile(r'7\\.12\\.0'), fail_on_version_mismatch=True)",
+        )
         self.assertEqual(result, {"ok": "None", "warnings": []})

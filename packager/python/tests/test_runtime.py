@@ -54,22 +54,33 @@ class RuntimeTest(support.TempDirTest):
         self.assertIn("libhiprtc.so*", result["message"])
 
     def test_preload_list_from_the_environment(self):
-        ok = self.probe("(rocm_sdk.initialize_process(), sorted(rocm_sdk._ALL_CDLLS))[1]", {"ROCM_SDK_PRELOAD_LIBRARIES": " ; amdhip64, ;"})
+        ok = self.probe(
+            "(rocm_sdk.initialize_process(), sorted(rocm_sdk._ALL_CDLLS))[1]",
+            {"ROCM_SDK_PRELOAD_LIBRARIES": " ; amdhip64, ;"},
+        )
         self.assertEqual(ok["ok"], repr(["amdhip64"]))
-        ignored = self.probe("(rocm_sdk.initialize_process(env_override=False), sorted(rocm_sdk._ALL_CDLLS))[1]", {"ROCM_SDK_PRELOAD_LIBRARIES": "nope"})
+        ignored = self.probe(
+            "(rocm_sdk.initialize_process(env_override=False), sorted(rocm_sdk._ALL_CDLLS))[1]",
+            {"ROCM_SDK_PRELOAD_LIBRARIES": "nope"},
+        )
         self.assertEqual(ignored["ok"], repr([]))
         bad = self.probe("rocm_sdk.initialize_process()", {"ROCM_SDK_PRELOAD_LIBRARIES": "amdhip64;nope"})
         self.assertEqual(bad["error"], "RuntimeError")
         self.assertIn("ROCM_SDK_PRELOAD_LIBRARIES='amdhip64;nope'", bad["message"])
 
     def test_preload_shortnames_argument(self):
-        result = self.probe("(rocm_sdk.initialize_process(preload_shortnames=['amdhip64']), sorted(rocm_sdk._ALL_CDLLS))[1]")
+        result = self.probe(
+            "(rocm_sdk.initialize_process(preload_shortnames=['amdhip64']), sorted(rocm_sdk._ALL_CDLLS))[1]"
+        )
         self.assertEqual(result["ok"], repr(["amdhip64"]))
 
     def test_version_check(self):
         matching = self.probe("rocm_sdk.initialize_process(check_version='7.12.*', fail_on_version_mismatch=True)")
         self.assertEqual(matching, {"ok": "None", "warnings": []})
-        regex = self.probe("rocm_sdk.initialize_process(check_version=__import__('re').compile(r'7\\.12'), fail_on_version_mismatch=True)")
+        regex = self.probe(
+            "rocm_sdk.initialize_process("
+            "check_version=__import__('re').compile(r'7\\.12'), fail_on_version_mismatch=True)"
+        )
         self.assertEqual(regex, {"ok": "None", "warnings": []})
         # Both messages begin with the reference's sentence, word for word (SPEC §4).
         reference = (
@@ -82,7 +93,10 @@ class RuntimeTest(support.TempDirTest):
         raised = self.probe("rocm_sdk.initialize_process(check_version='6.*', fail_on_version_mismatch=True)")
         self.assertEqual(raised["error"], "RuntimeError")
         self.assertTrue(raised["message"].startswith(reference % "6.*"), raised["message"])
-        regex = self.probe("rocm_sdk.initialize_process(check_version=__import__('re').compile(r'6\\.0'), fail_on_version_mismatch=True)")
+        regex = self.probe(
+            "rocm_sdk.initialize_process("
+            "check_version=__import__('re').compile(r'6\\.0'), fail_on_version_mismatch=True)"
+        )
         self.assertEqual(regex["error"], "RuntimeError")
         self.assertTrue(regex["message"].startswith(reference % "6\\.0"), regex["message"])
 
@@ -90,11 +104,20 @@ class RuntimeTest(support.TempDirTest):
         self.assertEqual(self.probe("rocm_sdk.initialize_process(future_option=1)")["ok"], "None")
 
     def test_cli_version_and_targets(self):
-        support.write(self.site / "_rocm_sdk_core" / "share" / "therock" / "dist_info.json", '{"dist_amdgpu_targets": "gfx1030;gfx90a"}')
-        version = support.run_python("import rocm_sdk.__main__ as m, sys; sys.exit(m.main(['version']))", site=self.site, check=True)
+        support.write(
+            self.site / "_rocm_sdk_core" / "share" / "therock" / "dist_info.json",
+            '{"dist_amdgpu_targets": "gfx1030;gfx90a"}',
+        )
+        version = support.run_python(
+            "import rocm_sdk.__main__ as m, sys; sys.exit(m.main(['version']))", site=self.site, check=True
+        )
         self.assertEqual(version.stdout.strip(), support.VERSION)
-        targets = support.run_python("import rocm_sdk.__main__ as m, sys; sys.exit(m.main(['targets']))", site=self.site, check=True)
+        targets = support.run_python(
+            "import rocm_sdk.__main__ as m, sys; sys.exit(m.main(['targets']))", site=self.site, check=True
+        )
         self.assertEqual(targets.stdout.strip(), "gfx1030;gfx90a")
-        path = support.run_python("import rocm_sdk.__main__ as m, sys; sys.exit(m.main(['path', '--root']))", site=self.site)
+        path = support.run_python(
+            "import rocm_sdk.__main__ as m, sys; sys.exit(m.main(['path', '--root']))", site=self.site
+        )
         self.assertEqual(path.returncode, 1)
         self.assertIn('pip install "rocm[devel]"', path.stderr)

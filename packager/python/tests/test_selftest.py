@@ -42,9 +42,13 @@ class SelfTest(support.TempDirTest):
         ).strip()
         self.site = support.Path(purelib)
         options = {"families": ["gfx1030", "gfx90a"], "kpack": True}
-        support.install_pure(self.site, support.PYTHON_ROOT / "meta" / "rocm_sdk", "rocm_sdk", logical="meta", **options)
+        support.install_pure(
+            self.site, support.PYTHON_ROOT / "meta" / "rocm_sdk", "rocm_sdk", logical="meta", **options
+        )
         support.add_dist(self.site, "rocm", support.VERSION, ["rocm_sdk/__init__.py"])
-        support.install_pure(self.site, support.PYTHON_ROOT / "core" / "rocm_sdk_core", "rocm_sdk_core", logical="core", **options)
+        support.install_pure(
+            self.site, support.PYTHON_ROOT / "core" / "rocm_sdk_core", "rocm_sdk_core", logical="core", **options
+        )
         core = self.site / "_rocm_sdk_core"
         support.write(core / "__init__.py", "")
         library = support.compile_shared_library(self.tmp / "libprobe.so")
@@ -59,7 +63,11 @@ class SelfTest(support.TempDirTest):
         )
         support.write(record.parent / "entry_points.txt", entry_points)
         for script, function in SCRIPTS.items():
-            wrapper = "#!%s\nimport sys\nfrom rocm_sdk_core._cli import %s\nsys.exit(%s())\n" % (self.python, function, function)
+            wrapper = "#!%s\nimport sys\nfrom rocm_sdk_core._cli import %s\nsys.exit(%s())\n" % (
+                self.python,
+                function,
+                function,
+            )
             support.write(venv / "bin" / script, wrapper, mode=0o755)
         # devel, with the tree of the devel tests
         support.install_pure(self.site, support.PYTHON_ROOT / "devel", "rocm_sdk_devel", logical="devel", **options)
@@ -77,7 +85,7 @@ class SelfTest(support.TempDirTest):
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=support.clean_env(),
-            universal_newlines=True,
+            text=True,
         )
 
     def test_sound_installation_passes(self):

@@ -43,19 +43,33 @@ class TargetFamilyTest(support.TempDirTest):
         """A legacy `rocm-sdk-libraries-{family}` wheel, with its `libhipblas.so.1`."""
         name = identifier(family)
         support.install_pure(
-            site, support.PYTHON_ROOT / "libraries", "rocm_sdk_libraries_" + name, logical="libraries", this_family=family, **self.options
+            site,
+            support.PYTHON_ROOT / "libraries",
+            "rocm_sdk_libraries_" + name,
+            logical="libraries",
+            this_family=family,
+            **self.options,
         )
         # The platform directory keeps the family's spelling, as the reference's does (SPEC §2).
         platform = site / ("_rocm_sdk_libraries_" + family.replace("-", "_"))
         support.write(platform / "__init__.py", "")
         support.write(platform / "lib" / "libhipblas.so.1", b"\x7fELF")
-        support.add_dist(site, "rocm-sdk-libraries-" + family, support.VERSION, ["rocm_sdk_libraries_%s/__init__.py" % name])
+        support.add_dist(
+            site, "rocm-sdk-libraries-" + family, support.VERSION, ["rocm_sdk_libraries_%s/__init__.py" % name]
+        )
         return platform / "lib" / "libhipblas.so.1"
 
     def install_devel(self, site, family):
         """A legacy multi-family `rocm-sdk-devel-{family}` wheel, not yet expanded."""
         name = identifier(family)
-        support.install_pure(site, support.PYTHON_ROOT / "devel", "rocm_sdk_devel_" + name, logical="devel", this_family=family, **self.options)
+        support.install_pure(
+            site,
+            support.PYTHON_ROOT / "devel",
+            "rocm_sdk_devel_" + name,
+            logical="devel",
+            this_family=family,
+            **self.options,
+        )
         support.add_dist(site, "rocm-sdk-devel-" + family, support.VERSION, ["rocm_sdk_devel_%s/__init__.py" % name])
 
     def probe(self, site, env=None, gpu_lines=None):
@@ -171,7 +185,8 @@ class TargetFamilyTest(support.TempDirTest):
                 self.assert_escaped(result.stderr)
         # The library API's exception says the same, escaped, to whoever prints it.
         result = support.run_python(
-            "import rocm_sdk._dist_info as di\ntry:\n    di.determine_target_family()\nexcept ValueError as e:\n    print(e)",
+            "import rocm_sdk._dist_info as di\n"
+            "try:\n    di.determine_target_family()\nexcept ValueError as e:\n    print(e)",
             site=installed,
             env=support.clean_env({"ROCM_SDK_TARGET_FAMILY": self.HOSTILE}),
             check=True,

@@ -125,8 +125,8 @@ def run(script):
                     # Windows has no exec: run the tool as a child, pass its exit code on.
                     import subprocess
 
-                    sys.exit(subprocess.call([str(path)] + sys.argv[1:]))
-                os.execv(str(path), [str(path)] + sys.argv[1:])
+                    sys.exit(subprocess.call([str(path), *sys.argv[1:]]))
+                os.execv(str(path), [str(path), *sys.argv[1:]])
             except OSError as error:
                 _fail(script, "%s: %s" % (path, error))
     _fail(script, "%s is not installed (looked in %s)" % (relpath, ", ".join(str(root) for root in roots)))

@@ -5,6 +5,7 @@ the ROCm libraries they link against are already in the process (SPEC §4). Noth
 printed unless `ROCM_SDK_VERBOSE=1`.
 """
 
+import contextlib
 import importlib
 import os
 import re
@@ -108,8 +109,7 @@ def find_libraries(*shortnames):
             paths.append(path)
     if missing:
         raise ModuleNotFoundError(
-            "ROCm packages missing for %s; install them with `%s`"
-            % (", ".join(shortnames), _install_hint(missing))
+            "ROCm packages missing for %s; install them with `%s`" % (", ".join(shortnames), _install_hint(missing))
         ) from missing_modules[0]
     return paths
 
@@ -157,10 +157,8 @@ def _add_dll_directories(library_dir):
     """Windows: a DLL's imports are searched in the directories added here, not beside
     the importer in another package; core's `bin/` holds what the others import."""
     directories = [library_dir]
-    try:
+    with contextlib.suppress(ModuleNotFoundError):
         directories.append(_library_dir(ALL_LIBRARIES["amdhip64"]))
-    except ModuleNotFoundError:
-        pass
     for directory in directories:
         key = str(directory)
         if key not in _DLL_DIRECTORIES and directory.is_dir():
@@ -177,7 +175,7 @@ def initialize_process(
     env_override=True,
     check_version=None,
     fail_on_version_mismatch=False,
-    **kwargs
+    **kwargs,
 ):
     """Prepares this process for native code built against ROCm.
 
@@ -234,12 +232,9 @@ def initialize_process(
             if fail_on_version_mismatch:
                 raise RuntimeError(
                     message + " Install the ROCm packages the program was built for "
-                    "(pip install --force-reinstall 'rocm==VERSION'), or rebuild it against %s."
-                    % __version__
+                    "(pip install --force-reinstall 'rocm==VERSION'), or rebuild it against %s." % __version__
                 )
-            warnings.warn(
-                message + " This incompatibility may result in unexpected behavior.", stacklevel=2
-            )
+            warnings.warn(message + " This incompatibility may result in unexpected behavior.", stacklevel=2)
 
 
 def _version_matches(check_version, pattern, version):

@@ -50,8 +50,7 @@ class DevelPackage:
 
 def _not_installed_error(dist_name):
     return ModuleNotFoundError(
-        "the ROCm development package (%s) is not installed; "
-        'install it with `pip install "rocm[devel]"`' % dist_name
+        'the ROCm development package (%s) is not installed; install it with `pip install "rocm[devel]"`' % dist_name
     )
 
 
@@ -83,8 +82,7 @@ def ensure_expanded(devel):
     if record_path is None:
         raise RuntimeError(
             "cannot expand %s: its RECORD file was not found, so it was not installed by a "
-            "Python package installer; install rocm[devel] in a virtual environment with pip or uv"
-            % devel.dist_name
+            "Python package installer; install rocm[devel] in a virtual environment with pip or uv" % devel.dist_name
         )
     with _record.locked(record_path) as record:
         # Another process may have finished while we waited for the lock.
@@ -110,7 +108,7 @@ def ensure_expanded(devel):
         # every file below it, and leaves the directories it empties; without this entry
         # `pip uninstall` would leave device links and empty directories behind. pip and
         # uv both remove a recorded directory with everything in it.
-        _record.append_paths(record, created + [devel.platform_name])
+        _record.append_paths(record, [*created, devel.platform_name])
         os.fsync(record.fileno())
         # Last: until the tarball is gone, the next use redoes the expansion.
         tarball.unlink()

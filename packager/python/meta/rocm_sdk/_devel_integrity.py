@@ -111,7 +111,8 @@ def open_checked(tarball, dist_name):
     tarball = str(tarball)
     tar = None
     try:
-        tar = tarfile.open(tarball, "r:*")
+        # Not a `with`: the open archive is returned, and the caller closes it.
+        tar = tarfile.open(tarball, "r:*")  # noqa: SIM115
         members = tar.getmembers()
         # tarfile stops quietly where a header is missing; a whole tar has two zero blocks there.
         tar.fileobj.seek(tar.offset)
@@ -132,4 +133,6 @@ def open_checked(tarball, dist_name):
     except READ_ERRORS as error:
         if tar is not None:
             tar.close()
-        raise DamagedTarballError(tarball, dist_name, "it cannot be read: %s" % (error or type(error).__name__)) from None
+        raise DamagedTarballError(
+            tarball, dist_name, "it cannot be read: %s" % (error or type(error).__name__)
+        ) from None

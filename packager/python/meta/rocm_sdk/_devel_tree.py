@@ -12,9 +12,9 @@ tarball whole first and removing a failed expansion's partial tree are
 `_devel_integrity`'s and `_write_members`' jobs.
 """
 
+import contextlib
 import os
 import shutil
-import tarfile
 
 from ._devel_integrity import READ_ERRORS, ExpansionError, open_checked, reinstall_hint
 
@@ -209,10 +209,8 @@ class _WriteFailed(Exception):
 
 
 def _remove_quietly(path):
-    try:
+    with contextlib.suppress(OSError):
         _remove(path)
-    except OSError:
-        pass
 
 
 def _write_members(tar, checked, links, site_dir):

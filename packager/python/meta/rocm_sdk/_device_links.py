@@ -83,6 +83,6 @@ def reconcile(devel):
                 if not _same_file(source, destination):
                     _link_into(source, destination)
                     placed += 1
-                new_paths.append("/".join([devel.platform_name] + parts))
+                new_paths.append("/".join([devel.platform_name, *parts]))
             _record.append_paths(record, new_paths)
     return placed

@@ -195,9 +195,7 @@ def warn_once(emit):
 def warn_on_stderr(program):
     """`warn_once` for a console script: one `{program}: warning: ...` line on stderr."""
     warn_once(
-        lambda message: print(
-            "%s: warning: %s" % (program, di.printable(message, keep_newlines=True)), file=sys.stderr
-        )
+        lambda message: print("%s: warning: %s" % (program, di.printable(message, keep_newlines=True)), file=sys.stderr)
     )
 
 
@@ -217,5 +215,3 @@ def run(as_json=False, out=None):
     report = diagnose()
     out.write(_json(report) if as_json else render_text(report))
     return exit_code(report)
-
-

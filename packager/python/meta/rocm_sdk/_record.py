@@ -8,9 +8,9 @@ distribution is installed and is never part of what we create.
 
 import contextlib
 import csv
-import os
 import importlib.metadata
 import io
+import os
 from pathlib import Path
 
 

@@ -56,7 +56,7 @@ def run(script):
     if not path.is_file():
         _fail(script, "%s is not installed" % path)
     try:
-        os.execv(str(path), [str(path)] + sys.argv[1:])
+        os.execv(str(path), [str(path), *sys.argv[1:]])
     except OSError as error:
         _fail(script, "%s: %s" % (path, error))
 

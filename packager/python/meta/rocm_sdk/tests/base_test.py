@@ -28,7 +28,9 @@ class BaseTest(unittest.TestCase):
         # One release: a package republished as a post release belongs to it (SPEC §4).
         for name, version in sorted(utils.installed_versions().items()):
             with self.subTest(distribution=name):
-                self.assertTrue(di.same_release(version, di.__version__), "%s is %s, not %s" % (name, version, di.__version__))
+                self.assertTrue(
+                    di.same_release(version, di.__version__), "%s is %s, not %s" % (name, version, di.__version__)
+                )
 
     def test_installed_pure_packages_agree_on_dist_info(self):
         for entry in di.ALL_PACKAGES.values():

@@ -80,7 +80,11 @@ class DevelTest(unittest.TestCase):
         self.assertEqual(_device_links.reconcile(self.devel), 0, "device links were not already in place")
 
     def test_cli_paths(self):
-        for flag, expected in (("--root", self.root), ("--bin", self.root / "bin"), ("--cmake", self.root / "lib" / "cmake")):
+        for flag, expected in (
+            ("--root", self.root),
+            ("--bin", self.root / "bin"),
+            ("--cmake", self.root / "lib" / "cmake"),
+        ):
             with self.subTest(flag=flag):
                 output = subprocess.check_output([sys.executable, "-m", "rocm_sdk", "path", flag])
                 self.assertEqual(Path(output.decode().strip()), expected)

@@ -81,7 +81,7 @@ def load_in_subprocess(path):
         core = import_platform_package("core")
         directories = [str(path.parent), str(package_dir(core) / "bin")]
     result = subprocess.run(
-        [sys.executable, "-c", code, str(path)] + directories,
+        [sys.executable, "-c", code, str(path), *directories],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -93,8 +93,7 @@ def python_in_subprocess(code, env=None):
     """(returncode, stdout, stderr) of `python -c code`."""
     result = subprocess.run(
         [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         stdin=subprocess.DEVNULL,
         env=env,
     )
@@ -108,7 +107,11 @@ def console_scripts(dist_name):
     except importlib.metadata.PackageNotFoundError:
         return []
     scripts = []
-    directories = [sysconfig.get_path("scripts"), sysconfig.get_path("scripts", "posix_user"), os.path.dirname(sys.executable)]
+    directories = [
+        sysconfig.get_path("scripts"),
+        sysconfig.get_path("scripts", "posix_user"),
+        os.path.dirname(sys.executable),
+    ]
     for entry in dist.entry_points:
         if entry.group != "console_scripts":
             continue
@@ -136,7 +139,11 @@ def run_console_script(path):
 
 def installed_versions():
     """{dist name: version} of every installed distribution this ROCm build knows."""
-    names = ["rocm", di.ALL_PACKAGES["core"].get_dist_package_name(), di.ALL_PACKAGES["profiler"].get_dist_package_name()]
+    names = [
+        "rocm",
+        di.ALL_PACKAGES["core"].get_dist_package_name(),
+        di.ALL_PACKAGES["profiler"].get_dist_package_name(),
+    ]
     for logical in ("libraries", "devel", "device"):
         entry = di.ALL_PACKAGES[logical]
         if not entry.built:
