@@ -89,7 +89,7 @@ fn check_offered(archives: &[Archive], findings: &mut Findings) {
     for sdist in
         archives.iter().filter(|archive| archive.kind == ArchiveKind::Sdist && archive.name.as_deref() == Some("rocm"))
     {
-        let Some(families) = sdist.dist_info_py.as_deref().and_then(available_target_families) else { continue };
+        let Some(families) = sdist.dist_info_data.as_deref().and_then(available_target_families) else { continue };
         let mut offered: Vec<String> = families.iter().map(|family| file_name_form(family)).collect();
         offered.extend(families.iter().map(|family| file_name_form(Target::from_target_id(family).as_str())));
         offered.extend(families.iter().map(|family| device_wheel_target(family)));
@@ -272,12 +272,12 @@ fn check_kpack_completeness(archives: &[Archive], findings: &mut Findings) {
             );
             continue;
         };
-        let Some(targets) = sdist.dist_info_py.as_deref().and_then(available_target_families) else {
+        let Some(targets) = sdist.dist_info_data.as_deref().and_then(available_target_families) else {
             findings.violation(
                 &sdist.file,
                 None,
                 Check::Completeness,
-                "cannot read AVAILABLE_TARGET_FAMILIES from rocm_sdk/_dist_info.py",
+                "cannot read AVAILABLE_TARGET_FAMILIES from rocm_sdk/_dist_info_data.py",
             );
             continue;
         };

@@ -1,13 +1,15 @@
 """Builds synthetic installations of the shipped Python code, without built wheels.
 
-A test gets a temporary site-packages holding `rocm_sdk`, `rocm_sdk_core` (with a
-`_dist_info.py` made from a hand-built constants header and the real static body), their
+A test gets a temporary site-packages holding `rocm_sdk`, `rocm_sdk_core` (with the real
+`_dist_info.py` and a hand-built `_dist_info_data.py` of constants beside it), their
 platform directories, and `.dist-info` directories with RECORD files, the way pip leaves
 them. Code under test runs in a subprocess with that directory on `sys.path` and a clean
 environment, so the test process's own environment never changes.
 """
 
+import importlib.util
 import io
+import itertools
 import json
 import os
 import shutil
@@ -15,17 +17,19 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import types
 import unittest
 from pathlib import Path
 
 PYTHON_ROOT = Path(__file__).resolve().parent.parent
-BODY = (PYTHON_ROOT / "common" / "_dist_info_body.py").read_text(encoding="utf-8")
-# The owner table, as the packager renders it into every `_dist_info.py` (SPEC §2).
+# The static module every pure package ships; its constants are generated per package.
+DIST_INFO = PYTHON_ROOT / "meta" / "rocm_sdk" / "_dist_info.py"
+# The owner table, as the packager renders it into every `_dist_info_data.py` (SPEC §2).
 TARGET_OWNERS = json.loads((PYTHON_ROOT / "common" / "target_owners.json").read_text(encoding="utf-8"))["owners"]
 VERSION = "7.12.0.dev0"
 
 
-def dist_info_source(
+def dist_info_data_source(
     families=("gfx110X-all", "gfx94X-dcgpu"),
     kpack=False,
     default=None,
@@ -52,17 +56,42 @@ def dist_info_source(
         ("THIS_TARGET_FAMILY", this_family),
         ("THIS_PACKAGE_LOGICAL_NAME", logical),
     ]
-    header = "".join("%s = %r\n" % pair for pair in constants)
-    return header + "\n" + BODY
+    return '"""Constants of a test build."""\n\n' + "".join("%s = %r\n" % pair for pair in constants)
+
+
+_LOADED = itertools.count()
 
 
 def load_dist_info(**options):
-    """A `_dist_info` module object built in memory."""
-    import types
-
-    module = types.ModuleType("_dist_info_under_test")
-    exec(compile(dist_info_source(**options), "_dist_info.py", "exec"), module.__dict__)
+    """The real `_dist_info` module over constants built in memory, imported as a module of
+    a package of its own (each call a new one), so tracebacks point into its source."""
+    package = "_dist_info_under_test_%d" % next(_LOADED)
+    parent = types.ModuleType(package)
+    parent.__path__ = []
+    sys.modules[package] = parent
+    data = types.ModuleType(package + "._dist_info_data")
+    exec(compile(dist_info_data_source(**options), "_dist_info_data.py", "exec"), data.__dict__)
+    sys.modules[data.__name__] = data
+    spec = importlib.util.spec_from_file_location(package + "._dist_info", DIST_INFO)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
     return module
+
+
+def write_dist_info(package_dir, **options):
+    """`_dist_info.py` and a `_dist_info_data.py` of `options` in `package_dir`, as the
+    packager gives every pure package."""
+    write(Path(package_dir) / "_dist_info.py", DIST_INFO.read_text(encoding="utf-8"))
+    write(Path(package_dir) / "_dist_info_data.py", dist_info_data_source(**options))
+
+
+def write_dist_info_package(root, **options):
+    """A package `shipped` under `root` holding only `_dist_info`; returns `root`, the
+    directory to put on `sys.path` before `import shipped._dist_info`."""
+    write(Path(root) / "shipped" / "__init__.py", "")
+    write_dist_info(Path(root) / "shipped", **options)
+    return Path(root)
 
 
 # Recorded KFD topology trees, shaped like the kernel's (see kfd_topologies/README.md).
@@ -121,9 +150,9 @@ def copy_tree(source, destination):
 
 
 def install_pure(site, source_dir, package, **options):
-    """Copies a shipped pure package and gives it a generated `_dist_info.py`."""
+    """Copies a shipped pure package and gives it `_dist_info` with generated constants."""
     copy_tree(source_dir, Path(site) / package)
-    write(Path(site) / package / "_dist_info.py", dist_info_source(**options))
+    write_dist_info(Path(site) / package, **options)
 
 
 def make_site(root, with_core=True, **options):

@@ -39,7 +39,7 @@ class BackendSupport(support.TempDirTest):
     def make_sdist_tree(self, **options):
         root = self.tmp / "rocm"
         support.copy_tree(support.PYTHON_ROOT / "meta", root)
-        support.write(root / "rocm_sdk" / "_dist_info.py", support.dist_info_source(logical="meta", **options))
+        support.write_dist_info(root / "rocm_sdk", logical="meta", **options)
         return root
 
     def call(self, root, name, *args, env=None, gpu=None):
@@ -138,7 +138,8 @@ class BackendTest(BackendSupport):
                 metadata,
             )
             self.assertIn("rocm-sdk = rocm_sdk.__main__:main", wheel.read(prefix + "entry_points.txt").decode())
-            for expected in ("rocm_sdk/__init__.py", "rocm_sdk/_dist_info.py", "rocm_sdk/tests/base_test.py"):
+            expected_files = ("rocm_sdk/__init__.py", "rocm_sdk/_dist_info.py", "rocm_sdk/_dist_info_data.py")
+            for expected in (*expected_files, "rocm_sdk/tests/base_test.py"):
                 self.assertIn(expected, names)
             self.assertFalse([n for n in names if "__pycache__" in n or n.endswith(".pyc")])
             rows = list(csv.reader(io.StringIO(wheel.read(prefix + "RECORD").decode())))
@@ -160,3 +161,4 @@ class BackendTest(BackendSupport):
             names = archive.getnames()
         self.assertIn("rocm-%s/_rocm_build_backend.py" % support.VERSION, names)
         self.assertIn("rocm-%s/rocm_sdk/_dist_info.py" % support.VERSION, names)
+        self.assertIn("rocm-%s/rocm_sdk/_dist_info_data.py" % support.VERSION, names)

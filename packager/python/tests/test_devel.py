@@ -50,7 +50,12 @@ class DevelSite(support.TempDirTest):
             self.site,
             "rocm-sdk-devel",
             version,
-            ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py", "rocm_sdk_devel/" + name],
+            [
+                "rocm_sdk_devel/__init__.py",
+                "rocm_sdk_devel/_dist_info.py",
+                "rocm_sdk_devel/_dist_info_data.py",
+                "rocm_sdk_devel/" + name,
+            ],
         )
 
     def each_refused(self, cases, watched):

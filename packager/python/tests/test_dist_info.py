@@ -6,10 +6,9 @@ import unittest
 from tests import support
 
 RESOLVE = """
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("_dist_info", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import shipped._dist_info as module
 try:
     print(json.dumps(list(module.resolve_target_family())))
 except ValueError as error:
@@ -171,7 +170,7 @@ class WindowsDllTest(unittest.TestCase):
 
 class ResolveTest(support.TempDirTest):
     def resolve(self, env=None, gpu_lines=None, **options):
-        path = support.write(self.tmp / "_dist_info.py", support.dist_info_source(**options))
+        path = support.write_dist_info_package(self.tmp, **options)
         path_dirs = []
         if gpu_lines is not None:
             bin_dir = self.tmp / "bin"
@@ -206,7 +205,7 @@ class ResolveTest(support.TempDirTest):
         self.assertEqual(self.resolve(families=["gfx1030", "gfx90a"], kpack=True), ["gfx1030", "default"])
 
     def test_quiet_unless_verbose(self):
-        path = support.write(self.tmp / "_dist_info.py", support.dist_info_source(families=["gfx90a"]))
+        path = support.write_dist_info_package(self.tmp, families=["gfx90a"])
         bin_dir = self.tmp / "bin"
         support.write(bin_dir / "offload-arch", "#!/bin/sh\nexit 3\n", mode=0o755)
         quiet = support.run_python(RESOLVE, env=support.clean_env(None, [str(bin_dir)]), args=[path], check=True)

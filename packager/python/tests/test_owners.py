@@ -1,4 +1,4 @@
-"""Device packages grouped by owner (SPEC §2, §3): the owner table as `_dist_info.py` gets
+"""Device packages grouped by owner (SPEC §2, §3): the owner table as `_dist_info_data.py` gets
 it, one test per entry, and what it changes in names, matching and the sdist's extras."""
 
 import json

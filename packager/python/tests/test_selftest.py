@@ -76,7 +76,12 @@ class SelfTest(support.TempDirTest):
             self.site,
             "rocm-sdk-devel",
             support.VERSION,
-            ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py", "rocm_sdk_devel/_devel.tar"],
+            [
+                "rocm_sdk_devel/__init__.py",
+                "rocm_sdk_devel/_dist_info.py",
+                "rocm_sdk_devel/_dist_info_data.py",
+                "rocm_sdk_devel/_devel.tar",
+            ],
         )
 
     def rocm_sdk_test(self):
