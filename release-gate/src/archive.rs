@@ -150,7 +150,8 @@ fn check_wheel_platform_dir(
     texts: &BTreeMap<String, String>,
     findings: &mut Findings,
 ) {
-    let Some(dist_info_data) = texts.iter().find(|(name, _)| is_package_dist_info_data(name)).map(|(_, text)| text) else {
+    let Some(dist_info_data) = texts.iter().find(|(name, _)| is_package_dist_info_data(name)).map(|(_, text)| text)
+    else {
         return;
     };
     let expected = super::devel::platform_dir_name(distribution, Some(dist_info_data));

@@ -283,7 +283,10 @@ fn no_two_packages_share_a_python_file() {
     let tree: Vec<&str> = devel.devel_tree_files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(tree, ["_rocm_sdk_devel/__init__.py"]);
     let wheel: Vec<&str> = devel.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(wheel, ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py", "rocm_sdk_devel/_dist_info_data.py"]);
+    assert_eq!(
+        wheel,
+        ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py", "rocm_sdk_devel/_dist_info_data.py"]
+    );
 }
 
 #[test]
