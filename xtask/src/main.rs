@@ -13,6 +13,7 @@ mod signals;
 mod summary;
 mod verify;
 mod verify_dist;
+mod verify_python;
 mod verify_tools;
 
 use std::path::{Path, PathBuf};
