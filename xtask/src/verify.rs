@@ -301,6 +301,20 @@ mod tests {
         assert_eq!(results, TestResults { passed: 5, failed: failed.map(str::to_owned).to_vec() });
     }
 
+    /// The Python tests' harness (`tests/python/main.rs`, libtest-mimic) ends a failing run
+    /// as libtest does; a traceback's indented lines are not taken for names.
+    #[test]
+    fn a_failing_python_test_is_named() {
+        let text = "running 2 tests\n.F\nfailures:\n\n---- test_x::T::test_fails ----\n\
+                    Traceback (most recent call last):\n  File \"tests/test_x.py\", line 11, in test_fails\n\
+                    \x20   self.assertEqual(1, 2)\nAssertionError: 1 != 2\n\nStdout:\nsaid\n\n\n\n\
+                    failures:\n    test_x::T::test_fails\n\n\
+                    test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.54s\n\n\
+                    error: test failed, to rerun pass `-p packager-tests --test python`\n";
+        let failed = ["cargo test -p packager-tests --test python test_x::T::test_fails".to_owned()];
+        assert_eq!(read_test_results(text), TestResults { passed: 1, failed: failed.to_vec() });
+    }
+
     #[test]
     fn stdout_and_stderr_arrive_in_order_on_one_pipe() {
         let mut command = Command::new("sh");
