@@ -1,6 +1,7 @@
 //! Style checks that run with `cargo test` (as rust-analyzer's tidy does): every library,
-//! CLI and test source file says what it owns in a `//!` doc and stays under 600 lines, no
-//! comment cites an issue number, and the bottom crates speak their own domain only.
+//! CLI and test source file says what it owns in a `//!` doc (a Python module in its
+//! docstring) and stays under 600 lines, no comment cites an issue number, and the bottom
+//! crates speak their own domain only.
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +52,29 @@ fn sources_have_module_docs_and_stay_small() {
         }
     }
     assert!(files.len() > 30, "found only {} source files", files.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The Python we ship and its tests are held to the same rules: each module says what it
+/// is in its docstring (a type stub too), and stays under the same length.
+#[test]
+fn python_modules_have_docstrings_and_stay_small() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let mut files = Vec::new();
+    source_files(&root.join("packager/python"), &mut files);
+    files.retain(|file| file.extension().is_some_and(|ext| ext == "py" || ext == "pyi"));
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        if !text.starts_with("\"\"\"") {
+            problems.push(format!("{}: no module docstring on its first line", file.display()));
+        }
+        let lines = text.lines().count();
+        if lines > MAX_LINES {
+            problems.push(format!("{}: {lines} lines (split it before {MAX_LINES})", file.display()));
+        }
+    }
+    assert!(files.len() > 30, "found only {} Python files", files.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -110,13 +134,13 @@ fn no_comment_cites_an_issue_number() {
     assert!(problems.is_empty(), "say the reason, or cite SPEC §N:\n{}", problems.join("\n"));
 }
 
-/// Rust and Python sources under `dir`.
+/// Rust and Python sources (and Python type stubs) under `dir`.
 fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read_dir").filter_map(Result::ok) {
         let path = entry.path();
         if path.is_dir() {
             source_files(&path, out);
-        } else if path.extension().is_some_and(|ext| ext == "rs" || ext == "py") {
+        } else if path.extension().is_some_and(|ext| ext == "rs" || ext == "py" || ext == "pyi") {
             out.push(path);
         }
     }
