@@ -40,18 +40,8 @@ fn sources_have_module_docs_and_stay_small() {
     for dir in SOURCE_DIRS {
         rust_files(&root.join(dir), &mut files);
     }
-    let mut problems = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read source");
-        if !text.trim_start().starts_with("//!") {
-            problems.push(format!("{}: no `//!` module doc", file.display()));
-        }
-        let lines = text.lines().count();
-        if lines > MAX_LINES {
-            problems.push(format!("{}: {lines} lines (split it before {MAX_LINES})", file.display()));
-        }
-    }
     assert!(files.len() > 30, "found only {} source files", files.len());
+    let problems = doc_and_length_problems(&files, |text| text.trim_start().starts_with("//!"), "no `//!` module doc");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -63,19 +53,26 @@ fn python_modules_have_docstrings_and_stay_small() {
     let mut files = Vec::new();
     source_files(&root.join("packager/python"), &mut files);
     files.retain(|file| file.extension().is_some_and(|ext| ext == "py" || ext == "pyi"));
+    assert!(files.len() > 30, "found only {} Python files", files.len());
+    let has_docstring = |text: &str| text.starts_with("\"\"\"");
+    let problems = doc_and_length_problems(&files, has_docstring, "no module docstring on its first line");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Each of `files` without its module doc (`has_doc` says), or longer than [`MAX_LINES`].
+fn doc_and_length_problems(files: &[PathBuf], has_doc: impl Fn(&str) -> bool, no_doc: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    for file in &files {
+    for file in files {
         let text = std::fs::read_to_string(file).expect("read source");
-        if !text.starts_with("\"\"\"") {
-            problems.push(format!("{}: no module docstring on its first line", file.display()));
+        if !has_doc(&text) {
+            problems.push(format!("{}: {no_doc}", file.display()));
         }
         let lines = text.lines().count();
         if lines > MAX_LINES {
             problems.push(format!("{}: {lines} lines (split it before {MAX_LINES})", file.display()));
         }
     }
-    assert!(files.len() > 30, "found only {} Python files", files.len());
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    problems
 }
 
 /// The bottom crates (ELF surgery, archive writing) speak their own domain only: no word of
