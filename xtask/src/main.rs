@@ -11,6 +11,7 @@ mod package;
 mod progress;
 mod signals;
 mod summary;
+mod target_dir;
 mod verify;
 mod verify_dist;
 mod verify_python;

@@ -63,12 +63,12 @@ pub fn run(args: VerifyArgs, output: Output) -> anyhow::Result<ExitCode> {
         return crate::verify_dist::run(dist, args.json, output);
     }
     crate::verify_tools::ensure(args.quick)?;
-    let root = crate::workspace_root();
-    crate::verify_python::ensure_venv(&crate::verify_python::lint_dir(&target_dir(&root)))?;
+    crate::verify_python::ensure_venv(&crate::verify_python::lint_dir(&crate::target_dir::target_dir()?))?;
     if args.check_tools {
         println!("verify: every tool the stages need is installed");
         return Ok(ExitCode::SUCCESS);
     }
+    let root = crate::workspace_root();
     let sh = Shell::new().context("starting a shell")?;
     sh.change_dir(&root);
     let (mut passed, mut failed) = (0, Vec::new());
@@ -117,14 +117,9 @@ fn fmt(sh: &Shell, _root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
 
 /// ruff and mypy over the Python the packages ship and its tests (`verify_python`).
 fn python_checks(_sh: &Shell, root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
-    let lint = crate::verify_python::lint_dir(&target_dir(root));
+    let lint = crate::verify_python::lint_dir(&crate::target_dir::target_dir()?);
     let bin = crate::verify_python::ensure_venv(&lint)?;
     crate::verify_python::check(&bin, &root.join("packager/python"), &lint.join("cache"))
-}
-
-/// The workspace's target directory: `CARGO_TARGET_DIR` when set, else `target/`.
-pub fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
 }
 
 /// Cargo's own `Checking …` lines stay on: a first run checks for a minute or more, and a
@@ -264,7 +259,7 @@ fn round_trip(sh: &Shell, root: &Path, _tally: &mut Tally) -> anyhow::Result<()>
     cmd!(sh, "cargo run --quiet --package xtask -- verify --dist {dist}").run()?;
     // Standard checkers, from the test suite's tools venv (made by `cargo test`). Duplicate
     // files (identical launchers, headers) and payload outside importable paths are by design.
-    let tools = target_dir(root).join("tmp/venv/bin");
+    let tools = crate::target_dir::target_dir()?.join("tmp/venv/bin");
     let mut archives: Vec<PathBuf> = fs_err::read_dir(&dist)?
         .filter_map(Result::ok)
         .map(|entry| entry.path())

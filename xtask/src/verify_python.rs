@@ -119,7 +119,7 @@ mod tests {
     #[test]
     fn the_checks_pass_on_the_tree_and_fail_on_a_finding() {
         let root = crate::workspace_root();
-        let lint = lint_dir(&crate::verify::target_dir(&root));
+        let lint = lint_dir(&crate::target_dir::target_dir().expect("the target directory"));
         let bin = ensure_venv(&lint).expect("the ruff and mypy venv");
         let scratch = tempfile::tempdir().expect("temp dir");
         let copy = scratch.path().join("python");
