@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use diagnostic::Diagnostic;
+
 const SOURCE: &str = include_str!("../../launcher-template/launcher.c");
 const MARKER: &[u8] = b"ROCM_SDK_LAUNCHER_TARGET=";
 /// Must match `TARGET_CAPACITY` in launcher.c (one byte stays for the NUL).
@@ -24,8 +26,16 @@ pub enum LauncherError {
     },
 }
 
-impl LauncherError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for LauncherError {
+    /// The file the error is about, if it names one.
+    fn path(&self) -> Option<&Path> {
+        match self {
+            LauncherError::Read { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Compile { .. } => Some("install a C compiler (gcc or clang), or set CC"),
             _ => None,

@@ -168,7 +168,7 @@ fn dist_info_constants(role: &PackageRole, info: &DistInfo, this_family: Option<
         ("LINUX_TARGET_FAMILIES", list_literal(&info.linux_target_families)),
         ("WINDOWS_TARGET_FAMILIES", list_literal(&info.windows_target_families)),
         ("DEVICE_TARGETS", list_literal(&info.device_targets)),
-        ("TARGET_OWNERS", dict_literal(&crate::owners::owner_overrides())),
+        ("TARGET_OWNERS", dict_literal(crate::owners::owner_overrides())),
         ("THIS_TARGET_FAMILY", optional_literal(this_family)),
         ("THIS_PACKAGE_LOGICAL_NAME", str_literal(role.logical_name())),
     ]

@@ -129,8 +129,8 @@ fn device_wheel_target(target: &str) -> String {
 /// wheel: no install selects it (SPEC §2).
 fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
     let Some(target) = name.strip_prefix("rocm_sdk_device_") else { return };
-    let owned: Vec<(String, String)> =
-        owner_overrides().into_iter().filter(|(listed, _)| file_name_form(listed) == target).collect();
+    let owned: Vec<(&String, &String)> =
+        owner_overrides().iter().filter(|(listed, _)| file_name_form(listed) == target).collect();
     for (listed, owner) in owned {
         findings.violation(
             &wheel.file,
@@ -139,7 +139,7 @@ fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
             format!(
                 "the payload of {listed} ships in its owner's wheel, rocm_sdk_device_{} (target_owners.json), \
                  never in a wheel of its own",
-                file_name_form(&owner)
+                file_name_form(owner)
             ),
         );
     }

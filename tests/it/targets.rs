@@ -30,6 +30,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use diagnostic::Diagnostic;
 use example_artifacts::DEVICE_TARGET_IDS;
 use sha2::{Digest, Sha256};
 

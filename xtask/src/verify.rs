@@ -239,8 +239,9 @@ fn count_before(text: &str, label: &str) -> usize {
 
 /// Packages the bundled example with this very binary, installs it into a fresh venv with
 /// pip (no index), and runs the installed `rocm-sdk test`.
-fn round_trip(sh: &Shell, root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
-    let work = root.join("target/verify");
+fn round_trip(sh: &Shell, _root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
+    let target_dir = crate::target_dir::target_dir()?;
+    let work = target_dir.join("verify");
     if work.exists() {
         fs_err::remove_dir_all(&work)?;
     }
@@ -259,7 +260,7 @@ fn round_trip(sh: &Shell, root: &Path, _tally: &mut Tally) -> anyhow::Result<()>
     cmd!(sh, "cargo run --quiet --package xtask -- verify --dist {dist}").run()?;
     // Standard checkers, from the test suite's tools venv (made by `cargo test`). Duplicate
     // files (identical launchers, headers) and payload outside importable paths are by design.
-    let tools = crate::target_dir::target_dir()?.join("tmp/venv/bin");
+    let tools = target_dir.join("tmp/venv/bin");
     let mut archives: Vec<PathBuf> = fs_err::read_dir(&dist)?
         .filter_map(Result::ok)
         .map(|entry| entry.path())

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 600;
 
 /// Every crate's sources and the tests.
-const SOURCE_DIRS: [&str; 10] = [
+const SOURCE_DIRS: [&str; 11] = [
     "packager/src",
+    "diagnostic/src",
     "elf-rpath/src",
     "archive-write/src",
     "elf-audit/src",
