@@ -1,8 +1,10 @@
 //! What a release gate and a platform-tag choice read from ELF files, and nothing else:
 //! headers, program headers, the dynamic section and the symbol versions a file needs,
 //! read from a bounded window of each file; the glibc arithmetic on those versions; and
-//! auditwheel's manylinux policies (PEP 599/600) as data; and the layout a Windows loader
-//! requires of a PE file (`pe_layout`), which the packager and the gate both check.
+//! auditwheel's manylinux policies (PEP 599/600) as data; the layout a Windows loader
+//! requires of a PE file (`pe_layout`), which the packager and the gate both check; and
+//! the dynamic symbols a file defines and imports, with ld.so's rule for whether its
+//! imports bind (`symbols`).
 //!
 //! Owns: reading, never writing. Must not know: how files are edited (`elf-rpath`, whose
 //! output this crate reads, so the two share no code, not even the ELF numbers: those are
@@ -12,6 +14,7 @@ mod glibc;
 mod parse;
 mod pe_layout;
 mod policy;
+mod symbols;
 mod window;
 
 pub use glibc::{is_system_library, tag_glibc_minor, VersionNeeds, SYSTEM_LIBRARIES};
@@ -21,4 +24,8 @@ pub use parse::{
 };
 pub use pe_layout::{check_pe_layout, PeBytes};
 pub use policy::{policies, Policy, PROGRAM_INTERPRETERS};
+pub use symbols::{
+    read_dynamic_symbols, unresolved_imports, DynamicSymbols, Exports, Import, NeededVersion, Provider, Unresolved,
+    VERSIONED_SYSTEM_LIBRARIES,
+};
 pub use window::{ElfWindow, WINDOW_BYTES};
