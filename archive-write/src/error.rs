@@ -68,6 +68,10 @@ pub enum WriteError {
     Changed { path: PathBuf, reason: String },
     #[error("invalid package: {reason}")]
     Invalid { reason: String },
+    /// An existing archive read as input that does not hold what it says (its index, a
+    /// member's CRC-32 or size).
+    #[error("{} is damaged: {reason}", path.display())]
+    Damaged { path: PathBuf, reason: String },
 }
 
 impl WriteError {
@@ -82,7 +86,8 @@ impl WriteError {
             WriteError::Read { path, .. }
             | WriteError::Write { path, .. }
             | WriteError::NotOurs { path, .. }
-            | WriteError::Changed { path, .. } => Some(path),
+            | WriteError::Changed { path, .. }
+            | WriteError::Damaged { path, .. } => Some(path),
             WriteError::Invalid { .. } => None,
         }
     }
@@ -95,6 +100,7 @@ impl WriteError {
             Self::Write { source, .. } => Some(write_hint(source)),
             Self::NotOurs { .. } => Some("move it out of the way, or write elsewhere"),
             Self::Changed { .. } => Some("an input changed while it was read: write again once nothing changes it"),
+            Self::Damaged { .. } => Some("the archive was cut short or altered: make or download it again"),
             Self::Invalid { .. } => None,
         }
     }

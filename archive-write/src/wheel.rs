@@ -2,7 +2,9 @@
 //! member through the parallel deflate pipeline into the zip container.
 //!
 //! Owns: the wheel's layout and the member loop, and which earlier wheel a wheel may copy
-//! from: the one at its own final path, in the directory it is written to. Does not own:
+//! from: the one at its own final path, in the directory it is written to; and wheels
+//! written anew from an existing one ([`RewriteSpec`]: the caller's file name and
+//! `.dist-info`, unchanged members copied as coded bytes). Does not own:
 //! the zip bytes (`zip`), compression (`deflate`), whether a member may be copied
 //! (`reuse`, `previous`), tarball members (`tar`), what the members are (the caller's).
 
@@ -14,8 +16,9 @@ use sha2::{Digest, Sha256};
 
 use super::atomic::{AtomicFile, Hashed, HashedSoFar, HashingWriter};
 use super::chunk::{Coding, CHUNK_SIZE};
-use super::codec::fingerprint;
+use super::codec::{fingerprint, foreign_fingerprint};
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
+use super::existing::CodedCopy;
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
     check_platform_tag, check_variant_label, file_name_version, normalize_dist_name, render_core_metadata,
@@ -66,7 +69,6 @@ impl WheelNames {
 /// Every member in archive order, the generated `.dist-info` files included, RECORD not:
 /// sorted by name, the `.dist-info` directory last (RECORD after everything).
 pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Member>, WriteError> {
-    let dist_info_prefix = format!("{}/", names.dist_info);
     let mut generated = vec![
         (format!("{}/METADATA", names.dist_info), render_core_metadata(&spec.metadata)?),
         (format!("{}/WHEEL", names.dist_info), render_wheel_file(spec.generator, &spec.platform_tag, spec.root)),
@@ -77,29 +79,101 @@ pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Membe
     if !spec.entry_points.is_empty() {
         generated.push((format!("{}/entry_points.txt", names.dist_info), render_entry_points(&spec.entry_points)?));
     }
-    let mut members: Vec<Member> = spec.members.clone();
-    members.extend(generated.into_iter().map(|(name, bytes)| Member {
-        name,
-        data: MemberData::Bytes(Arc::new(bytes)),
-        executable: false,
-    }));
-    members.push(Member { name: names.record(), data: MemberData::Bytes(Arc::default()), executable: false });
-    members.sort_by(|a, b| {
-        let key = |member: &Member| (member.name.starts_with(&dist_info_prefix), member.name == names.record());
+    let mut members: Vec<(Member, Option<Copy>)> = spec.members.iter().map(|member| (member.clone(), None)).collect();
+    members.extend(
+        generated
+            .into_iter()
+            .map(|(name, bytes)| (Member { name, data: MemberData::Bytes(Arc::new(bytes)), executable: false }, None)),
+    );
+    Ok(in_archive_order(members, &names.dist_info)?.into_iter().map(|(member, _)| member).collect())
+}
+
+/// `members` sorted by name with the `.dist-info` directory last, checked (valid names,
+/// each once, none of them RECORD, which is written last, from the hashes).
+fn in_archive_order(
+    mut members: Vec<(Member, Option<Copy>)>,
+    dist_info: &str,
+) -> Result<Vec<(Member, Option<Copy>)>, WriteError> {
+    let dist_info_prefix = format!("{dist_info}/");
+    let record = format!("{dist_info}/RECORD");
+    members.sort_by(|(a, _), (b, _)| {
+        let key = |member: &Member| member.name.starts_with(&dist_info_prefix);
         key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
     });
     for pair in members.windows(2) {
-        if pair[0].name == pair[1].name {
+        if pair[0].0.name == pair[1].0.name {
             return Err(WriteError::Invalid {
-                reason: format!("{} is in the wheel twice (or clashes with a generated file)", pair[0].name),
+                reason: format!("{} is in the wheel twice (or clashes with a generated file)", pair[0].0.name),
             });
         }
     }
-    for member in &members {
+    for (member, _) in &members {
         check_member_name(&member.name)?;
+        if member.name == record {
+            return Err(WriteError::Invalid { reason: format!("{record} is written from the members' hashes") });
+        }
     }
-    members.pop(); // RECORD is written last, from the hashes.
     Ok(members)
+}
+
+/// A wheel written anew from an existing one: the caller names it and its `.dist-info`
+/// (the existing wheel's tags, changed as it sees fit) and gives every member but RECORD,
+/// METADATA and WHEEL included as bytes; members that did not change come as the existing
+/// wheel's coded bytes ([`CodedCopy`]) and are copied, not coded again.
+#[derive(Debug)]
+pub struct RewriteSpec {
+    /// `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
+    pub file_name: String,
+    /// `{name}-{version}.dist-info`, where RECORD is written.
+    pub dist_info: String,
+    /// Part of every coded member's codec fingerprint.
+    pub generator: super::Generator,
+    pub members: Vec<RewriteMember>,
+}
+
+/// One member of a [`RewriteSpec`].
+#[derive(Debug)]
+pub struct RewriteMember {
+    pub name: String,
+    pub executable: bool,
+    pub content: RewriteContent,
+}
+
+/// Where a rewritten member's bytes come from.
+#[derive(Debug)]
+pub enum RewriteContent {
+    /// Bytes coded by this writer.
+    Data(MemberData),
+    /// Coded bytes of the existing wheel, copied as they are.
+    Copied(CodedCopy),
+}
+
+/// Writes a [`RewriteSpec`] into a temp file in `dest_dir`, staged for `super::commit`.
+pub fn stage_rewritten_wheel(
+    dest_dir: &Path,
+    spec: RewriteSpec,
+    options: &ArchiveOptions,
+    progress: &dyn Progress,
+) -> Result<StagedFile, WriteError> {
+    let file_name = &spec.file_name;
+    if !file_name.ends_with(".whl") || file_name.contains(['/', '\\', '\0']) || file_name.starts_with('.') {
+        return Err(WriteError::Invalid { reason: format!("{file_name:?} is not a wheel file name") });
+    }
+    let members = spec
+        .members
+        .into_iter()
+        .map(|member| match member.content {
+            RewriteContent::Data(data) => (Member { name: member.name, data, executable: member.executable }, None),
+            RewriteContent::Copied(copy) => {
+                // The writer copies the coded bytes; the member's data is never opened.
+                let data = MemberData::Bytes(Arc::default());
+                (Member { name: member.name, data, executable: member.executable }, Some(copy.into_copy()))
+            }
+        })
+        .collect();
+    let members = in_archive_order(members, &spec.dist_info)?;
+    let record = format!("{}/RECORD", spec.dist_info);
+    stage_members(dest_dir, file_name, &record, members, options, spec.generator.name, progress)
 }
 
 fn coding(options: &ArchiveOptions) -> Coding {
@@ -128,15 +202,31 @@ pub fn stage_wheel(
     progress: &dyn Progress,
 ) -> Result<StagedFile, WriteError> {
     let names = WheelNames::new(spec)?;
-    let members = ordered_members(spec, &names)?;
-    progress.output_started(&names.file_name, input_len(&members));
-    let mut atomic = AtomicFile::create(dest_dir, &names.file_name)?;
+    let members = ordered_members(spec, &names)?.into_iter().map(|member| (member, None)).collect();
+    stage_members(dest_dir, &names.file_name, &names.record(), members, options, spec.generator.name, progress)
+}
+
+/// Writes `members` (in archive order, each coded or copied) and RECORD as `file_name`
+/// into a temp file in `dest_dir`.
+fn stage_members(
+    dest_dir: &Path,
+    file_name: &str,
+    record_name: &str,
+    members: Vec<(Member, Option<Copy>)>,
+    options: &ArchiveOptions,
+    generator: &str,
+    progress: &dyn Progress,
+) -> Result<StagedFile, WriteError> {
+    let (members, copies): (Vec<Member>, Vec<Option<Copy>>) = members.into_iter().unzip();
+    let copied_len: u64 = copies.iter().flatten().map(|copy| copy.digest.len).sum();
+    progress.output_started(file_name, input_len(&members) + copied_len);
+    let mut atomic = AtomicFile::create(dest_dir, file_name)?;
     let dest = atomic.dest().to_path_buf();
     let write_error = |error| from_io(error, &dest, false);
     // The old wheel stays under its name, only read, until the commit renames the new one
     // over it; an interrupted run leaves it as it was.
     let previous = match options.reuse {
-        Reuse::FromPrevious => open_previous(&dest, &names, &members, progress),
+        Reuse::FromPrevious => open_previous(&dest, record_name, &members, progress),
         Reuse::Never => None,
     };
 
@@ -144,15 +234,8 @@ pub fn stage_wheel(
     // The buffer gathers headers and small members; a chunk's data (hundreds of KiB) is
     // larger, so it goes to the file as it is instead of being copied through.
     let mut zip = ZipWriter::new(BufWriter::with_capacity(64 << 10, out), options.build_time);
-    let context = WriteContext {
-        options,
-        progress,
-        file_name: &names.file_name,
-        dest: &dest,
-        previous: previous.as_ref(),
-        generator: spec.generator.name,
-    };
-    let (finished, mut reuse) = write_members(&mut zip, &members, &context)?;
+    let context = WriteContext { options, progress, file_name, dest: &dest, previous: previous.as_ref(), generator };
+    let (finished, mut reuse) = write_members(&mut zip, &members, copies, &context)?;
     drop(previous);
     let mut record = Record::default();
     let mut uncompressed_bytes = 0;
@@ -160,12 +243,12 @@ pub fn stage_wheel(
         record.add(&member.name, &member.digest.sha256, member.digest.len);
         uncompressed_bytes += member.digest.len;
     }
-    let record = record.finish(&names.record());
+    let record = record.finish(record_name);
     uncompressed_bytes += record.len() as u64;
     reuse.add_compressed(record.len() as u64);
     let size_bound = deflate::size_bound(record.len() as u64);
     let (data, sums, record_coding) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
-    let mut header = entry_header(names.record(), coding(options), false, spec.generator.name);
+    let mut header = entry_header(record_name.to_owned(), coding(options), false, generator);
     header.method = record_coding.method();
     zip.write_entry(header, sums, size_bound, &[data]).map_err(write_error)?;
     let (buffered, _) = zip.finish().map_err(write_error)?;
@@ -187,10 +270,10 @@ pub fn stage_wheel(
         }
         Hashed { digest, .. } => atomic.stage_hashed(digest)?,
     };
-    progress.output_finished(&names.file_name);
+    progress.output_finished(file_name);
     let written = WrittenFile {
         path: staged.dest().to_path_buf(),
-        file_name: names.file_name,
+        file_name: file_name.to_owned(),
         n_members: finished.len() + 1,
         uncompressed_bytes,
         compressed_bytes: staged.len,
@@ -202,10 +285,9 @@ pub fn stage_wheel(
 
 /// The wheel at `dest` from an earlier run, if it is worth reading for these members;
 /// why not is a line for `-v`, or a warning when it is larger than they can use.
-fn open_previous(dest: &Path, names: &WheelNames, members: &[Member], progress: &dyn Progress) -> Option<Previous> {
-    let record = names.record();
-    let needs = Needs::of(members.iter().map(|member| member.name.as_str()).chain([record.as_str()]));
-    match Previous::open(dest, &record, &needs) {
+fn open_previous(dest: &Path, record: &str, members: &[Member], progress: &dyn Progress) -> Option<Previous> {
+    let needs = Needs::of(members.iter().map(|member| member.name.as_str()).chain([record]));
+    match Previous::open(dest, record, &needs) {
         Ok(previous) => previous,
         Err(Ignored::Untrusted(reason)) => {
             progress.explain(&format!("not reusing {}: {reason}", dest.display()));
@@ -249,6 +331,7 @@ fn worth_copying(coding: Coding) -> bool {
 fn write_members<W: Write + std::io::Seek>(
     zip: &mut ZipWriter<W>,
     members: &[Member],
+    copies: Vec<Option<Copy>>,
     context: &WriteContext,
 ) -> Result<(Vec<FinishedMember>, ReuseCounts), WriteError> {
     let (options, progress, file_name, dest) = (context.options, context.progress, context.file_name, context.dest);
@@ -263,7 +346,16 @@ fn write_members<W: Write + std::io::Seek>(
     let prehashed = prehash(previous_for_files, members, &headers);
     let finished = std::thread::scope(|scope| {
         let mut pipeline = Pipeline::new();
-        for ((member, header), prehashed) in members.iter().zip(headers).zip(prehashed) {
+        for (((member, mut header), prehashed), given) in members.iter().zip(headers).zip(prehashed).zip(copies) {
+            if let Some(copy) = given {
+                // Another writer's coded bytes: the fingerprint says no coding of ours made them.
+                header.fingerprint = foreign_fingerprint(generator);
+                let size_bound = deflate::size_bound(copy.sums.uncompressed.max(copy.sums.compressed));
+                progress.advance(file_name, copy.digest.len);
+                counts.add_reused(copy.digest.len);
+                push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
+                continue;
+            }
             match &member.data {
                 MemberData::Tarball(tar_spec) => {
                     // An xz stream does not deflate; storing it saves the cores for xz.

@@ -9,8 +9,8 @@
 //! Modules: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy,
 //! in-place edit, self-check), `grow` (the appended-segment layout), `layout` (where the
 //! appended segment goes, and where loaders find the header table), `patch` (the dynamic
-//! tables' bytes, for both layouts), `needed` (renaming a needed library, patchelf's
-//! `--replace-needed`), `reach` (where relocations write, by eu-elflint's
+//! tables' bytes, for both layouts), `needed` (renaming a needed library, as patchelf
+//! replaces a needed entry), `reach` (where relocations write, by eu-elflint's
 //! measure), `symbols` (symbols that follow moved tables),
 //! `references` (who else points into `.dynstr`), `splice` (streaming an edit).
 

@@ -1,4 +1,4 @@
-//! Renaming a needed library (patchelf's `--replace-needed`): which `DT_NEEDED` entries
+//! Renaming a needed library (what patchelf calls replacing a needed entry): which `DT_NEEDED` entries
 //! and which `.gnu.version_r` file names name a library to rename, and what the file says
 //! once a [`DynamicRequest`] is applied.
 //!

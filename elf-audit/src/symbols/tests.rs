@@ -128,3 +128,21 @@ fn an_unversioned_import_is_judged_only_in_a_closed_world() {
     assert_eq!(unresolved_imports(&symbols, &open), [], "an unknown library may define it");
     assert_eq!(symbols_of(&lib).exports.len(), 3);
 }
+
+proptest::proptest! {
+    /// Corrupt tables are reported, never a panic or an endless loop.
+    #[test]
+    fn arbitrary_tables_never_panic(
+        class in 1u8..=2,
+        data in 1u8..=2,
+        body in proptest::collection::vec(proptest::num::u8::ANY, 0..4096),
+    ) {
+        let mut bytes = vec![0x7f, b'E', b'L', b'F', class, data];
+        bytes.extend(body);
+        let mut window = ElfWindow::default();
+        window.push(&bytes);
+        if let Ok(elf) = parse_elf(&window) {
+            let _ = read_dynamic_symbols(&window, &elf);
+        }
+    }
+}
