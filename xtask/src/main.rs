@@ -9,6 +9,7 @@ mod example;
 mod index;
 mod package;
 mod progress;
+mod repair;
 mod signals;
 mod summary;
 mod verify;
@@ -47,6 +48,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Write a PEP 503 simple index and a find-links page for a dist/ directory.
     Index(index::IndexArgs),
+    /// Link wheels built on the SDK to the SDK's wheels (RPATHs, requirements, tag).
+    Repair(repair::RepairArgs),
 }
 
 /// Global output settings every subcommand gets.
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Elf(args) => elf::run(args, output),
         Command::Bench(args) => bench::run(args, output),
         Command::Index(args) => index::run(args, output),
+        Command::Repair(args) => repair::run(args, output),
     };
     match result {
         Ok(code) => code,
@@ -133,6 +137,9 @@ fn report_error(error: &anyhow::Error) {
     let hint = hint.or_else(|| {
         error.chain().find_map(|cause| cause.downcast_ref::<packager::index::IndexError>().and_then(|e| e.hint()))
     });
+    let hint = hint.or_else(|| {
+        error.chain().find_map(|cause| cause.downcast_ref::<packager::repair::RepairError>().and_then(|e| e.hint()))
+    });
     // Every error ends with a hint: one the libraries did not word is said from the
     // operating system's reason, and failing that in general words.
     let hint = hint.unwrap_or_else(|| fallback_hint(error));
@@ -186,6 +193,8 @@ fn error_path(error: &anyhow::Error) -> Option<&Path> {
             error.path()
         } else if let Some(error) = cause.downcast_ref::<packager::index::IndexError>() {
             Some(error.path())
+        } else if let Some(error) = cause.downcast_ref::<packager::repair::RepairError>() {
+            error.path()
         } else if let Some(error) = cause.downcast_ref::<release_gate::VerifyError>() {
             match error {
                 release_gate::VerifyError::NotADirectory { path } | release_gate::VerifyError::Read { path, .. } => {

@@ -1,0 +1,68 @@
+//! Writing the repaired wheel (SPEC §10): every member of the input but the bundled SDK
+//! copies and RECORD's signatures, in the writer's order, RECORD made anew from the
+//! hashes; members that did not change copied as their coded bytes, only edited ELF files
+//! (their edits spliced in while they stream) and the metadata coded again. Staged under
+//! a temp name in the output directory and renamed into place with the run's others.
+//!
+//! Owns: the writer's spec of a repaired wheel. Does not own: what changes (`links`,
+//! `metadata`), the writer (`archive-write`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::error::RepairError;
+use super::input::InputWheel;
+use crate::elf::RpathEdit;
+use crate::write::{
+    stage_rewritten_wheel, ArchiveOptions, MemberData, Progress, RewriteContent, RewriteMember, RewriteSpec, StagedFile,
+};
+
+/// What the repaired wheel holds beyond the input's unchanged members.
+pub struct Changes<'a> {
+    pub file_name: String,
+    pub metadata: String,
+    pub wheel_file: String,
+    /// Members left out (bundled SDK copies).
+    pub removed: &'a BTreeMap<String, String>,
+    /// Edited ELF members, by member name.
+    pub edits: BTreeMap<String, RpathEdit>,
+}
+
+/// Stages the repaired wheel in `output_dir`.
+pub fn stage(
+    wheel: InputWheel,
+    changes: Changes<'_>,
+    output_dir: &Path,
+    options: &ArchiveOptions,
+    progress: &dyn Progress,
+) -> Result<StagedFile, RepairError> {
+    let metadata_name = format!("{}/METADATA", wheel.dist_info);
+    let wheel_name = format!("{}/WHEEL", wheel.dist_info);
+    let mut edits = changes.edits;
+    let mut members = Vec::with_capacity(wheel.members.len());
+    for member in wheel.members {
+        if changes.removed.contains_key(&member.name) {
+            continue;
+        }
+        let text = |text: &str| RewriteContent::Data(MemberData::Bytes(Arc::new(text.as_bytes().to_vec())));
+        let content = if member.name == metadata_name {
+            text(&changes.metadata)
+        } else if member.name == wheel_name {
+            text(&changes.wheel_file)
+        } else if let (Some(edit), Some(elf)) = (edits.remove(&member.name), member.elf.as_ref()) {
+            let path: Arc<Path> = Arc::from(elf.extracted.as_path());
+            RewriteContent::Data(crate::member::patched(path, Arc::new(edit)))
+        } else {
+            RewriteContent::Copied(member.copy)
+        };
+        members.push(RewriteMember { name: member.name, executable: member.executable, content });
+    }
+    let spec = RewriteSpec {
+        file_name: changes.file_name,
+        dist_info: wheel.dist_info,
+        generator: crate::assemble::GENERATOR,
+        members,
+    };
+    Ok(stage_rewritten_wheel(output_dir, spec, options, progress)?)
+}
