@@ -17,7 +17,8 @@
 //! Owns: reading the tables and that rule. Does not own: which library a file's DT_NEEDED
 //! resolves to (the caller's search, through RPATHs in an install it knows).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::hash::{Hash, Hasher};
 
 use goblin::elf::dynamic::{
     DT_GNU_HASH, DT_HASH, DT_NULL, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, DT_VERDEF, DT_VERDEFNUM, DT_VERNEED,
@@ -75,22 +76,27 @@ pub struct Import {
     pub version: Option<NeededVersion>,
 }
 
-/// One definition of a name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Definition {
-    version: Option<String>,
-    /// Not the default version (`name@V`, not `name@@V`): only a reference asking for
-    /// this version binds to it.
-    hidden: bool,
-}
-
-/// The symbols a file defines for other files to bind.
+/// The symbols a file defines for other files to bind, kept as 64-bit hashes of their
+/// names (with their version node): a large library defines tens of thousands, and a
+/// check of a whole set holds every library's at once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Exports {
-    symbols: BTreeMap<String, Vec<Definition>>,
+    /// `name` of every default (non-hidden) definition: what an unversioned reference binds.
+    default_names: HashSet<u64>,
+    /// `name@version` of every versioned definition, hidden or not.
+    versioned: HashSet<u64>,
+    /// `name` of every definition.
+    names: HashSet<u64>,
     /// Version nodes the file defines (`.gnu.version_d`), its base (file name) node left out.
     versions: BTreeSet<String>,
     has_version_definitions: bool,
+}
+
+fn hash_of(name: &str, version: Option<&str>) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    name.hash(&mut hasher);
+    version.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl Exports {
@@ -105,31 +111,34 @@ impl Exports {
 
     /// Whether a reference to `name` (asking for `version`, if any) binds here.
     pub fn binds(&self, name: &str, version: Option<&str>) -> bool {
-        let Some(definitions) = self.symbols.get(name) else { return false };
         match version {
-            Some(_) if !self.has_version_definitions => true,
-            Some(version) => definitions.iter().any(|definition| definition.version.as_deref() == Some(version)),
-            None => definitions.iter().any(|definition| !definition.hidden),
+            Some(_) if !self.has_version_definitions => self.names.contains(&hash_of(name, None)),
+            Some(version) => self.versioned.contains(&hash_of(name, Some(version))),
+            None => self.default_names.contains(&hash_of(name, None)),
         }
     }
 
     /// How many names the file defines.
     pub fn len(&self) -> usize {
-        self.symbols.len()
+        self.names.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.symbols.is_empty()
+        self.names.is_empty()
     }
 
-    /// Adds a definition (for callers that describe a library by hand, and tests).
+    /// Adds a definition of `name` at `version` (a `hidden` one binds only references that
+    /// ask for its version).
     pub fn define(&mut self, name: &str, version: Option<&str>, hidden: bool) {
         if let Some(version) = version {
             self.has_version_definitions = true;
             self.versions.insert(version.to_owned());
+            self.versioned.insert(hash_of(name, Some(version)));
         }
-        let definition = Definition { version: version.map(str::to_owned), hidden };
-        self.symbols.entry(name.to_owned()).or_default().push(definition);
+        if !hidden {
+            self.default_names.insert(hash_of(name, None));
+        }
+        self.names.insert(hash_of(name, None));
     }
 }
 
@@ -202,8 +211,11 @@ pub fn read_dynamic_symbols(window: &ElfWindow, elf: &ElfFile) -> DynamicSymbols
     };
     let definitions = read_verdef(window, elf, fields, &tags, strtab, &mut out);
     let needs = read_verneed(window, elf, fields, &tags, strtab, &mut out);
-    out.exports.has_version_definitions = definitions.values().any(|(_, base)| !base);
-    out.exports.versions = definitions.values().filter(|(_, base)| !base).map(|(name, _)| name.clone()).collect();
+    // A file whose only node is its base one has no versions a reference could ask for.
+    for (version, _) in definitions.values().filter(|(_, base)| !base) {
+        out.exports.has_version_definitions = true;
+        out.exports.versions.insert(version.clone());
+    }
     out.needed_versions = needs.values().cloned().collect();
     out.needed_versions.sort();
     for index in 1..count as usize {
@@ -241,8 +253,7 @@ pub fn read_dynamic_symbols(window: &ElfWindow, elf: &ElfFile) -> DynamicSymbols
             .filter(|(_, base)| !base)
             .map(|(version, _)| version.clone());
         let hidden = raw_version.is_some_and(|raw| raw & 0x8000 != 0);
-        let definition = Definition { version, hidden };
-        out.exports.symbols.entry(name).or_default().push(definition);
+        out.exports.define(&name, version.as_deref(), hidden);
     }
     out
 }
