@@ -216,7 +216,11 @@ fn amd_llvm_lib() -> ArtifactSpec {
         .library("lib/llvm/lib", Elf::library("libLLVM.so.22.0git", "LLVM"))
         .link("lib/llvm/lib/libLLVM.so", "libLLVM.so.22.0git")
         .text("lib/llvm/lib/clang/22/include/stddef.h", "#pragma once\n")
-        .link("lib/llvm/lib/clang/current", "22");
+        .link("lib/llvm/lib/clang/current", "22")
+        // The device libraries, where PyTorch's build points `HIP_DEVICE_LIB_PATH`
+        // (`{rocm-sdk path --root}/lib/llvm/amdgcn/bitcode`).
+        .bitcode("lib/llvm/amdgcn/bitcode/ocml.bc", "__ocml_example")
+        .bitcode("lib/llvm/amdgcn/bitcode/ockl.bc", "__ockl_example");
     a
 }
 

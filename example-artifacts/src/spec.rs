@@ -31,10 +31,21 @@ pub(super) struct Item {
 
 pub(super) enum ItemKind {
     Dir,
-    Text { text: String, mode: u32 },
-    Link { target: String },
+    Text {
+        text: String,
+        mode: u32,
+    },
+    Link {
+        target: String,
+    },
     Elf(Elf),
-    CodeObject { target_id: String },
+    CodeObject {
+        target_id: String,
+    },
+    /// LLVM bitcode of one function, named after it (`llvm-as`).
+    Bitcode {
+        function: String,
+    },
 }
 
 /// A shared library (`soname: Some`) or an executable compiled from `c/`.
@@ -151,6 +162,10 @@ impl ArtifactSpec {
     pub fn code_object(&mut self, path: &str, target_id: &str) -> &mut Self {
         self.push(path, ItemKind::CodeObject { target_id: target_id.to_owned() })
     }
+
+    pub fn bitcode(&mut self, path: &str, function: &str) -> &mut Self {
+        self.push(path, ItemKind::Bitcode { function: function.to_owned() })
+    }
 }
 
 /// A compile job: one [`Elf`] at its place on disk.
@@ -165,6 +180,7 @@ pub(super) fn materialize(out: &Path, artifacts: &[ArtifactSpec]) -> Result<Exam
     let mut summary = ExampleSummary::default();
     let mut jobs: Vec<Job<'_>> = Vec::new();
     let mut code_objects: Vec<(PathBuf, &str)> = Vec::new();
+    let mut bitcode: Vec<(PathBuf, &str)> = Vec::new();
     for (index, artifact) in artifacts.iter().enumerate() {
         let dir = out.join(&artifact.dir_name);
         let manifest: String = artifact.manifest.iter().map(|line| format!("{line}\n")).collect();
@@ -190,6 +206,10 @@ pub(super) fn materialize(out: &Path, artifacts: &[ArtifactSpec]) -> Result<Exam
                     create_parent(&path)?;
                     code_objects.push((path, target_id));
                 }
+                ItemKind::Bitcode { function } => {
+                    create_parent(&path)?;
+                    bitcode.push((path, function));
+                }
             }
         }
         summary.artifacts.push(artifact.dir_name.clone());
@@ -206,11 +226,18 @@ pub(super) fn materialize(out: &Path, artifacts: &[ArtifactSpec]) -> Result<Exam
         Some(tools) => {
             make_code_objects(&tools, scratch.path(), &code_objects)?;
             summary.n_code_objects = code_objects.len();
+            for (path, function) in &bitcode {
+                toolchain::bitcode(&tools, scratch.path(), function, path)?;
+                set_mode(path, 0o644)?;
+            }
+            summary.n_files += bitcode.len();
         }
-        None if code_objects.is_empty() => {}
+        None if code_objects.is_empty() && bitcode.is_empty() => {}
         None => summary.warnings.push(format!(
-            "llvm-mc or ld.lld not found on PATH: skipped {} AMDGPU code objects (apt-get install llvm lld)",
-            code_objects.len()
+            "llvm-mc, ld.lld or llvm-as not found on PATH: skipped {} AMDGPU code objects and {} bitcode files \
+             (apt-get install llvm lld)",
+            code_objects.len(),
+            bitcode.len()
         )),
     }
     Ok(summary)

@@ -1,5 +1,6 @@
 //! The tools the example build needs: a host C compiler (found the way the `cc` crate finds
-//! one) for the ELF files, and optionally `llvm-mc` + `ld.lld` for AMDGPU code objects.
+//! one) for the ELF files, and optionally `llvm-mc` + `ld.lld` for AMDGPU code objects and
+//! `llvm-as` for the device library bitcode.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,18 +23,24 @@ pub(super) fn c_compiler() -> Result<cc::Tool, ExampleError> {
         .map_err(|error| ExampleError::NoCompiler { message: error.to_string() })
 }
 
-/// `llvm-mc` and `ld.lld`, both needed to make an AMDGPU code object.
+/// `llvm-mc` and `ld.lld`, both needed to make an AMDGPU code object, and `llvm-as` (the
+/// same Debian package as `llvm-mc`) for bitcode.
 pub(super) struct LlvmTools {
     pub llvm_mc: PathBuf,
     pub ld_lld: PathBuf,
+    pub llvm_as: PathBuf,
 }
 
-/// Finds `llvm-mc` and `ld.lld` on `PATH`, also as Debian's versioned `llvm-mc-NN` and
-/// `ld.lld-NN` (highest NN first). `None` when either is missing.
+/// Finds `llvm-mc`, `ld.lld` and `llvm-as` on `PATH`, also as Debian's versioned
+/// `llvm-mc-NN` and `ld.lld-NN` (highest NN first). `None` when any is missing.
 pub(super) fn find_llvm_tools() -> Option<LlvmTools> {
     let path = std::env::var_os("PATH")?;
     let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    Some(LlvmTools { llvm_mc: find_tool(&dirs, "llvm-mc")?, ld_lld: find_tool(&dirs, "ld.lld")? })
+    Some(LlvmTools {
+        llvm_mc: find_tool(&dirs, "llvm-mc")?,
+        ld_lld: find_tool(&dirs, "ld.lld")?,
+        llvm_as: find_tool(&dirs, "llvm-as")?,
+    })
 }
 
 fn find_tool(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
@@ -111,6 +118,21 @@ pub(super) fn code_object(tools: &LlvmTools, scratch: &Path, target_id: &str, ou
     let mut link = Command::new(&tools.ld_lld);
     link.arg("-shared").arg(&object).arg("-o").arg(out);
     run(link, out)
+}
+
+/// Assembles a one-function AMDGPU module into LLVM bitcode at `out`, the shape of the
+/// device libraries TheRock installs under `lib/llvm/amdgcn/bitcode/` (`ocml.bc`). The
+/// module names its own source file, so the bytes do not depend on the scratch directory.
+pub(super) fn bitcode(tools: &LlvmTools, scratch: &Path, function: &str, out: &Path) -> Result<(), ExampleError> {
+    let source = scratch.join(format!("{function}.ll"));
+    let text = format!(
+        "source_filename = \"{function}.ll\"\ntarget triple = \"amdgcn-amd-amdhsa\"\n\n\
+         define i32 @{function}() {{\n  ret i32 0\n}}\n"
+    );
+    fs_err::write(&source, text).map_err(|source_error| io_error(&source, source_error))?;
+    let mut assemble = Command::new(&tools.llvm_as);
+    assemble.arg(&source).arg("-o").arg(out);
+    run(assemble, out)
 }
 
 fn io_error(path: &Path, source: std::io::Error) -> ExampleError {

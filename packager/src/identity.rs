@@ -130,7 +130,8 @@ pub struct NamingScheme<'a> {
 /// The names one package has in one build.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackageNames {
-    /// The distribution name: `rocm-sdk-libraries-gfx110x-all`, `rocm-sdk-device-gfx90a`.
+    /// The distribution name, as METADATA's `Name:` spells it: `rocm-sdk-libraries-gfx110X-all`,
+    /// `rocm-sdk-device-gfx90a`.
     pub distribution: String,
     /// The pure Python package: `rocm_sdk_libraries_gfx110x_all`; device wheels have none.
     pub pure_package: Option<String>,
@@ -247,15 +248,24 @@ pub fn target_identifier(name: &str) -> String {
         .collect()
 }
 
-/// A family or target inside distribution names: `gfx110X-all` → `gfx110x-all`, as name
-/// normalisation spells it.
+/// A family or target inside distribution names, and so inside platform directories:
+/// TheRock's spelling without feature suffixes (`gfx110X-all` stays `gfx110X-all`,
+/// `gfx90a:xnack+` → `gfx90a`). The reference keeps the case, and downstream code hard-codes
+/// `_rocm_sdk_libraries_gfx110X_all/lib` (SPEC §2 "Names"); wheel file names are
+/// normalised apart from this ([`file_name_form`]).
 pub fn target_dist_segment(name: &str) -> String {
-    normalize_name(Target::from_target_id(name).as_str())
+    let base = name.split(':').next().unwrap_or(name).trim();
+    fold_separators(base)
 }
 
 /// PEP 503 normalisation: lower case, each run of `-`, `_` and `.` becomes one `-`. What an
 /// index and a requirement compare names by.
 pub fn normalize_name(name: &str) -> String {
+    fold_separators(name).chars().flat_map(char::to_lowercase).collect()
+}
+
+/// Each run of `-`, `_` and `.` as one `-`, the case kept.
+fn fold_separators(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut in_separator = false;
     for c in name.chars() {
@@ -265,7 +275,7 @@ pub fn normalize_name(name: &str) -> String {
             }
             in_separator = true;
         } else {
-            out.extend(c.to_lowercase());
+            out.push(c);
             in_separator = false;
         }
     }
@@ -297,15 +307,15 @@ mod tests {
             PackageRole::Libraries { family: family("gfx110X-all") },
             LEGACY,
             (
-                "rocm-sdk-libraries-gfx110x-all",
+                "rocm-sdk-libraries-gfx110X-all",
                 Some("rocm_sdk_libraries_gfx110x_all"),
-                Some("_rocm_sdk_libraries_gfx110x_all"),
+                Some("_rocm_sdk_libraries_gfx110X_all"),
             ),
         );
         check(
             PackageRole::Devel { family: family("gfx94X-dcgpu") },
             LEGACY,
-            ("rocm-sdk-devel-gfx94x-dcgpu", Some("rocm_sdk_devel_gfx94x_dcgpu"), Some("_rocm_sdk_devel_gfx94x_dcgpu")),
+            ("rocm-sdk-devel-gfx94X-dcgpu", Some("rocm_sdk_devel_gfx94x_dcgpu"), Some("_rocm_sdk_devel_gfx94X_dcgpu")),
         );
         let device = PackageRole::Device { target: Target::from_target_id("gfx90a:xnack+") };
         check(device, KPACK, ("rocm-sdk-device-gfx90a", None, Some("_rocm_sdk_libraries_v2")));
@@ -319,13 +329,15 @@ mod tests {
     }
 
     /// Target ids name things after their target: identifiers and dist segments drop the
-    /// feature suffixes and lower-case the base (SPEC §6).
+    /// feature suffixes (SPEC §6); identifiers lower-case the base, dist segments keep
+    /// TheRock's spelling as the reference does (SPEC §2 "Names").
     #[test]
     fn target_ids_name_like_their_target() {
         assert_eq!(target_identifier("GFX90A:xnack+"), "gfx90a");
         assert_eq!(target_identifier("gfx110X-all"), "gfx110x_all");
         assert_eq!(target_dist_segment("gfx90a:sramecc+:xnack-"), "gfx90a");
-        assert_eq!(target_dist_segment("gfx110X-all"), "gfx110x-all");
+        assert_eq!(target_dist_segment("gfx110X-all"), "gfx110X-all");
+        assert_eq!(target_dist_segment("gfx94X-dcgpu"), "gfx94X-dcgpu");
     }
 
     #[test]

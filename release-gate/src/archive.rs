@@ -124,14 +124,49 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
         read_wheel_member(&mut zip, index, &mut archive, &mut digests, &mut texts);
     }
     check_dist_info(&mut archive, &digests, &texts);
-    if let Some(distribution) = archive.name.clone() {
+    // The platform directory follows METADATA's `Name:`, which keeps TheRock's spelling of a
+    // family (`_rocm_sdk_devel_gfx110X_all`); the file name's form is lower-cased.
+    let distribution = metadata::header(&archive.headers, "Name").map(str::to_owned);
+    if let Some(distribution) = distribution {
         for tree in &archive.devel {
             let package = tree.member.rsplit_once('/').map_or("", |(dir, _)| dir);
             let dist_info_py = texts.get(&format!("{package}/_dist_info.py")).map(String::as_str);
             check_platform_dir(&archive.file, &distribution, dist_info_py, tree, &mut archive.findings);
         }
+        check_wheel_platform_dir(&archive.file, &distribution, &digests, &texts, &mut archive.findings);
     }
     archive
+}
+
+/// A wheel with a pure package (`{package}/_dist_info.py`) installs its native files under
+/// one platform directory, `_` + METADATA's `Name:` with `-` and `.` as `_` + the nonce:
+/// where `get_py_package_name()` looks, and where downstream code hard-codes it
+/// (`_rocm_sdk_libraries_gfx110X_all/lib`, SPEC §2 "Names"). Device wheels have no pure
+/// package and overlay the libraries' directory.
+fn check_wheel_platform_dir(
+    file: &str,
+    distribution: &str,
+    digests: &BTreeMap<String, MemberDigest>,
+    texts: &BTreeMap<String, String>,
+    findings: &mut Findings,
+) {
+    let Some(dist_info_py) = texts.iter().find(|(name, _)| is_package_dist_info(name)).map(|(_, text)| text) else {
+        return;
+    };
+    let expected = super::devel::platform_dir_name(distribution, Some(dist_info_py));
+    let mut tops: Vec<&str> = digests
+        .keys()
+        .filter_map(|name| name.split_once('/').map(|(first, _)| first))
+        .filter(|first| first.starts_with('_') && !first.starts_with("__"))
+        .collect();
+    tops.dedup();
+    for top in tops.into_iter().filter(|top| *top != expected) {
+        let message = format!(
+            "platform directory `{}` is not `{expected}`, where the runtime looks for the package's files",
+            crate::escape::escape(top)
+        );
+        findings.violation(file, Some(top), Check::MemberPath, message);
+    }
 }
 
 /// Opens the wheel if its index is small enough to read: the zip reader keeps the whole

@@ -231,8 +231,9 @@ fn check_shape(file: &str, tree: &DevelTree, findings: &mut Findings) {
 }
 
 /// The tarball's top-level directory must be the platform directory the runtime expands
-/// into: `_` + the devel wheel's distribution name + the build's nonce (SPEC §2, the
-/// `--version-suffix`), read from the wheel's own `_dist_info.py` when it has one.
+/// into: `_` + the devel wheel's distribution name as METADATA spells it, with `-` and `.`
+/// as `_`, + the build's nonce (SPEC §2, the `--version-suffix`), read from the wheel's own
+/// `_dist_info.py` when it has one.
 pub(crate) fn check_platform_dir(
     file: &str,
     distribution: &str,
@@ -241,8 +242,7 @@ pub(crate) fn check_platform_dir(
     findings: &mut Findings,
 ) {
     let Some(top) = &tree.top else { return };
-    let nonce = dist_info_py.and_then(nonce_of).unwrap_or_default();
-    let expected = format!("_{distribution}{nonce}");
+    let expected = platform_dir_name(distribution, dist_info_py);
     if *top != expected {
         let message = format!(
             "devel tarball's top-level directory `{}` is not the package's platform directory `{expected}`, \
@@ -251,6 +251,13 @@ pub(crate) fn check_platform_dir(
         );
         findings.violation(file, Some(&tree.member), Check::Devel, message);
     }
+}
+
+/// `_` + a distribution name as METADATA spells it, with `-` and `.` as `_`, + the nonce of
+/// the package's `_dist_info.py` (SPEC §2, platform directory).
+pub(crate) fn platform_dir_name(distribution: &str, dist_info_py: Option<&str>) -> String {
+    let nonce = dist_info_py.and_then(nonce_of).unwrap_or_default();
+    format!("_{}{nonce}", distribution.replace(['-', '.'], "_"))
 }
 
 /// `PY_PACKAGE_SUFFIX_NONCE` of a `_dist_info.py`: a quoted string of letters, digits and

@@ -25,8 +25,8 @@ fn legacy_example_installs_loads_runs_and_uninstalls() {
     assert_success(&output, "pip install rocm[libraries,devel,profiler]");
 
     installed::init_concurrently(&venv);
-    installed::assert_installation_works(&venv, temp.path(), "_rocm_sdk_libraries_gfx110x_all/lib/librocblas.so.5");
-    installed::assert_devel_tree_matches_plan(&venv, &build.artifacts, "rocm-sdk-devel-gfx110x-all");
+    installed::assert_installation_works(&venv, temp.path(), "_rocm_sdk_libraries_gfx110X_all/lib/librocblas.so.5");
+    installed::assert_devel_tree_matches_plan(&venv, &build.artifacts, "rocm-sdk-devel-gfx110X-all");
 
     // The same library as built (no packaged RPATH) does not find core at all.
     let original = installed::walk(&build.artifacts)
@@ -47,11 +47,11 @@ fn legacy_example_installs_loads_runs_and_uninstalls() {
 fn target_family_selects_the_family_wheels() {
     let dist = &build(false).dist;
     let cases = [
-        ("gfx110X-all", "rocm[libraries]", &["rocm-sdk-libraries-gfx110x-all"][..]),
+        ("gfx110X-all", "rocm[libraries]", &["rocm-sdk-libraries-gfx110X-all"][..]),
         (
             "gfx94X-dcgpu",
             "rocm[libraries,devel]",
-            &["rocm-sdk-libraries-gfx94x-dcgpu", "rocm-sdk-devel-gfx94x-dcgpu"][..],
+            &["rocm-sdk-libraries-gfx94X-dcgpu", "rocm-sdk-devel-gfx94X-dcgpu"][..],
         ),
     ];
     for (family, requirement, wheels) in cases {
@@ -66,7 +66,7 @@ fn target_family_selects_the_family_wheels() {
             .expect("pip list");
         let list = String::from_utf8_lossy(&list.stdout).to_lowercase();
         for wheel in wheels {
-            assert!(list.contains(&format!("{wheel}=={VERSION}")), "{family}: {list}");
+            assert!(list.contains(&format!("{}=={VERSION}", wheel.to_lowercase())), "{family}: {list}");
         }
         let other = if family == "gfx110X-all" { "gfx94x" } else { "gfx110x" };
         assert!(!list.contains(other), "{family} also installed {other}: {list}");
@@ -122,7 +122,7 @@ fn the_installed_family_holds_without_the_variable() {
     assert_success(&output, "pip install rocm[libraries,devel] with ROCM_SDK_TARGET_FAMILY=gfx94X-dcgpu");
 
     // `installed::python` and `installed::rocm_sdk` run without the variable and without GPU tools.
-    let hipblas = installed::site_packages(&venv).join("_rocm_sdk_libraries_gfx94x_dcgpu/lib/libhipblas.so.3");
+    let hipblas = installed::site_packages(&venv).join("_rocm_sdk_libraries_gfx94X_dcgpu/lib/libhipblas.so.3");
     let hipblas = hipblas.to_string_lossy();
     assert_eq!(
         probe_family(&venv),
@@ -132,9 +132,9 @@ fn the_installed_family_holds_without_the_variable() {
     assert!(!log.contains("skipping the libraries tests") && !log.contains("skipping the devel tests"), "{log}");
     assert!(log.contains("rocm_sdk.tests.libraries_test") && log.contains("rocm_sdk.tests.devel_test"), "{log}");
     let root = installed::rocm_sdk(&venv, &["path", "--root"], &[]);
-    assert!(root.trim_end().ends_with("_rocm_sdk_devel_gfx94x_dcgpu"), "{root}");
+    assert!(root.trim_end().ends_with("_rocm_sdk_devel_gfx94X_dcgpu"), "{root}");
 
-    let output = support::pip_install(&venv, dist, &["--no-deps", "rocm-sdk-libraries-gfx110x-all"], &[]);
+    let output = support::pip_install(&venv, dist, &["--no-deps", "rocm-sdk-libraries-gfx110X-all"], &[]);
     assert_success(&output, "pip install --no-deps rocm-sdk-libraries-gfx110x-all");
     let both = "several ROCm target families are installed in this environment (gfx110X-all, gfx94X-dcgpu)";
     let probe = probe_family(&venv);
@@ -181,10 +181,10 @@ fn plan_json_follows_the_rules() {
         [
             "rocm-profiler",
             "rocm-sdk-core",
-            "rocm-sdk-devel-gfx110x-all",
-            "rocm-sdk-devel-gfx94x-dcgpu",
-            "rocm-sdk-libraries-gfx110x-all",
-            "rocm-sdk-libraries-gfx94x-dcgpu"
+            "rocm-sdk-devel-gfx110X-all",
+            "rocm-sdk-devel-gfx94X-dcgpu",
+            "rocm-sdk-libraries-gfx110X-all",
+            "rocm-sdk-libraries-gfx94X-dcgpu"
         ]
     );
     let core = &packages["rocm-sdk-core"]["files"];
@@ -227,7 +227,7 @@ fn plan_json_follows_the_rules() {
         "$ORIGIN/../lib:$ORIGIN/../../_rocm_sdk_core/lib/llvm/lib:$ORIGIN/../../_rocm_sdk_core/lib/rocm_sysdeps/lib"
     );
     assert_eq!(core["bin/hipInfo"]["removed"], serde_json::json!(["/build/x/lib"]));
-    let rocblas = &packages["rocm-sdk-libraries-gfx110x-all"]["files"]["lib/librocblas.so.5"];
+    let rocblas = &packages["rocm-sdk-libraries-gfx110X-all"]["files"]["lib/librocblas.so.5"];
     assert!(rocblas["rpath"]
         .as_str()
         .expect("rpath")
@@ -236,7 +236,7 @@ fn plan_json_follows_the_rules() {
     let profiler = &packages["rocm-profiler"]["files"];
     assert_eq!(profiler["bin/rocprof-compute"]["action"], "launcher");
     assert_eq!(profiler["lib/librocprof-sys.so"]["action"], "patch-rpath");
-    let devel = &packages["rocm-sdk-devel-gfx110x-all"]["devel_tree"];
+    let devel = &packages["rocm-sdk-devel-gfx110X-all"]["devel_tree"];
     assert_eq!(
         devel["lib/libamdhip64.so"],
         serde_json::json!({"kind": "symlink", "target": "libamdhip64.so.7", "why": "soname-alias"})
@@ -314,8 +314,8 @@ fn uv_with_no_cache_follows_the_family_after_a_cached_install() {
     let cache = temp.path().join("uv-cache");
     let uv = support::tools_venv().join("bin/uv");
     for (family, no_cache, expected) in [
-        ("gfx94X-dcgpu", false, "rocm-sdk-libraries-gfx94x-dcgpu"),
-        ("gfx110X-all", true, "rocm-sdk-libraries-gfx110x-all"),
+        ("gfx94X-dcgpu", false, "rocm-sdk-libraries-gfx94X-dcgpu"),
+        ("gfx110X-all", true, "rocm-sdk-libraries-gfx110X-all"),
     ] {
         let venv = support::fresh_venv(&temp.path().join(family));
         let mut command = Command::new(&uv);

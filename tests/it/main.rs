@@ -4,6 +4,7 @@
 mod catalog;
 mod cmake;
 mod devel_links;
+mod downstream;
 mod elf;
 mod example;
 mod hostile;

@@ -125,6 +125,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("eu-elflint", "elfutils"),
     ("ld.lld", "lld"),
     ("ldconfig", "libc-bin"),
+    ("llvm-as", "llvm"),
     ("llvm-mc", "llvm"),
     ("patchelf", "patchelf"),
     ("python3", "python3-venv"),

@@ -94,3 +94,26 @@ fn one_wheel_of_another_version() {
         ],
     );
 }
+
+/// A wheel with a pure package installs its files under `_` + METADATA's `Name:` (the
+/// family spelled as the build spells it, SPEC §2 "Names"): a directory spelled otherwise
+/// is one `get_py_package_name()` never finds, nor code that hard-codes the name.
+#[test]
+fn platform_directory_spelled_otherwise_than_the_name() {
+    let fixture = fixture();
+    let mut wheels = default_wheels(&fixture);
+    rewrite_member(&mut wheels, CORE_WHEEL, "rocm_sdk_core/_dist_info.py", "PY_PACKAGE_SUFFIX_NONCE = ''\n");
+    let report = verify(&fixture, &wheels);
+    assert_eq!(violations(&report), [], "the core wheel's own directory is `_rocm_sdk_core`");
+    rewrite_member(&mut wheels, CORE_WHEEL, "_ROCM_sdk_core/__init__.py", "");
+    let report = verify(&fixture, &wheels);
+    assert_violations(
+        &report,
+        &[(
+            CORE_WHEEL,
+            Some("_ROCM_sdk_core"),
+            Check::MemberPath,
+            "platform directory `_ROCM_sdk_core` is not `_rocm_sdk_core`, where the runtime looks for the package's files",
+        )],
+    );
+}

@@ -112,7 +112,7 @@ fn a_broken_windows_set_fails_naming_the_elf_file_and_the_missing_import() {
             .args(["-c", add])
             .arg(&wheel)
             .arg(&elf)
-            .arg("_rocm_sdk_libraries_gfx110x_all/bin/libstray.so"),
+            .arg("_rocm_sdk_libraries_gfx110X_all/bin/libstray.so"),
     );
     let report = release_gate::verify_dist(&dist).expect("verify");
     let violations: Vec<String> = report

@@ -122,7 +122,7 @@ fn a_windows_python_under_wine_installs_and_uses_the_windows_wheels() {
     let recorded = wine(&python, &[&recorder.to_string_lossy()], &[]);
     assert!(recorded.status.success(), "expanding devel under the recorder failed:\n{}", text(&recorded));
     let root = crate::devel_links::assert_no_parent_references(&recorded.stdout);
-    let platform = "_rocm_sdk_libraries_gfx110x_all";
+    let platform = "_rocm_sdk_libraries_gfx110X_all";
     assert!(crate::devel_links::uncollapsed_len(&root, DEEP_DEVICE_FILE, platform) > 260, "{root}");
     let site = env.join("Lib/site-packages");
     let deep = fs_err::read(site.join("_rocm_sdk_devel").join(DEEP_DEVICE_FILE)).expect("the deep file is in devel");

@@ -53,6 +53,7 @@ const TOOLS: &[Tool] = &[
     tool("readelf", "binutils"),
     tool("strip", "binutils"),
     tool("llvm-mc", "llvm"),
+    tool("llvm-as", "llvm"),
     tool("ld.lld", "lld"),
     tool("cmake", "cmake"),
     tool("unzip", "unzip"),

@@ -66,12 +66,26 @@ def base_target(name):
     return _ascii_lower(name.split(":", 1)[0].strip())
 
 
+def target_spelling(name):
+    """A family or target as this build spells it, without feature suffixes: the spelling
+    on offer when one matches case-insensitively (`GFX110X-ALL` -> `gfx110X-all`), else the
+    name as given (`gfx90a:xnack+` -> `gfx90a`)."""
+    given = str(name).split(":", 1)[0].strip()
+    wanted = _ascii_lower(given)
+    for family in list(AVAILABLE_TARGET_FAMILIES) + list(DEVICE_TARGETS):
+        if base_target(family) == wanted:
+            return family.split(":", 1)[0].strip()
+    return given
+
+
 def device_owner(name):
     """The target whose device package carries `name`'s payload (SPEC §2, grouped by owner):
-    the base target itself, unless the owner table (TARGET_OWNERS, from the packager's
+    the target itself, unless the owner table (TARGET_OWNERS, from the packager's
     `target_owners.json`) says otherwise: `gfx1250-strict` -> `gfx1250`."""
     base = base_target(name)
-    return TARGET_OWNERS.get(base, base)
+    if base in TARGET_OWNERS:
+        return TARGET_OWNERS[base]
+    return target_spelling(name)
 
 
 def target_identifier(name):
@@ -80,8 +94,10 @@ def target_identifier(name):
 
 
 def target_dist_segment(name):
-    """A family or target as it appears in distribution names: `gfx110X-all` -> `gfx110x-all`."""
-    return re.sub(r"[-_.]+", "-", base_target(name))
+    """A family or target as it appears in distribution names, and so in platform
+    directories: TheRock's spelling, as the reference keeps it (`gfx110X-all`, so
+    `_rocm_sdk_libraries_gfx110X_all` exists where downstream code looks, SPEC §2)."""
+    return re.sub(r"[-_.]+", "-", target_spelling(name))
 
 
 class _CallableBool:
@@ -116,7 +132,9 @@ class PackageEntry:
     specific. `pure_py_package_name` likewise (legacy libraries carry the family in the
     import name too). `platform_of` names another logical package whose platform directory
     this one overlays (device wheels overlay the libraries directory). `by_owner`: one
-    package per owner of the targets, not per target (device wheels, SPEC §2).
+    package per owner of the targets, not per target (device wheels, SPEC §2). `built`:
+    whether this build makes the package at all; a legacy build defines `device` as the
+    reference does (downstream code reads `ALL_PACKAGES["device"]`) but has no device wheels.
     """
 
     def __init__(
@@ -128,6 +146,7 @@ class PackageEntry:
         required=False,
         platform_of=None,
         by_owner=False,
+        built=True,
     ):
         self.logical_name = logical_name
         self.dist_package_template = dist_package_template
@@ -135,6 +154,7 @@ class PackageEntry:
         self.required = required
         self.platform_of = platform_of
         self.by_owner = by_owner
+        self.built = built
         # Kept for code written against the reference.
         self.template_directory = dist_package_template.replace("-{target_family}", "")
         if logical_name in ALL_PACKAGES:
@@ -365,7 +385,7 @@ def installed_target_families():
     """The families whose target-specific packages are installed here, in the order of
     AVAILABLE_TARGET_FAMILIES: legacy libraries and devel wheels, kpack-split device wheels.
     Targets sharing one installed package (one owner, SPEC §2) count once, as the first."""
-    specific = [entry for entry in ALL_PACKAGES.values() if entry.is_target_specific]
+    specific = [entry for entry in ALL_PACKAGES.values() if entry.built and entry.is_target_specific]
     found = []
     packages = set()
     for family in AVAILABLE_TARGET_FAMILIES:
@@ -379,12 +399,14 @@ def installed_target_families():
 def resolve_runtime_target_family():
     """(family, source) at run time (SPEC §4): `ROCM_SDK_TARGET_FAMILY`, else the family
     whose target-specific packages are installed (one installed: that one; several: the
-    detected GPU's among them), else a detected GPU, else the default.
+    detected GPU's among them, and in a kpack-split build without one the first of them),
+    else a detected GPU, else the default.
 
     The choice made at install time holds without the variable: a non-default family
     installed with it set is the family in every later process. Raises TargetFamilyError
     when the variable names a family not on offer or, when some are installed, not
-    installed (naming those that are), and when several are installed and no GPU picks one.
+    installed (naming those that are), and when several legacy families are installed and
+    no GPU picks one.
     """
     installed = installed_target_families()
     requested = os.environ.get("ROCM_SDK_TARGET_FAMILY", "").strip()
@@ -401,6 +423,11 @@ def resolve_runtime_target_family():
         detected = discover_current_target_family(installed)
         if detected is not None:
             return detected, SOURCE_DETECTED
+        if KPACK_SPLIT:
+            # Device wheels only add code objects to one arch-neutral libraries package, so
+            # no library is found in the wrong place whichever is taken: the first, as the
+            # reference takes a family without ever raising (downstream code calls this).
+            return installed[0], SOURCE_INSTALLED
         raise TargetFamilyError(
             "several ROCm target families are installed in this environment (%s) and no GPU of "
             "this machine selects one of them; set ROCM_SDK_TARGET_FAMILY to the one to use"
@@ -482,6 +509,14 @@ else:
         "libraries",
         "rocm-sdk-libraries-{target_family}",
         pure_py_package_name="rocm_sdk_libraries_{target_family}",
+    )
+    # Every key the reference defines exists in both layouts (SPEC §4, downstream API).
+    PackageEntry(
+        "device",
+        "rocm-sdk-device-{target_family}",
+        pure_py_package_name=None,
+        by_owner=True,
+        built=False,
     )
 if DEVEL_TARGET_SPECIFIC:
     PackageEntry("devel", "rocm-sdk-devel-{target_family}", pure_py_package_name="rocm_sdk_devel_{target_family}")

@@ -74,8 +74,8 @@ def compute_requirements(dist_info):
         if entry.is_target_specific and family is None:
             continue
         extras[entry.logical_name] = [_require(dist_info, entry, family if entry.is_target_specific else None)]
-    if "device" in packages:
-        device = packages["device"]
+    device = packages["device"]
+    if device.built:
         # The fallback default is not a detection: without a named or detected target,
         # a plain `device` extra would install the wrong GPU's files.
         if family is not None and source != dist_info.SOURCE_DEFAULT:

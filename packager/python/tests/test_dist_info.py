@@ -43,16 +43,42 @@ class MatchingTest(unittest.TestCase):
         self.assertTrue(libraries.is_target_specific)
         self.assertTrue(libraries.is_target_specific())
         self.assertFalse(info.ALL_PACKAGES["core"].is_target_specific())
-        self.assertEqual(libraries.get_dist_package_name("gfx110X-all"), "rocm-sdk-libraries-gfx110x-all")
+        self.assertEqual(libraries.get_dist_package_name("gfx110X-all"), "rocm-sdk-libraries-gfx110X-all")
         self.assertEqual(libraries.get_pure_py_package_name("gfx110X-all"), "rocm_sdk_libraries_gfx110x_all")
-        self.assertEqual(libraries.get_py_package_name("gfx110X-all"), "_rocm_sdk_libraries_gfx110x_all_n")
-        self.assertEqual(libraries.get_dist_package_require("gfx110X-all"), "rocm-sdk-libraries-gfx110x-all==" + support.VERSION)
+        self.assertEqual(libraries.get_py_package_name("gfx110X-all"), "_rocm_sdk_libraries_gfx110X_all_n")
+        self.assertEqual(libraries.get_dist_package_require("gfx110X-all"), "rocm-sdk-libraries-gfx110X-all==" + support.VERSION)
         with self.assertRaises(ValueError):
             libraries.get_dist_package_name()
         kpack = support.load_dist_info(families=["gfx90a"], kpack=True)
         self.assertEqual(kpack.ALL_PACKAGES["device"].get_dist_package_name("gfx90a:xnack+"), "rocm-sdk-device-gfx90a")
         self.assertEqual(kpack.ALL_PACKAGES["device"].get_py_package_name("gfx90a"), "_rocm_sdk_libraries")
         self.assertIsNone(kpack.ALL_PACKAGES["device"].get_pure_py_package_name("gfx90a"))
+
+    def test_names_keep_the_builds_spelling_of_a_family(self):
+        # The reference keeps TheRock's spelling in names and platform directories; a family
+        # given in another case is spelled as the build spells it (SPEC §2 "Names").
+        info = support.load_dist_info(families=["gfx110X-all", "gfx94X-dcgpu"])
+        libraries = info.ALL_PACKAGES["libraries"]
+        for given in ("gfx110X-all", "gfx110x-all", "GFX110X-ALL"):
+            self.assertEqual(libraries.get_dist_package_name(given), "rocm-sdk-libraries-gfx110X-all", given)
+            self.assertEqual(libraries.get_py_package_name(given), "_rocm_sdk_libraries_gfx110X_all", given)
+            self.assertEqual(libraries.get_pure_py_package_name(given), "rocm_sdk_libraries_gfx110x_all", given)
+        self.assertEqual(info.target_dist_segment("gfx90a:xnack+"), "gfx90a")
+        self.assertEqual(info.target_dist_segment("gfx1200"), "gfx1200")
+
+    def test_every_key_of_the_reference_in_both_layouts(self):
+        keys = ["meta", "core", "libraries", "device", "devel", "profiler"]
+        legacy = support.load_dist_info(families=["gfx110X-all", "gfx94X-dcgpu"])
+        kpack = support.load_dist_info(families=["gfx90a"], kpack=True)
+        self.assertEqual(list(legacy.ALL_PACKAGES), keys)
+        self.assertEqual(list(kpack.ALL_PACKAGES), keys)
+        # A legacy build defines `device` as the reference does, and makes no such wheel.
+        device = legacy.ALL_PACKAGES["device"]
+        self.assertFalse(device.built)
+        self.assertTrue(kpack.ALL_PACKAGES["device"].built)
+        self.assertEqual(device.get_dist_package_name("gfx110X-all"), "rocm-sdk-device-gfx110X-all")
+        self.assertEqual(device.get_py_package_name("gfx110X-all"), "_rocm_sdk_device_gfx110X_all")
+        self.assertIsNone(device.get_py_package("gfx110X-all"))
 
     def test_library_table(self):
         info = support.load_dist_info()

@@ -55,7 +55,7 @@ def reconcile(devel):
 
     `devel` is an expanded `_devel.DevelPackage`.
     """
-    if "device" not in di.ALL_PACKAGES or not devel.is_expanded():
+    if not di.ALL_PACKAGES["device"].built or not devel.is_expanded():
         return 0
     libraries_name = di.ALL_PACKAGES["libraries"].get_py_package_name()
     libraries_dir = os.path.join(str(devel.site_dir), libraries_name)

@@ -138,8 +138,8 @@ def installed_versions():
     """{dist name: version} of every installed distribution this ROCm build knows."""
     names = ["rocm", di.ALL_PACKAGES["core"].get_dist_package_name(), di.ALL_PACKAGES["profiler"].get_dist_package_name()]
     for logical in ("libraries", "devel", "device"):
-        entry = di.ALL_PACKAGES.get(logical)
-        if entry is None:
+        entry = di.ALL_PACKAGES[logical]
+        if not entry.built:
             continue
         if entry.is_target_specific:
             names += [entry.get_dist_package_name(family) for family in di.AVAILABLE_TARGET_FAMILIES]
