@@ -8,13 +8,15 @@
 //! stand-in has none), so versioned references are real.
 //!
 //! Children: `install` (repaired wheels installed with pip and uv beside the SDK, loaded,
-//! uninstalled), `refusals` (what is refused and why), `gate` (`verify --dist` on the set
+//! uninstalled), `legacy` (a set with a libraries wheel per family), `refusals` (what is refused and why), `gate` (`verify --dist` on the set
 //! with the wheels, and on hand-broken variants).
 
 #[path = "repair_gate.rs"]
 mod gate;
 #[path = "repair_install.rs"]
 mod install;
+#[path = "repair_legacy.rs"]
+mod legacy;
 #[path = "repair_refusals.rs"]
 mod refusals;
 

@@ -119,10 +119,14 @@ fn a_wheel_built_against_an_installed_sdk_links_to_the_sdk_wheels() {
     assert_eq!(tags[2], repaired.platform_tag, "{file_name}");
     assert!(wheel_file.contains(&format!("Tag: {}\n", tags.join("-"))), "{wheel_file}");
 
-    // The same input and time give the same bytes.
-    let again = repair_into(&[wheel], &sdk().dist, &work.path().join("again"), &[]).expect("repair again");
+    // The same input and time give the same bytes, and the SDK installed in a
+    // site-packages is the same SDK as its wheels.
     let bytes = |path: &PathBuf| fs_err::read(path).expect("read the wheel");
+    let again =
+        repair_into(std::slice::from_ref(&wheel), &sdk().dist, &work.path().join("again"), &[]).expect("repair again");
     assert!(bytes(&repaired.output) == bytes(&again.wheels[0].output), "a second repair gives other bytes");
+    let installed = repair_into(&[wheel], &sdk().site_packages, &work.path().join("installed"), &[]).expect("repair");
+    assert!(bytes(&repaired.output) == bytes(&installed.wheels[0].output), "against the installed SDK: other bytes");
 
     for installer in [Uninstaller::Pip, Uninstaller::Uv] {
         install_and_import(&repaired.output, installer, work.path());
