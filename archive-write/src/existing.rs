@@ -11,6 +11,10 @@
 //! directory, and its bytes must inflate to the CRC-32 and size the index gives. A copy
 //! carries the CRC-32 of the coded bytes read then, and checks it again while copying.
 //!
+//! A member's sha256 (RECORD's digest) is the caller's to compute from the bytes it is
+//! given, and to hand to the copy ([`CodedCopy::with_sha256`]): a caller that changes a
+//! large member never needs its old digest, and hashing a gigabyte costs a second.
+//!
 //! Owns: reading such a wheel. Does not own: what its members mean (the caller's), the
 //! writer (`wheel`), reuse of our own earlier output (`previous`, whose index reader and
 //! copies this shares).
@@ -21,8 +25,6 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use sha2::{Digest, Sha256};
 
 use super::deflate::MemberDigest;
 use super::input::{open_regular, Links};
@@ -63,39 +65,51 @@ pub struct ExistingWheel {
     members: Vec<ExistingMember>,
 }
 
-/// A member's coded bytes as they are in the wheel, with the sums and digest its entry in
-/// a new wheel needs: what [`ExistingWheel::read_member`] returns after checking them.
+/// A member's coded bytes as they are in the wheel, with the sums its entry in a new wheel
+/// needs: what [`ExistingWheel::read_member`] returns after checking them. Its sha256 comes
+/// from the caller, who hashed the bytes it was given ([`CodedCopy::with_sha256`]).
 pub struct CodedCopy {
+    name: String,
     method: Method,
     sums: EntrySums,
-    digest: MemberDigest,
+    sha256: Option<[u8; 32]>,
     bytes: OldBytes,
 }
 
 impl CodedCopy {
-    /// The sha256 of the member's (inflated) bytes, as RECORD gives it.
-    pub fn sha256(&self) -> [u8; 32] {
-        self.digest.sha256
+    /// The sha256 of the member's (inflated) bytes, once the caller gave it.
+    pub fn sha256(&self) -> Option<[u8; 32]> {
+        self.sha256
+    }
+
+    /// The copy with the sha256 of the bytes [`ExistingWheel::read_member`] passed on
+    /// (RECORD lists it for the member).
+    pub fn with_sha256(mut self, sha256: [u8; 32]) -> CodedCopy {
+        self.sha256 = Some(sha256);
+        self
     }
 
     /// The member's inflated size.
     pub fn len(&self) -> u64 {
-        self.digest.len
+        self.sums.uncompressed
     }
 
     pub fn is_empty(&self) -> bool {
-        self.digest.len == 0
+        self.sums.uncompressed == 0
     }
 
-    /// What the writer copies.
-    pub(crate) fn into_copy(self) -> Copy {
+    /// What the writer copies; a copy whose sha256 was never given cannot be one.
+    pub(crate) fn into_copy(self) -> Result<Copy, WriteError> {
+        let Some(sha256) = self.sha256 else {
+            return Err(WriteError::Invalid { reason: format!("{} is copied without its sha256", self.name) });
+        };
         let crc = self.sums.compressed_crc;
-        Copy {
+        Ok(Copy {
             method: self.method,
+            digest: MemberDigest { sha256, len: self.sums.uncompressed },
             sums: self.sums,
             source: Box::new(CheckedCopy { bytes: self.bytes, crc }),
-            digest: self.digest,
-        }
+        })
     }
 }
 
@@ -147,7 +161,7 @@ impl ExistingWheel {
     }
 
     /// Streams member `name`'s bytes, inflated, to `each`, and checks them against the
-    /// index (CRC-32, size); returns what copying its coded bytes needs.
+    /// index (CRC-32, size); returns what copying its coded bytes needs, but its sha256.
     pub fn read_member(
         &self,
         name: &str,
@@ -167,7 +181,6 @@ impl ExistingWheel {
         let start = self.data_start(name, &entry).map_err(damaged)?;
         let mut coded =
             CrcReader { file: &self.file, at: start, end: start + entry.compressed, crc: crc32fast::Hasher::new() };
-        let mut sha256 = Sha256::new();
         let mut crc = crc32fast::Hasher::new();
         let mut len = 0u64;
         let mut buffer = vec![0u8; READ_BUFFER.min(usize::try_from(entry.uncompressed + 1).unwrap_or(READ_BUFFER))];
@@ -196,7 +209,6 @@ impl ExistingWheel {
                         entry.uncompressed
                     )));
                 }
-                sha256.update(&buffer[..n]);
                 crc.update(&buffer[..n]);
                 each(&buffer[..n]).map_err(|source| WriteError::Read { path: self.path.clone(), source })?;
             }
@@ -213,7 +225,7 @@ impl ExistingWheel {
         let sums =
             EntrySums { crc, uncompressed: len, compressed: entry.compressed, compressed_crc: coded.crc.finalize() };
         let bytes = OldBytes { path: self.path.clone(), file: Arc::clone(&self.file), start, len: entry.compressed };
-        Ok(CodedCopy { method, sums, digest: MemberDigest { sha256: sha256.finalize().into(), len }, bytes })
+        Ok(CodedCopy { name: name.to_owned(), method, sums, sha256: None, bytes })
     }
 
     /// Where the member's coded bytes start, once its local header repeats its name and
@@ -269,6 +281,8 @@ impl Read for CrcReader<'_> {
 mod tests {
     use std::process::{Command, Stdio};
     use std::sync::Arc;
+
+    use sha2::{Digest, Sha256};
 
     use super::*;
     use crate::{commit, stage_rewritten_wheel, ArchiveOptions, BuildTime, Generator, MemberData, Reuse, Silent};
@@ -353,12 +367,14 @@ mod tests {
         let mut members = Vec::new();
         let mut streamed = Vec::new();
         for name in ["demo/__init__.py", "demo/big.bin"] {
+            let before = streamed.len();
             let copy = existing
                 .read_member(name, &mut |bytes| {
                     streamed.extend_from_slice(bytes);
                     Ok(())
                 })
                 .expect("read");
+            let copy = copy.with_sha256(sha256(&streamed[before..]));
             members.push(RewriteMember {
                 name: name.to_owned(),
                 executable: false,
@@ -367,6 +383,26 @@ mod tests {
         }
         assert_eq!(streamed, [b"x = 1\n".as_slice(), &big].concat());
         assert_eq!(members[1].content_sha256(), Some(sha256(&big)));
+        // A copy without its sha256 is refused, not written with a wrong RECORD line.
+        let unhashed = existing.read_member("demo/lib.so", &mut |_| Ok(())).expect("read");
+        assert!(unhashed.sha256().is_none());
+        let refused = RewriteSpec {
+            file_name: "demo-1.0-py3-none-linux_x86_64.whl".to_owned(),
+            dist_info: "demo-1.0.dist-info".to_owned(),
+            generator: Generator { name: "test", version: "1" },
+            members: vec![RewriteMember {
+                name: "demo/lib.so".into(),
+                executable: false,
+                content: RewriteContent::Copied(unhashed),
+            }],
+        };
+        let options = ArchiveOptions {
+            compression: WheelCompression::Deflate { level: 6 },
+            build_time: BuildTime::DEFAULT,
+            reuse: Reuse::Never,
+        };
+        let error = stage_rewritten_wheel(dir.path(), refused, &options, &Silent).err().expect("refused");
+        assert!(error.to_string().contains("demo/lib.so is copied without its sha256"), "{error}");
         for (name, bytes) in
             [("demo/lib.so", b"new library".to_vec()), ("demo-1.0.dist-info/METADATA", b"Name: demo\n".to_vec())]
         {
@@ -433,7 +469,7 @@ mod tests {
     impl RewriteMember {
         fn content_sha256(&self) -> Option<[u8; 32]> {
             match &self.content {
-                RewriteContent::Copied(copy) => Some(copy.sha256()),
+                RewriteContent::Copied(copy) => copy.sha256(),
                 RewriteContent::Data(_) => None,
             }
         }

@@ -163,14 +163,14 @@ pub fn stage_rewritten_wheel(
         .members
         .into_iter()
         .map(|member| match member.content {
-            RewriteContent::Data(data) => (Member { name: member.name, data, executable: member.executable }, None),
+            RewriteContent::Data(data) => Ok((Member { name: member.name, data, executable: member.executable }, None)),
             RewriteContent::Copied(copy) => {
                 // The writer copies the coded bytes; the member's data is never opened.
                 let data = MemberData::Bytes(Arc::default());
-                (Member { name: member.name, data, executable: member.executable }, Some(copy.into_copy()))
+                Ok((Member { name: member.name, data, executable: member.executable }, Some(copy.into_copy()?)))
             }
         })
-        .collect();
+        .collect::<Result<Vec<_>, WriteError>>()?;
     let members = in_archive_order(members, &spec.dist_info)?;
     let record = format!("{}/RECORD", spec.dist_info);
     stage_members(dest_dir, file_name, &record, members, options, spec.generator.name, progress)

@@ -95,6 +95,8 @@ pub enum RepairError {
     NoSdk { path: PathBuf, reason: String },
     #[error("{} cannot be linked to the SDK in {}:\n{}", path.display(), sdk.display(), list(problems))]
     Unlinkable { path: PathBuf, sdk: PathBuf, problems: Vec<Problem> },
+    #[error("{} and {} would both be repaired into {file_name}", first.display(), second.display())]
+    SameOutput { first: PathBuf, second: PathBuf, file_name: String },
     #[error("{}: no manylinux tag fits the repaired wheel: {source}", path.display())]
     Tag {
         path: PathBuf,
@@ -133,6 +135,9 @@ impl RepairError {
                  site-packages where they are installed",
             ),
             RepairError::Unlinkable { problems, .. } => Some(problems_hint(problems)),
+            RepairError::SameOutput { .. } => {
+                Some("repair one of them at a time, each into its own --dest-dir: they are two builds of one wheel")
+            }
             RepairError::Tag { .. } => Some(
                 "link the libraries the wheel needs from the system into it, or build it in an older \
                  environment (a manylinux container)",
@@ -152,6 +157,7 @@ impl RepairError {
             | RepairError::NoSdk { path, .. }
             | RepairError::Unlinkable { path, .. }
             | RepairError::Tag { path, .. } => Some(path),
+            RepairError::SameOutput { second, .. } => Some(second),
             RepairError::Elf(error) => Some(error.path()),
             RepairError::Write(error) => error.path(),
             RepairError::Destination(error) => error.path(),

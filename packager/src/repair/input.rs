@@ -4,7 +4,9 @@
 //! wheel's machine are written to a scratch directory, where the ELF reader and editor
 //! work on them with positioned reads, and read: their dynamic section and symbols.
 //! Every member keeps its coded bytes ([`CodedCopy`]), so what the repair does not change
-//! is copied as it is.
+//! is copied as it is. Other members are hashed while read; an ELF member only if it is
+//! copied unchanged ([`hashed_copy`]): an edited one needs no old digest, and hashing a
+//! gigabyte library costs a second.
 //!
 //! Owns: reading and checking the input. Does not own: what is changed (`links`,
 //! `metadata`), writing (`output`).
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use rayon::prelude::*;
+use sha2::{Digest, Sha256};
 
 use elf_audit::{parse_elf, read_dynamic_symbols, DynamicSymbols, ElfWindow};
 
@@ -53,7 +56,12 @@ pub struct InputMember {
     pub name: String,
     pub executable: bool,
     pub place: Place,
+    /// Its coded bytes; with its sha256 unless it was extracted (see [`hashed_copy`]).
     pub copy: CodedCopy,
+    /// An ELF member's bytes in the scratch directory.
+    pub extracted: Option<PathBuf>,
+    /// Its RECORD line: (urlsafe base64 sha256, size).
+    pub recorded: Option<(String, String)>,
     pub elf: Option<InputElf>,
 }
 
@@ -185,37 +193,85 @@ fn read_member(
 ) -> Result<InputMember, RepairError> {
     let mut head = Vec::with_capacity(4);
     let mut out: Option<std::io::BufWriter<std::fs::File>> = None;
+    let mut hasher = Some(Sha256::new());
     let copy = wheel.read_member(name, &mut |bytes| {
         if head.len() < 4 {
             head.extend_from_slice(&bytes[..bytes.len().min(4 - head.len())]);
             if head.len() == 4 && head == elf_audit::ELF_MAGIC {
                 out = Some(std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(extracted)?));
+                hasher = None;
             }
         }
         if let Some(out) = out.as_mut() {
             out.write_all(bytes)?;
         }
+        if let Some(hasher) = hasher.as_mut() {
+            hasher.update(bytes);
+        }
         Ok(())
     })?;
+    let recorded = recorded.cloned();
+    let is_elf = out.is_some();
     if let Some(out) = out.take() {
         let file = out.into_inner().map_err(|error| write_error(extracted, error.into_error()))?;
         drop(file);
     }
-    if let Some((digest, size)) = recorded {
-        let actual = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(copy.sha256());
-        if *digest != actual || *size != copy.len().to_string() {
-            return Err(RepairError::BadWheel {
-                path: wheel.path().to_path_buf(),
-                reason: format!("{name} does not match its RECORD line (sha256={digest}, {size} bytes)"),
-            });
+    let copy = match hasher {
+        Some(hasher) => {
+            let sha256: [u8; 32] = hasher.finalize().into();
+            check_record(wheel.path(), name, &recorded, sha256, copy.len())?;
+            copy.with_sha256(sha256)
         }
+        None => copy,
+    };
+    let elf = if is_elf { read_elf(extracted, machine)? } else { None };
+    let extracted = is_elf.then(|| extracted.to_path_buf());
+    Ok(InputMember { name: name.to_owned(), executable, place: place_of(name), copy, extracted, recorded, elf })
+}
+
+/// Refuses a member whose bytes RECORD lists with another digest or size.
+fn check_record(
+    wheel: &Path,
+    name: &str,
+    recorded: &Option<(String, String)>,
+    sha256: [u8; 32],
+    len: u64,
+) -> Result<(), RepairError> {
+    let Some((digest, size)) = recorded else { return Ok(()) };
+    let actual = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha256);
+    if *digest != actual || *size != len.to_string() {
+        return Err(RepairError::BadWheel {
+            path: wheel.to_path_buf(),
+            reason: format!("{name} does not match its RECORD line (sha256={digest}, {size} bytes)"),
+        });
     }
-    let elf = if head == elf_audit::ELF_MAGIC { read_elf(extracted, machine)? } else { None };
-    if elf.is_none() && head == elf_audit::ELF_MAGIC {
-        // Data to this wheel's platform (another machine's file, a GPU code object).
-        let _ = std::fs::remove_file(extracted);
+    Ok(())
+}
+
+/// The member's coded copy with its sha256: as hashed while it was read, or now from its
+/// extracted bytes (checked against RECORD as the others were).
+pub fn hashed_copy(wheel: &Path, member: InputMember) -> Result<CodedCopy, RepairError> {
+    let InputMember { name, copy, extracted, recorded, .. } = member;
+    if copy.sha256().is_some() {
+        return Ok(copy);
     }
-    Ok(InputMember { name: name.to_owned(), executable, place: place_of(name), copy, elf })
+    let Some(path) = extracted else {
+        return Err(RepairError::BadWheel { path: wheel.to_path_buf(), reason: format!("{name} was not hashed") });
+    };
+    let read_error = |source| WriteError::Read { path: path.clone(), source };
+    let mut hasher = Sha256::new();
+    let mut file = std::fs::File::open(&path).map_err(read_error)?;
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buffer).map_err(read_error)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    let sha256: [u8; 32] = hasher.finalize().into();
+    check_record(wheel, &name, &recorded, sha256, copy.len())?;
+    Ok(copy.with_sha256(sha256))
 }
 
 fn write_error(path: &Path, source: std::io::Error) -> RepairError {

@@ -122,6 +122,10 @@ pub fn repair(request: &RepairRequest, progress: &dyn Progress) -> Result<Repair
         std::fs::create_dir(&work)
             .map_err(|source| crate::write::WriteError::io(crate::write::WriteAction::CreateDir, &work, source))?;
         let (file, report) = repair_one(path, &sdk, request, &work, lock.output_dir(), &options, progress)?;
+        if let Some(first) = reports.iter().find(|earlier: &&RepairedWheel| earlier.output == report.output) {
+            let file_name = file.written.file_name.clone();
+            return Err(RepairError::SameOutput { first: first.input.clone(), second: path.clone(), file_name });
+        }
         staged.push(file);
         reports.push(report);
     }

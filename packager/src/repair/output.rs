@@ -11,8 +11,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::error::RepairError;
-use super::input::InputWheel;
+use super::input::{hashed_copy, InputWheel};
 use crate::elf::RpathEdit;
 use crate::write::{
     stage_rewritten_wheel, ArchiveOptions, MemberData, Progress, RewriteContent, RewriteMember, RewriteSpec, StagedFile,
@@ -40,24 +42,36 @@ pub fn stage(
     let metadata_name = format!("{}/METADATA", wheel.dist_info);
     let wheel_name = format!("{}/WHEEL", wheel.dist_info);
     let mut edits = changes.edits;
+    let text = |text: &str| RewriteContent::Data(MemberData::Bytes(Arc::new(text.as_bytes().to_vec())));
     let mut members = Vec::with_capacity(wheel.members.len());
+    let mut unchanged = Vec::new();
     for member in wheel.members {
         if changes.removed.contains_key(&member.name) {
             continue;
         }
-        let text = |text: &str| RewriteContent::Data(MemberData::Bytes(Arc::new(text.as_bytes().to_vec())));
         let content = if member.name == metadata_name {
             text(&changes.metadata)
         } else if member.name == wheel_name {
             text(&changes.wheel_file)
-        } else if let (Some(edit), Some(elf)) = (edits.remove(&member.name), member.elf.as_ref()) {
-            let path: Arc<Path> = Arc::from(elf.extracted.as_path());
+        } else if let (Some(edit), Some(extracted)) = (edits.remove(&member.name), member.extracted.as_ref()) {
+            let path: Arc<Path> = Arc::from(extracted.as_path());
             RewriteContent::Data(crate::member::patched(path, Arc::new(edit)))
         } else {
-            RewriteContent::Copied(member.copy)
+            unchanged.push(member);
+            continue;
         };
         members.push(RewriteMember { name: member.name, executable: member.executable, content });
     }
+    // Unchanged extracted members are hashed now, on every core; the rest were while read.
+    let copied = unchanged
+        .into_par_iter()
+        .map(|member| {
+            let (name, executable) = (member.name.clone(), member.executable);
+            let copy = hashed_copy(&wheel.path, member)?;
+            Ok(RewriteMember { name, executable, content: RewriteContent::Copied(copy) })
+        })
+        .collect::<Result<Vec<_>, RepairError>>()?;
+    members.extend(copied);
     let spec = RewriteSpec {
         file_name: changes.file_name,
         dist_info: wheel.dist_info,
