@@ -204,7 +204,9 @@ fn may_be_library(path: &str) -> bool {
 
 /// The libraries of one package: host ELF shared libraries whose file name is their SONAME.
 fn read_libraries(found: &Found, machine: TargetMachine) -> Result<Vec<SdkLibrary>, RepairError> {
-    let windows: Vec<(String, ElfWindow)> = match &found.files {
+    // Each window (up to twice `elf_audit::WINDOW_BYTES`) is read into a library and
+    // dropped at once: a set holds hundreds of libraries.
+    let libraries: Vec<Option<SdkLibrary>> = match &found.files {
         Files::Installed(site_packages, paths) => paths
             .par_iter()
             .filter(|path| may_be_library(path))
@@ -212,12 +214,9 @@ fn read_libraries(found: &Found, machine: TargetMachine) -> Result<Vec<SdkLibrar
                 let full = site_packages.join(path);
                 let window = ElfWindow::read_file(&full)
                     .map_err(|source| crate::write::WriteError::Read { path: full.clone(), source })?;
-                Ok(window.map(|window| (path.clone(), window)))
+                Ok(window.and_then(|window| library_of(found, path, &window, machine)))
             })
-            .collect::<Result<Vec<_>, RepairError>>()?
-            .into_iter()
-            .flatten()
-            .collect(),
+            .collect::<Result<_, RepairError>>()?,
         Files::Wheel(path) => {
             let wheel = ExistingWheel::open(path)?;
             let names: Vec<&str> = wheel
@@ -234,39 +233,37 @@ fn read_libraries(found: &Found, machine: TargetMachine) -> Result<Vec<SdkLibrar
                         window.push(bytes);
                         Ok(())
                     })?;
-                    Ok(window.head().starts_with(elf_audit::ELF_MAGIC).then(|| ((*name).to_owned(), window)))
+                    Ok(library_of(found, name, &window, machine))
                 })
-                .collect::<Result<Vec<_>, RepairError>>()?
-                .into_iter()
-                .flatten()
-                .collect()
+                .collect::<Result<_, RepairError>>()?
         }
     };
-    let mut libraries = Vec::new();
-    for (path, window) in windows {
-        let runs_here = elf_identity(window.head()).is_some_and(|identity| {
-            (identity.machine, identity.is_64, identity.little_endian)
-                == (machine.machine, machine.is_64, machine.little_endian)
-        });
-        if !runs_here {
-            continue;
-        }
-        let Ok(elf) = parse_elf(&window) else { continue };
-        let (dir, file_name) = path.rsplit_once('/').unwrap_or(("", &path));
-        if elf.soname.as_deref() != Some(file_name) {
-            continue;
-        }
-        let symbols = read_dynamic_symbols(&window, &elf);
-        let exports = symbols.is_complete().then_some(symbols.exports);
-        libraries.push(SdkLibrary {
-            soname: file_name.to_owned(),
-            package: found.package.name.clone(),
-            dir: dir.to_owned(),
-            needed: elf.needed,
-            exports,
-        });
+    Ok(libraries.into_iter().flatten().collect())
+}
+
+/// The library at `path` of `found`'s package, if `window` holds a shared library for
+/// `machine` whose file name is its SONAME.
+fn library_of(found: &Found, path: &str, window: &ElfWindow, machine: TargetMachine) -> Option<SdkLibrary> {
+    let identity = elf_identity(window.head())?;
+    if (identity.machine, identity.is_64, identity.little_endian)
+        != (machine.machine, machine.is_64, machine.little_endian)
+    {
+        return None;
     }
-    Ok(libraries)
+    let elf = parse_elf(window).ok()?;
+    let (dir, file_name) = path.rsplit_once('/').unwrap_or(("", path));
+    if elf.soname.as_deref() != Some(file_name) {
+        return None;
+    }
+    let symbols = read_dynamic_symbols(window, &elf);
+    let exports = symbols.is_complete().then_some(symbols.exports);
+    Some(SdkLibrary {
+        soname: file_name.to_owned(),
+        package: found.package.name.clone(),
+        dir: dir.to_owned(),
+        needed: elf.needed,
+        exports,
+    })
 }
 
 #[cfg(test)]
