@@ -25,7 +25,7 @@ pub use parse::{
 pub use pe_layout::{check_pe_layout, PeBytes};
 pub use policy::{policies, Policy, PROGRAM_INTERPRETERS};
 pub use symbols::{
-    read_dynamic_symbols, unresolved_imports, DynamicSymbols, Exports, Import, NeededVersion, Provider, Unresolved,
-    VERSIONED_SYSTEM_LIBRARIES,
+    is_versioned_system_library, read_dynamic_symbols, unresolved_imports, DynamicSymbols, Exports, Import,
+    NeededVersion, Provider, Unresolved,
 };
 pub use window::{ElfWindow, WINDOW_BYTES};

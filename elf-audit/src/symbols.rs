@@ -35,28 +35,27 @@ use crate::window::ElfWindow;
 const MAX_SYMBOLS: u64 = 1 << 24;
 const MAX_RECORDS: u64 = 1 << 16;
 
-/// Libraries every symbol of which carries a version node (glibc's, and GCC's runtime
-/// libraries): an unversioned reference never binds there.
-pub const VERSIONED_SYSTEM_LIBRARIES: &[&str] = &[
-    "libc.so.6",
-    "libm.so.6",
-    "libmvec.so.1",
-    "libdl.so.2",
-    "librt.so.1",
-    "libpthread.so.0",
-    "libanl.so.1",
-    "libutil.so.1",
-    "libnsl.so.1",
-    "libresolv.so.2",
-    "libcrypt.so.1",
-    "libgcc_s.so.1",
-    "libstdc++.so.6",
-    "libatomic.so.1",
-    "ld-linux-x86-64.so.2",
-    "ld-linux-aarch64.so.1",
-    "ld64.so.2",
-    "ld-linux.so.2",
+/// The manylinux system libraries whose symbols do not all carry a version node (X11, GL,
+/// GLib, zlib, expat): an unversioned reference may bind there.
+const UNVERSIONED_SYSTEM_LIBRARIES: &[&str] = &[
+    "libz.so.1",
+    "libexpat.so.1",
+    "libX11.so.6",
+    "libXext.so.6",
+    "libXrender.so.1",
+    "libICE.so.6",
+    "libSM.so.6",
+    "libGL.so.1",
+    "libgobject-2.0.so.0",
+    "libgthread-2.0.so.0",
+    "libglib-2.0.so.0",
 ];
+
+/// Whether every symbol of the system library `name` carries a version node (glibc's,
+/// GCC's runtime libraries, the dynamic loaders): then no unversioned reference binds there.
+pub fn is_versioned_system_library(name: &str) -> bool {
+    crate::glibc::is_system_library(name) && !UNVERSIONED_SYSTEM_LIBRARIES.contains(&name)
+}
 
 /// A version a reference asks for, and the library (`vn_file`) it asks it of.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -432,8 +431,9 @@ fn read_verneed(
 pub enum Provider<'a> {
     /// A library whose exports were read completely.
     Known(&'a Exports),
-    /// One of [`VERSIONED_SYSTEM_LIBRARIES`]: every reference to it carries a version the
-    /// platform tag already judges, and no unversioned one binds there.
+    /// A system library every symbol of which carries a version node
+    /// ([`is_versioned_system_library`]): the platform tag judges those versions, and no
+    /// unversioned reference binds there.
     VersionedSystem,
     /// Anything else (another system library, a library read only in part, one allowed
     /// to be missing): it may define any unversioned name.

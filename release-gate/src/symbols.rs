@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use elf_audit::{unresolved_imports, Provider, Unresolved, VERSIONED_SYSTEM_LIBRARIES};
+use elf_audit::{is_versioned_system_library, unresolved_imports, Provider, Unresolved};
 
 use super::archive::Archive;
 use super::closure::{resolve_needed, Install};
@@ -74,7 +74,7 @@ fn scope<'a>(
                     Provider::Unknown
                 }
             }
-            None if VERSIONED_SYSTEM_LIBRARIES.contains(&name.as_str()) => Provider::VersionedSystem,
+            None if is_versioned_system_library(&name) => Provider::VersionedSystem,
             None => Provider::Unknown,
         };
         providers.push((name, provider));

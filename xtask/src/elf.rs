@@ -175,9 +175,9 @@ mod tests {
         elf: ElfArgs,
     }
 
-    fn check(argv: &[&str], search_path: Option<&str>, expect: &str) {
-        let cli = Cli::try_parse_from(std::iter::once("elf").chain(argv.iter().copied())).expect("valid flags");
-        let info = ElfInfo {
+    /// A library whose search path is `search_path`.
+    fn info(search_path: Option<&str>) -> ElfInfo {
+        ElfInfo {
             kind: ElfKind::SharedLibrary,
             machine: 62,
             is_64: true,
@@ -187,8 +187,12 @@ mod tests {
             rpath: search_path.map(str::to_string),
             runpath: None,
             interpreter: None,
-        };
-        assert_eq!(requested_rpath(&cli.elf, &info), expect);
+        }
+    }
+
+    fn check(argv: &[&str], search_path: Option<&str>, expect: &str) {
+        let cli = Cli::try_parse_from(std::iter::once("elf").chain(argv.iter().copied())).expect("valid flags");
+        assert_eq!(requested_rpath(&cli.elf, &info(search_path)), expect);
     }
 
     #[test]
@@ -210,18 +214,7 @@ mod tests {
     fn replace_needed_takes_pairs_and_leaves_the_search_path() {
         let argv = ["elf", "--replace-needed", "liba-1234abcd.so.1", "liba.so.1", "--replace-needed", "b", "c", "f"];
         let cli = Cli::try_parse_from(argv).expect("valid flags");
-        let info = ElfInfo {
-            kind: ElfKind::SharedLibrary,
-            machine: 62,
-            is_64: true,
-            little_endian: true,
-            soname: None,
-            needed: Vec::new(),
-            rpath: Some("/a".to_owned()),
-            runpath: None,
-            interpreter: None,
-        };
-        let request = request(&cli.elf, &info);
+        let request = request(&cli.elf, &info(Some("/a")));
         assert_eq!(request.rpath, None);
         assert_eq!(
             request.replace_needed,

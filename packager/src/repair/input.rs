@@ -89,9 +89,9 @@ pub struct InputWheel {
     pub dropped: Vec<String>,
 }
 
-/// Reads the wheel at `path`, refusing a Windows wheel (SPEC §10) before anything else.
-pub fn read_input(path: &Path, scratch: &Path) -> Result<InputWheel, RepairError> {
-    let bad = |reason: String| RepairError::BadWheel { path: path.to_path_buf(), reason };
+/// The parts of the file name of the wheel at `path`; a Windows wheel is refused here
+/// (SPEC §10), before anything is read.
+pub fn linux_wheel_name(path: &Path) -> Result<WheelFileName, RepairError> {
     let file_name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let Some(name) = WheelFileName::parse(&file_name) else {
         let reason = "its file name is not `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`".to_owned();
@@ -100,6 +100,13 @@ pub fn read_input(path: &Path, scratch: &Path) -> Result<InputWheel, RepairError
     if name.is_windows() {
         return Err(RepairError::Windows { path: path.to_path_buf() });
     }
+    Ok(name)
+}
+
+/// Reads the wheel at `path`.
+pub fn read_input(path: &Path, scratch: &Path) -> Result<InputWheel, RepairError> {
+    let bad = |reason: String| RepairError::BadWheel { path: path.to_path_buf(), reason };
+    let name = linux_wheel_name(path)?;
     let wheel = ExistingWheel::open(path)?;
     let mut dist_infos: Vec<&str> = wheel
         .members()

@@ -29,7 +29,6 @@ pub use sdk::without_graft_hash;
 
 use crate::config::Destination;
 use crate::elf::EditStrategy;
-use crate::identity::WheelFileName;
 use crate::platform::TargetMachine;
 use crate::write::{ArchiveOptions, Progress, Reuse, WheelCompression};
 use crate::{BuildTime, DestLock};
@@ -89,14 +88,7 @@ pub struct RepairReport {
 pub fn repair(request: &RepairRequest, progress: &dyn Progress) -> Result<RepairReport, RepairError> {
     let mut machine = None;
     for wheel in &request.wheels {
-        let file_name = wheel.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-        let Some(name) = WheelFileName::parse(&file_name) else {
-            let reason = "its file name is not `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`".into();
-            return Err(RepairError::NotAWheel { path: wheel.clone(), reason });
-        };
-        if name.is_windows() {
-            return Err(RepairError::Windows { path: wheel.clone() });
-        }
+        let name = input::linux_wheel_name(wheel)?;
         machine.get_or_insert(TargetMachine::from_platform_tag(&name.platform));
     }
     let machine = machine.unwrap_or_else(TargetMachine::host);

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use elf_audit::{unresolved_imports, Provider, Unresolved, VERSIONED_SYSTEM_LIBRARIES};
+use elf_audit::{is_versioned_system_library, unresolved_imports, Provider, Unresolved};
 
 use super::error::{Problem, ProblemKind};
 use super::input::InputWheel;
@@ -99,7 +99,7 @@ impl<'a> Scope<'a> {
                         });
                     exports.map_or(Provider::Unknown, Provider::Known)
                 }
-                Resolved::System if VERSIONED_SYSTEM_LIBRARIES.contains(&name.as_str()) => Provider::VersionedSystem,
+                Resolved::System if is_versioned_system_library(&name) => Provider::VersionedSystem,
                 Resolved::System | Resolved::Allowed | Resolved::Nowhere => Provider::Unknown,
             };
             providers.push((name, provider));
