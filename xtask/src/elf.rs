@@ -1,15 +1,17 @@
 //! `cargo xtask elf`: read or rewrite RPATHs patchelf-style, with the packager's own ELF code,
 //! for humans and for comparing with patchelf.
 //!
-//! Spelling follows patchelf: queries print bare values, one per line, in file order. Exit
+//! Spelling follows patchelf: queries print bare values, one per line, in file order, of
+//! the file as the edits asked of it in the same command leave it. Exit
 //! codes follow the rest of this CLI instead (README): any failing file prints
 //! `error: <file>: ...` on stderr (the other files are still processed), then each
 //! distinct `hint:` once, and the exit code is 2; no action flag at all is an error too.
 //! Unlike patchelf, `--set-rpath` and
 //! `--add-rpath` always write DT_RPATH (SPEC §2), so `--force-rpath` changes nothing and is
 //! accepted only so patchelf command lines work unchanged. `--replace-needed OLD NEW`
-//! renames a needed library in DT_NEEDED and in the symbol version requirements alike. An edit is atomic: the result is
-//! written beside the file and renamed over it, so a failure leaves the file as it was.
+//! renames a needed library in DT_NEEDED and in the symbol version requirements alike.
+//! An edit is atomic: the result is written beside the file and renamed over it, so a
+//! failure leaves the file as it was.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -103,6 +105,18 @@ fn run_one(args: &ElfArgs, file: &Path) -> Result<(), Failure> {
         let hint = "only ELF files (executables, shared libraries, objects) can be read or edited: check the path";
         return if wants_elf { Err(Failure { message: "not an ELF file".to_owned(), hint }) } else { Ok(()) };
     };
+    // After an edit, print what the file now says.
+    let info = if edits(args) {
+        let request = request(args, &info);
+        let edit = elf::plan_edit(file, &request).map_err(describe)?;
+        if !edit.is_unchanged() {
+            elf::apply_edit_in_place(file, &edit).map_err(describe)?;
+        }
+        tracing::info!(file = %file.display(), strategy = ?edit.strategy, "edited: {request:?}");
+        elf::read_elf(file).map_err(describe)?.unwrap_or(info)
+    } else {
+        info
+    };
     if args.print_soname {
         println!("{}", info.soname.as_deref().unwrap_or(""));
     }
@@ -111,17 +125,7 @@ fn run_one(args: &ElfArgs, file: &Path) -> Result<(), Failure> {
             println!("{needed}");
         }
     }
-    if edits(args) {
-        let request = request(args, &info);
-        let edit = elf::plan_edit(file, &request).map_err(describe)?;
-        if !edit.is_unchanged() {
-            elf::apply_edit_in_place(file, &edit).map_err(describe)?;
-        }
-        tracing::info!(file = %file.display(), strategy = ?edit.strategy, "edited: {request:?}");
-    }
     if args.print_rpath {
-        // After an edit, print what the file now says.
-        let info = if edits(args) { elf::read_elf(file).map_err(describe)?.unwrap_or(info) } else { info };
         println!("{}", info.search_path().unwrap_or(""));
     }
     Ok(())

@@ -37,9 +37,14 @@ fn parse_requirement(text: &str) -> Requirement<'_> {
 }
 
 /// METADATA with `requirements` added (those on a package not required yet), after the
-/// last `Requires-Dist` (or the last header). A requirement already there on an SDK
-/// package must admit the set's version of it.
-pub fn rewrite_metadata(text: &str, sdk: &Sdk, requirements: &[String], member: &str) -> Result<String, Vec<Problem>> {
+/// last `Requires-Dist` (or the last header), and the requirements added. A requirement
+/// already there on an SDK package must admit the set's version of it.
+pub fn rewrite_metadata(
+    text: &str,
+    sdk: &Sdk,
+    requirements: &[String],
+    member: &str,
+) -> Result<(String, Vec<String>), Vec<Problem>> {
     let (headers, body) = match text.find("\n\n") {
         Some(at) => text.split_at(at + 1),
         None => (text, ""),
@@ -77,13 +82,13 @@ pub fn rewrite_metadata(text: &str, sdk: &Sdk, requirements: &[String], member: 
     let added: Vec<String> = requirements
         .iter()
         .filter(|line| !required.contains(&normalize_name(parse_requirement(line).name)))
-        .map(|line| format!("Requires-Dist: {line}"))
+        .cloned()
         .collect();
     let at = match last_requirement {
         Some(index) => index + 1,
         None => lines.len(),
     };
-    lines.splice(at..at, added);
+    lines.splice(at..at, added.iter().map(|line| format!("Requires-Dist: {line}")));
     for line in &mut lines {
         // Requires-Dist needs core metadata 1.2 or later.
         if let Some(("Metadata-Version", version)) = line.split_once(": ") {
@@ -95,7 +100,7 @@ pub fn rewrite_metadata(text: &str, sdk: &Sdk, requirements: &[String], member: 
     let mut out = lines.join("\n");
     out.push('\n');
     out.push_str(body);
-    Ok(out)
+    Ok((out, added))
 }
 
 /// The version of `name` the set offers, when it is an SDK package the set has (the
@@ -169,8 +174,9 @@ mod tests {
 
     #[test]
     fn requirements_are_added_after_the_last_one() {
-        let out = rewrite_metadata(METADATA, &sdk(), &["rocm-sdk-core>=7.12.0,==7.12.0.*".to_owned()], "M")
+        let (out, added) = rewrite_metadata(METADATA, &sdk(), &["rocm-sdk-core>=7.12.0,==7.12.0.*".to_owned()], "M")
             .expect("no problem");
+        assert_eq!(added, ["rocm-sdk-core>=7.12.0,==7.12.0.*"]);
         assert_eq!(
             out,
             "Metadata-Version: 2.1\nName: ext\nVersion: 1.0\nRequires-Dist: numpy\n\
@@ -186,9 +192,10 @@ mod tests {
         assert!(problems[0].to_string().contains("rocm-sdk-core 7.12.0.post1"), "{}", problems[0]);
         let admitted =
             "Metadata-Version: 2.1\nName: ext\nVersion: 1.0\nRequires-Dist: rocm[libraries] (>=7.12.0,==7.12.0.*)\n";
-        let out =
-            rewrite_metadata(admitted, &sdk(), &["rocm-sdk-core>=7.12.0,==7.12.0.*".to_owned()], "M").expect("ok");
+        let requirements = ["rocm-sdk-core>=7.12.0,==7.12.0.*".to_owned(), "rocm[libraries]==7.12.0".to_owned()];
+        let (out, added) = rewrite_metadata(admitted, &sdk(), &requirements, "M").expect("ok");
         assert!(out.contains("Requires-Dist: rocm-sdk-core>=7.12.0"), "{out}");
+        assert_eq!(added, ["rocm-sdk-core>=7.12.0,==7.12.0.*"], "rocm is required already");
     }
 
     #[test]

@@ -147,7 +147,7 @@ fn repair_one(
     let requirements = sdk.requirements(&linking.linked);
     let metadata_member = format!("{}/METADATA", wheel.dist_info);
     let metadata = match metadata::rewrite_metadata(&wheel.metadata, sdk, &requirements, &metadata_member) {
-        Ok(text) => Some(text),
+        Ok(rewritten) => Some(rewritten),
         Err(found) => {
             problems.extend(found);
             None
@@ -158,7 +158,7 @@ fn repair_one(
         sdk: sdk.location.clone(),
         problems,
     };
-    let Some(metadata) = metadata.filter(|_| problems.is_empty()) else {
+    let Some((metadata, requirements_added)) = metadata.filter(|_| problems.is_empty()) else {
         problems.sort();
         problems.dedup();
         return Err(unlinkable(problems));
@@ -198,11 +198,7 @@ fn repair_one(
         input: path.to_path_buf(),
         output: output_dir.join(&file_name),
         platform_tag,
-        requirements_added: requirements
-            .iter()
-            .filter(|line| metadata.contains(&format!("Requires-Dist: {line}\n")))
-            .cloned()
-            .collect(),
+        requirements_added,
         removed: linking.removed.clone(),
         edited,
         dropped,
