@@ -390,6 +390,7 @@ mod tests {
             file_name: "demo-1.0-py3-none-linux_x86_64.whl".to_owned(),
             dist_info: "demo-1.0.dist-info".to_owned(),
             generator: Generator { name: "test", version: "1" },
+            inventory: None,
             members: vec![RewriteMember {
                 name: "demo/lib.so".into(),
                 executable: false,
@@ -414,6 +415,7 @@ mod tests {
             dist_info: "demo-1.0.dist-info".to_owned(),
             generator: Generator { name: "test", version: "1" },
             members,
+            inventory: None,
         };
         let options = ArchiveOptions {
             compression: WheelCompression::Deflate { level: 6 },

@@ -1,10 +1,11 @@
 //! Wheels (PEP 427/491): member order, `.dist-info` contents, RECORD, and streaming every
 //! member through the parallel deflate pipeline into the zip container.
 //!
-//! Owns: the wheel's layout and the member loop, and which earlier wheel a wheel may copy
-//! from: the one at its own final path, in the directory it is written to; and wheels
-//! written anew from an existing one ([`RewriteSpec`]: the caller's file name and
-//! `.dist-info`, unchanged members copied as coded bytes). Does not own:
+//! Owns: the wheel's layout and the member loop (the caller's inventory, rendered from the
+//! other members' digests, written after them and before RECORD), which earlier wheel a
+//! wheel may copy from: the one at its own final path, in the directory it is written to;
+//! and wheels written anew from an existing one ([`RewriteSpec`]: the caller's file name
+//! and `.dist-info`, unchanged members copied as coded bytes). Does not own:
 //! the zip bytes (`zip`), compression (`deflate`), whether a member may be copied
 //! (`reuse`, `previous`), tarball members (`tar`), what the members are (the caller's).
 
@@ -28,7 +29,9 @@ use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
 use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
-use super::{tar, ArchiveOptions, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
+use super::{
+    tar, ArchiveOptions, Inventory, ListedMember, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile,
+};
 use super::{Progress, Reuse, TarballCompression, WheelCompression};
 
 /// The names a wheel's files derive from its metadata.
@@ -64,11 +67,39 @@ impl WheelNames {
     pub fn record(&self) -> String {
         format!("{}/RECORD", self.dist_info)
     }
+
+    /// The member path of the spec's inventory, if it has one.
+    pub fn inventory(&self, spec: &WheelSpec) -> Option<String> {
+        spec.inventory.as_ref().map(|inventory| format!("{}/{}", self.dist_info, inventory.path))
+    }
 }
 
-/// Every member in archive order, the generated `.dist-info` files included, RECORD not:
-/// sorted by name, the `.dist-info` directory last (RECORD after everything).
+/// The inventory's member path and bytes, rendered from every member written before it.
+pub fn render_inventory<'a>(
+    spec: &WheelSpec,
+    names: &WheelNames,
+    members: impl Iterator<Item = (&'a str, &'a MemberDigest)>,
+) -> Option<(String, Vec<u8>)> {
+    rendered(spec.inventory.as_ref()?, &names.dist_info, &names.file_name, members)
+}
+
+/// `inventory`'s member path in `dist_info` and its bytes, rendered from `members`.
+fn rendered<'a>(
+    inventory: &Inventory,
+    dist_info: &str,
+    file_name: &str,
+    members: impl Iterator<Item = (&'a str, &'a MemberDigest)>,
+) -> Option<(String, Vec<u8>)> {
+    let listed: Vec<ListedMember<'_>> =
+        members.map(|(name, digest)| ListedMember { name, sha256: digest.sha256, size: digest.len }).collect();
+    Some((format!("{dist_info}/{}", inventory.path), inventory.render.render(file_name, &listed)))
+}
+
+/// Every member in archive order, the generated `.dist-info` files included, RECORD and
+/// the inventory not: sorted by name, the `.dist-info` directory last (the inventory, then
+/// RECORD, after everything).
 pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Member>, WriteError> {
+    let dist_info_prefix = format!("{}/", names.dist_info);
     let mut generated = vec![
         (format!("{}/METADATA", names.dist_info), render_core_metadata(&spec.metadata)?),
         (format!("{}/WHEEL", names.dist_info), render_wheel_file(spec.generator, &spec.platform_tag, spec.root)),
@@ -79,40 +110,35 @@ pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Membe
     if !spec.entry_points.is_empty() {
         generated.push((format!("{}/entry_points.txt", names.dist_info), render_entry_points(&spec.entry_points)?));
     }
-    let mut members: Vec<(Member, Option<Copy>)> = spec.members.iter().map(|member| (member.clone(), None)).collect();
-    members.extend(
-        generated
-            .into_iter()
-            .map(|(name, bytes)| (Member { name, data: MemberData::Bytes(Arc::new(bytes)), executable: false }, None)),
-    );
-    Ok(in_archive_order(members, &names.dist_info)?.into_iter().map(|(member, _)| member).collect())
-}
-
-/// `members` sorted by name with the `.dist-info` directory last, checked (valid names,
-/// each once, none of them RECORD, which is written last, from the hashes).
-fn in_archive_order(
-    mut members: Vec<(Member, Option<Copy>)>,
-    dist_info: &str,
-) -> Result<Vec<(Member, Option<Copy>)>, WriteError> {
-    let dist_info_prefix = format!("{dist_info}/");
-    let record = format!("{dist_info}/RECORD");
-    members.sort_by(|(a, _), (b, _)| {
-        let key = |member: &Member| member.name.starts_with(&dist_info_prefix);
+    let mut members: Vec<Member> = spec.members.clone();
+    members.extend(generated.into_iter().map(|(name, bytes)| Member {
+        name,
+        data: MemberData::Bytes(Arc::new(bytes)),
+        executable: false,
+    }));
+    members.push(Member { name: names.record(), data: MemberData::Bytes(Arc::default()), executable: false });
+    // The inventory takes part in the name checks, then leaves the list: it is written
+    // after the others, from their digests.
+    let inventory = names.inventory(spec);
+    if let Some(name) = &inventory {
+        members.push(Member { name: name.clone(), data: MemberData::Bytes(Arc::default()), executable: false });
+    }
+    members.sort_by(|a, b| {
+        let key = |member: &Member| (member.name.starts_with(&dist_info_prefix), member.name == names.record());
         key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
     });
     for pair in members.windows(2) {
-        if pair[0].0.name == pair[1].0.name {
+        if pair[0].name == pair[1].name {
             return Err(WriteError::Invalid {
-                reason: format!("{} is in the wheel twice (or clashes with a generated file)", pair[0].0.name),
+                reason: format!("{} is in the wheel twice (or clashes with a generated file)", pair[0].name),
             });
         }
     }
-    for (member, _) in &members {
+    for member in &members {
         check_member_name(&member.name)?;
-        if member.name == record {
-            return Err(WriteError::Invalid { reason: format!("{record} is written from the members' hashes") });
-        }
     }
+    members.pop(); // RECORD is written last, from the hashes.
+    members.retain(|member| Some(&member.name) != inventory.as_ref());
     Ok(members)
 }
 
@@ -129,6 +155,8 @@ pub struct RewriteSpec {
     /// Part of every coded member's codec fingerprint.
     pub generator: super::Generator,
     pub members: Vec<RewriteMember>,
+    /// A `.dist-info` member rendered from the others' digests, as [`WheelSpec::inventory`].
+    pub inventory: Option<Inventory>,
 }
 
 /// One member of a [`RewriteSpec`].
@@ -159,7 +187,7 @@ pub fn stage_rewritten_wheel(
     if !file_name.ends_with(".whl") || file_name.contains(['/', '\\', '\0']) || file_name.starts_with('.') {
         return Err(WriteError::Invalid { reason: format!("{file_name:?} is not a wheel file name") });
     }
-    let members = spec
+    let mut members: Vec<(Member, Option<Copy>)> = spec
         .members
         .into_iter()
         .map(|member| match member.content {
@@ -171,9 +199,31 @@ pub fn stage_rewritten_wheel(
             }
         })
         .collect::<Result<Vec<_>, WriteError>>()?;
-    let members = in_archive_order(members, &spec.dist_info)?;
+    let dist_info_prefix = format!("{}/", spec.dist_info);
     let record = format!("{}/RECORD", spec.dist_info);
-    stage_members(dest_dir, file_name, &record, members, options, spec.generator.name, progress)
+    let inventory_name = spec.inventory.as_ref().map(|inventory| format!("{}/{}", spec.dist_info, inventory.path));
+    members.sort_by(|(a, _), (b, _)| {
+        let key = |member: &Member| member.name.starts_with(&dist_info_prefix);
+        key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
+    });
+    for pair in members.windows(2) {
+        if pair[0].0.name == pair[1].0.name {
+            return Err(WriteError::Invalid { reason: format!("{} is in the wheel twice", pair[0].0.name) });
+        }
+    }
+    for (member, _) in &members {
+        check_member_name(&member.name)?;
+        if member.name == record || Some(&member.name) == inventory_name.as_ref() {
+            return Err(WriteError::Invalid { reason: format!("{} is written from the members' hashes", member.name) });
+        }
+    }
+    let target = Target {
+        file_name,
+        dist_info: &spec.dist_info,
+        generator: spec.generator.name,
+        inventory: spec.inventory.as_ref(),
+    };
+    stage_members(dest_dir, &target, members, options, progress)
 }
 
 fn coding(options: &ArchiveOptions) -> Coding {
@@ -203,20 +253,34 @@ pub fn stage_wheel(
 ) -> Result<StagedFile, WriteError> {
     let names = WheelNames::new(spec)?;
     let members = ordered_members(spec, &names)?.into_iter().map(|member| (member, None)).collect();
-    stage_members(dest_dir, &names.file_name, &names.record(), members, options, spec.generator.name, progress)
+    let target = Target {
+        file_name: &names.file_name,
+        dist_info: &names.dist_info,
+        generator: spec.generator.name,
+        inventory: spec.inventory.as_ref(),
+    };
+    stage_members(dest_dir, &target, members, options, progress)
 }
 
-/// Writes `members` (in archive order, each coded or copied) and RECORD as `file_name`
+/// What a wheel's files are named after, and what its members' digests render into.
+struct Target<'a> {
+    file_name: &'a str,
+    dist_info: &'a str,
+    generator: &'a str,
+    inventory: Option<&'a Inventory>,
+}
+
+/// Writes `members` (in archive order, each coded or copied), the inventory and RECORD
 /// into a temp file in `dest_dir`.
 fn stage_members(
     dest_dir: &Path,
-    file_name: &str,
-    record_name: &str,
+    target: &Target<'_>,
     members: Vec<(Member, Option<Copy>)>,
     options: &ArchiveOptions,
-    generator: &str,
     progress: &dyn Progress,
 ) -> Result<StagedFile, WriteError> {
+    let (file_name, generator) = (target.file_name, target.generator);
+    let record_name = format!("{}/RECORD", target.dist_info);
     let (members, copies): (Vec<Member>, Vec<Option<Copy>>) = members.into_iter().unzip();
     let copied_len: u64 = copies.iter().flatten().map(|copy| copy.digest.len).sum();
     progress.output_started(file_name, input_len(&members) + copied_len);
@@ -226,7 +290,7 @@ fn stage_members(
     // The old wheel stays under its name, only read, until the commit renames the new one
     // over it; an interrupted run leaves it as it was.
     let previous = match options.reuse {
-        Reuse::FromPrevious => open_previous(&dest, record_name, &members, progress),
+        Reuse::FromPrevious => open_previous(&dest, &record_name, &members, progress),
         Reuse::Never => None,
     };
 
@@ -235,22 +299,25 @@ fn stage_members(
     // larger, so it goes to the file as it is instead of being copied through.
     let mut zip = ZipWriter::new(BufWriter::with_capacity(64 << 10, out), options.build_time);
     let context = WriteContext { options, progress, file_name, dest: &dest, previous: previous.as_ref(), generator };
-    let (finished, mut reuse) = write_members(&mut zip, &members, copies, &context)?;
+    let (mut finished, mut reuse) = write_members(&mut zip, &members, copies, &context)?;
     drop(previous);
+    let listed = finished.iter().map(|member| (member.name.as_str(), &member.digest));
+    if let Some((name, bytes)) =
+        target.inventory.and_then(|inventory| rendered(inventory, target.dist_info, file_name, listed))
+    {
+        reuse.add_compressed(bytes.len() as u64);
+        finished.push(write_whole(&mut zip, name, bytes, options, generator).map_err(write_error)?);
+    }
     let mut record = Record::default();
     let mut uncompressed_bytes = 0;
     for member in &finished {
         record.add(&member.name, &member.digest.sha256, member.digest.len);
         uncompressed_bytes += member.digest.len;
     }
-    let record = record.finish(record_name);
+    let record = record.finish(&record_name);
     uncompressed_bytes += record.len() as u64;
     reuse.add_compressed(record.len() as u64);
-    let size_bound = deflate::size_bound(record.len() as u64);
-    let (data, sums, record_coding) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
-    let mut header = entry_header(record_name.to_owned(), coding(options), false, generator);
-    header.method = record_coding.method();
-    zip.write_entry(header, sums, size_bound, &[data]).map_err(write_error)?;
+    write_whole(&mut zip, record_name, record, options, generator).map_err(write_error)?;
     let (buffered, _) = zip.finish().map_err(write_error)?;
     let (_, hashed) =
         buffered.into_inner().map_err(|error| write_error(error.into_error()))?.into_parts().map_err(write_error)?;
@@ -301,6 +368,24 @@ fn open_previous(dest: &Path, record: &str, members: &[Member], progress: &dyn P
             None
         }
     }
+}
+
+/// Codes a small member the writer made itself (RECORD, the inventory) in one piece and
+/// writes it.
+fn write_whole<W: Write + std::io::Seek>(
+    zip: &mut ZipWriter<W>,
+    name: String,
+    bytes: Vec<u8>,
+    options: &ArchiveOptions,
+    generator: &str,
+) -> std::io::Result<FinishedMember> {
+    let digest = MemberDigest { sha256: Sha256::digest(&bytes).into(), len: bytes.len() as u64 };
+    let size_bound = deflate::size_bound(bytes.len() as u64);
+    let (data, sums, whole_coding) = deflate::code_whole(bytes, coding(options))?;
+    let mut header = entry_header(name.clone(), coding(options), false, generator);
+    header.method = whole_coding.method();
+    zip.write_entry(header, sums, size_bound, &[data])?;
+    Ok(FinishedMember { name, digest })
 }
 
 fn entry_header(name: String, coding: Coding, executable: bool, generator: &str) -> EntryHeader {
@@ -491,4 +576,118 @@ fn read_chunk(reader: &mut impl Read, left: Option<u64>) -> std::io::Result<Vec<
     let mut buffer = Vec::with_capacity(capacity.min(CHUNK_SIZE));
     reader.by_ref().take(CHUNK_SIZE as u64).read_to_end(&mut buffer)?;
     Ok(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::sync::Arc;
+
+    use crate::record::{hex, parse_record};
+    use crate::{
+        stage_tree, write_wheel, ArchiveOptions, BuildTime, Inventory, ListedMember, Member, MemberData,
+        RenderInventory, Reuse, Silent, WheelCompression, WheelSpec, WriteError,
+    };
+
+    /// Lists the wheel's file name, then one `name sha256 size` line per member.
+    #[derive(Debug)]
+    struct Listing;
+
+    impl RenderInventory for Listing {
+        fn render(&self, file_name: &str, members: &[ListedMember<'_>]) -> Vec<u8> {
+            let mut text = format!("{file_name}\n");
+            for member in members {
+                text.push_str(&format!("{} {} {}\n", member.name, hex(&member.sha256), member.size));
+            }
+            text.into_bytes()
+        }
+    }
+
+    fn spec(inventory_path: &str) -> WheelSpec {
+        let member = |name: &str, bytes: &[u8]| Member {
+            name: name.to_owned(),
+            data: MemberData::Bytes(Arc::new(bytes.to_vec())),
+            executable: false,
+        };
+        let mut spec = crate::demo_wheel_spec(vec![
+            member("demo/z.py", b"z = 26\n"),
+            member("demo/__init__.py", b"x = 1\n"),
+            member("demo/data/table.bin", &[7u8; 300_000]),
+        ]);
+        spec.inventory = Some(Inventory { path: inventory_path.to_owned(), render: Arc::new(Listing) });
+        spec
+    }
+
+    /// What the inventory must hold: every RECORD line but its own and RECORD's, in order.
+    fn expected_listing(file_name: &str, record: &str, inventory: &str) -> String {
+        let lines = parse_record(record).expect("RECORD parses");
+        let mut expected = format!("{file_name}\n");
+        for name in record.lines().filter_map(|line| line.split(',').next()) {
+            if let Some(line) = lines.get(name).filter(|_| name != inventory) {
+                expected.push_str(&format!("{name} {} {}\n", hex(&line.sha256), line.size));
+            }
+        }
+        expected
+    }
+
+    fn options(reuse: Reuse) -> ArchiveOptions {
+        ArchiveOptions { compression: WheelCompression::Deflate { level: 6 }, build_time: BuildTime::DEFAULT, reuse }
+    }
+
+    #[test]
+    fn the_inventory_lists_every_member_before_it_and_record_lists_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written =
+            write_wheel(dir.path(), &spec("inventory/list.txt"), &options(Reuse::Never), &Silent).expect("writes");
+        let mut zip = zip::ZipArchive::new(std::fs::File::open(&written.path).expect("open")).expect("a zip");
+        let names: Vec<String> = (0..zip.len())
+            .map(|index| String::from_utf8_lossy(zip.by_index(index).expect("member").name_raw()).into_owned())
+            .collect();
+        let mut read = |name: &str| {
+            let mut text = String::new();
+            zip.by_name(name).expect("member").read_to_string(&mut text).expect("read");
+            text
+        };
+        let inventory_name = "demo-1.0.dist-info/inventory/list.txt";
+        assert_eq!(names[names.len() - 2..], [inventory_name, "demo-1.0.dist-info/RECORD"], "{names:?}");
+        let (inventory, record) = (read(inventory_name), read("demo-1.0.dist-info/RECORD"));
+        assert_eq!(inventory, expected_listing(&written.file_name, &record, inventory_name));
+        assert!(inventory.contains("demo/data/table.bin ") && inventory.contains("demo-1.0.dist-info/METADATA "));
+        let own = parse_record(&record).expect("parses")[inventory_name];
+        assert_eq!(own.size, inventory.len() as u64, "RECORD lists the inventory with its size");
+        assert_eq!(written.n_members, names.len());
+    }
+
+    #[test]
+    fn an_unchanged_rerun_with_an_inventory_leaves_the_wheel_as_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = write_wheel(dir.path(), &spec("list.txt"), &options(Reuse::FromPrevious), &Silent).expect("writes");
+        let bytes = std::fs::read(&first.path).expect("read");
+        let again = write_wheel(dir.path(), &spec("list.txt"), &options(Reuse::FromPrevious), &Silent).expect("writes");
+        assert_eq!(std::fs::read(&again.path).expect("read"), bytes);
+        // Payload and metadata copied; the inventory and RECORD are made anew (small).
+        assert_eq!((again.reuse.reused_members, again.reuse.compressed_members), (5, 2), "{:?}", again.reuse);
+    }
+
+    #[test]
+    fn a_tree_carries_the_inventory_of_its_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let staged = stage_tree(dir.path(), &spec("inventory/list.txt")).expect("stages");
+        let root = crate::commit_trees(vec![staged]).expect("commits").pop().expect("one tree");
+        let read = |name: &str| std::fs::read_to_string(root.join(name)).expect("read");
+        let inventory_name = "demo-1.0.dist-info/inventory/list.txt";
+        let record = read("demo-1.0.dist-info/RECORD");
+        let file_name = "demo-1.0-py3-none-linux_x86_64.whl";
+        assert_eq!(read(inventory_name), expected_listing(file_name, &record, inventory_name));
+        assert!(record.contains(inventory_name));
+    }
+
+    #[test]
+    fn an_inventory_named_like_another_member_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let error = write_wheel(dir.path(), &spec("METADATA"), &options(Reuse::Never), &Silent).expect_err("clash");
+        assert!(matches!(&error, WriteError::Invalid { reason } if reason.contains("twice")), "{error}");
+        let error = write_wheel(dir.path(), &spec("../escape"), &options(Reuse::Never), &Silent).expect_err("bad");
+        assert!(matches!(&error, WriteError::Invalid { .. }), "{error}");
+    }
 }

@@ -1,4 +1,4 @@
-//! The symbol closure (SPEC §10): in the simulated install, every undefined dynamic symbol
+//! The symbol closure (SPEC §11): in the simulated install, every undefined dynamic symbol
 //! of every host ELF file must bind in the libraries it loads, its DT_NEEDED found through
 //! its RPATH and theirs, breadth first as ld.so builds its scope. The SDK's files are held
 //! to it as strictly as the wheels built on it: a `.post1` core put into a set is checked

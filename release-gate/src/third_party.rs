@@ -1,4 +1,4 @@
-//! Wheels built on the SDK, judged with the set they sit in (SPEC §10). A wheel that is no
+//! Wheels built on the SDK, judged with the set they sit in (SPEC §11). A wheel that is no
 //! package of the SDK (an extension, a framework) must bundle no copy of a library the set
 //! ships (the same SONAME, or an auditwheel-grafted copy's with its hash taken out: two
 //! copies of one runtime in a process), and every `Requires-Dist` it has on an SDK package

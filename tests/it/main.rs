@@ -18,6 +18,7 @@ mod python;
 mod repair;
 mod rerun;
 mod runtime_api;
+mod sbom;
 mod seeds;
 mod support;
 mod targets;

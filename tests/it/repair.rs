@@ -1,4 +1,4 @@
-//! `cargo xtask repair` (SPEC §10) on wheels made the way users make them: a Python C
+//! `cargo xtask repair` (SPEC §11) on wheels made the way users make them: a Python C
 //! extension compiled with `cc`, linking the example SDK's HIP runtime and one math
 //! library, built against an installed SDK (so its search path is an absolute path into
 //! that venv) and packed by real `pip wheel`; the same wheel after a real `auditwheel

@@ -1,4 +1,4 @@
-//! `verify --dist` on a directory holding the SDK set and wheels built on it (SPEC §10):
+//! `verify --dist` on a directory holding the SDK set and wheels built on it (SPEC §11):
 //! the set with a repaired wheel passes; each hand-broken variant fails on its own rule:
 //! the wheel as built (absolute search path, DT_RUNPATH, DT_NEEDED found nowhere), the
 //! wheel after `auditwheel repair` (bundled copies of SDK libraries), a requirement the

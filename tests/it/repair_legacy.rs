@@ -1,5 +1,5 @@
 //! A legacy set (one libraries wheel per GPU family, installed one at a time) offers each
-//! library once per family (SPEC §10): the repaired wheel searches every family's
+//! library once per family (SPEC §11): the repaired wheel searches every family's
 //! directory, as the set spells it, and requires the libraries through the `rocm`
 //! sdist's `libraries` extra, which chooses the family at install time. Installed with
 //! one family chosen, the extension loads that family's library.

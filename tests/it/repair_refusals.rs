@@ -1,4 +1,4 @@
-//! What a repair refuses (SPEC §10), each before anything is written: a wheel needing a
+//! What a repair refuses (SPEC §11), each before anything is written: a wheel needing a
 //! symbol version node and a symbol the SDK's HIP runtime lacks (built against a newer
 //! runtime of the same SONAME), named with file, symbol, version and library; a library
 //! found nowhere, unless allowed; a Windows wheel, in one line.

@@ -1,5 +1,5 @@
 //! `cargo xtask repair WHEEL... --against SDK`: the command line over `packager::repair`
-//! (SPEC §10). Parses flags, reads `SOURCE_DATE_EPOCH`, prints one block per repaired
+//! (SPEC §11). Parses flags, reads `SOURCE_DATE_EPOCH`, prints one block per repaired
 //! wheel (or `--json`). No rule lives here.
 
 use std::collections::BTreeSet;

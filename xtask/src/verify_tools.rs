@@ -78,7 +78,7 @@ const TOOLS: &[Tool] = &[
         source: Source::Debian("python3-venv"),
         slow_only: false,
     },
-    // The repair tests compile a Python C extension (SPEC §10).
+    // The repair tests compile a Python C extension (SPEC §11).
     Tool {
         name: "Python.h",
         probe: Probe::Runs(&[

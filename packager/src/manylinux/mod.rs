@@ -149,7 +149,7 @@ pub fn choose_tags(
     Ok(tags)
 }
 
-/// The tag of a wheel that is not ours (one linked to the SDK, SPEC §10): the most widely
+/// The tag of a wheel that is not ours (one linked to the SDK, SPEC §11): the most widely
 /// installable `manylinux_2_X_{arch}` its host ELF `files` (member path, as read) allow,
 /// leaving to the host every needed library not `shipped` with the wheel or its
 /// requirements, as `--platform-tag auto` chooses ours.

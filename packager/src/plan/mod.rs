@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::build_os::BuildOs;
-use crate::catalog::{Catalog, CatalogError, FileStamp, Override};
+use crate::catalog::{Artifact, Catalog, CatalogError, FileStamp, Override};
 use crate::config::{PackageConfig, PackageGroup};
 use crate::elf::{EditStrategy, ElfError, ElfKind};
 use crate::identity::{self, PackageRole, WheelNames};
@@ -291,6 +291,10 @@ pub struct Plan {
     pub packages: Vec<PackagePlan>,
     pub overrides: Vec<Override>,
     pub findings: Vec<Finding>,
+    /// The artifacts read, with their basedirs: where each planned file came from (the
+    /// bill of materials names them, SPEC §10).
+    #[serde(skip)]
+    pub artifacts: Vec<Artifact>,
 }
 
 impl Plan {
@@ -381,6 +385,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         packages,
         overrides,
         findings,
+        artifacts: catalog.artifacts.clone(),
     })
 }
 

@@ -1,4 +1,4 @@
-//! Why a repair refuses a wheel or an SDK, each with what the user can do next (SPEC §10).
+//! Why a repair refuses a wheel or an SDK, each with what the user can do next (SPEC §11).
 //!
 //! Owns: [`RepairError`] and [`Problem`], the findings a wheel is refused for, listed all
 //! at once. Does not own: finding them (`links`, `symbols`, `metadata`).

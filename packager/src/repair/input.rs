@@ -1,4 +1,4 @@
-//! The wheel to repair, read once (SPEC §10): its file name and tags, its `.dist-info`
+//! The wheel to repair, read once (SPEC §11): its file name and tags, its `.dist-info`
 //! (METADATA, WHEEL, RECORD), and every member inflated and checked, against the index's
 //! CRC-32 and size and against RECORD's sha256 where RECORD lists it. ELF members for the
 //! wheel's machine are written to a scratch directory, where the ELF reader and editor
@@ -90,7 +90,7 @@ pub struct InputWheel {
 }
 
 /// The parts of the file name of the wheel at `path`; a Windows wheel is refused here
-/// (SPEC §10), before anything is read.
+/// (SPEC §11), before anything is read.
 pub fn linux_wheel_name(path: &Path) -> Result<WheelFileName, RepairError> {
     let file_name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let Some(name) = WheelFileName::parse(&file_name) else {

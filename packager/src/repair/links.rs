@@ -1,4 +1,4 @@
-//! The ELF rules of a repair (SPEC §10): which members are bundled copies of SDK libraries
+//! The ELF rules of a repair (SPEC §11): which members are bundled copies of SDK libraries
 //! (removed, and every DT_NEEDED naming them renamed to the SDK's SONAME), where every
 //! other ELF file's DT_NEEDED resolve in the installed layout (the wheel's own files
 //! through its own `$ORIGIN` entries, the SDK's through entries to the providing

@@ -1,4 +1,4 @@
-//! The repaired wheel's metadata (SPEC §10): `Requires-Dist` on the SDK packages that
+//! The repaired wheel's metadata (SPEC §11): `Requires-Dist` on the SDK packages that
 //! provide the libraries now linked (with the release rule, SPEC §2), existing
 //! requirements on SDK packages checked against the set's release, and the WHEEL file's
 //! tags with the platform the files allow (as `--platform-tag auto` chooses it). Every
@@ -101,6 +101,17 @@ pub fn rewrite_metadata(
     out.push('\n');
     out.push_str(body);
     Ok((out, added))
+}
+
+/// The `Requires-Dist` values of core metadata, in order.
+pub fn requirements_of(metadata: &str) -> Vec<String> {
+    metadata
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(key, _)| key.trim().eq_ignore_ascii_case("Requires-Dist"))
+        .map(|(_, value)| value.trim().to_owned())
+        .collect()
 }
 
 /// The version of `name` the set offers, when it is an SDK package the set has (the

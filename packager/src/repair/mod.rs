@@ -1,5 +1,5 @@
 //! `cargo xtask repair`: links a wheel built on the SDK (a HIP extension, a framework) to
-//! the SDK's wheels, as the SDK's own packages are linked to each other (SPEC §10).
+//! the SDK's wheels, as the SDK's own packages are linked to each other (SPEC §11).
 //!
 //! The stages, one child each: `sdk_source` reads the set `--against` points at into an
 //! `sdk` model; `input` reads and checks the wheel; `links` decides the ELF rules (bundled

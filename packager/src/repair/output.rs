@@ -1,13 +1,15 @@
-//! Writing the repaired wheel (SPEC §10): every member of the input but the bundled SDK
+//! Writing the repaired wheel (SPEC §11): every member of the input but the bundled SDK
 //! copies and RECORD's signatures, in the writer's order, RECORD made anew from the
 //! hashes; members that did not change copied as their coded bytes, only edited ELF files
-//! (their edits spliced in while they stream) and the metadata coded again. Staged under
-//! a temp name in the output directory and renamed into place with the run's others.
+//! (their edits spliced in while they stream) and the metadata coded again. Its bill of
+//! materials (SPEC §10) names each file as a member of the input wheel, edited or not,
+//! rendered from the digests the writer measures. Staged under a temp name in the output
+//! directory and renamed into place with the run's others.
 //!
 //! Owns: the writer's spec of a repaired wheel. Does not own: what changes (`links`,
 //! `metadata`), the writer (`archive-write`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,9 +17,13 @@ use rayon::prelude::*;
 
 use super::error::RepairError;
 use super::input::{hashed_copy, InputWheel};
+use super::metadata::requirements_of;
+use super::sdk_source::name_and_version;
 use crate::elf::RpathEdit;
+use crate::sbom::{self, Edit, Origin, Provenance};
 use crate::write::{
-    stage_rewritten_wheel, ArchiveOptions, MemberData, Progress, RewriteContent, RewriteMember, RewriteSpec, StagedFile,
+    stage_rewritten_wheel, ArchiveOptions, Inventory, MemberData, Progress, RewriteContent, RewriteMember, RewriteSpec,
+    StagedFile,
 };
 
 /// What the repaired wheel holds beyond the input's unchanged members.
@@ -42,6 +48,7 @@ pub fn stage(
     let metadata_name = format!("{}/METADATA", wheel.dist_info);
     let wheel_name = format!("{}/WHEEL", wheel.dist_info);
     let mut edits = changes.edits;
+    let edited: BTreeSet<String> = edits.keys().cloned().collect();
     let text = |text: &str| RewriteContent::Data(MemberData::Bytes(Arc::new(text.as_bytes().to_vec())));
     let mut members = Vec::with_capacity(wheel.members.len());
     let mut unchanged = Vec::new();
@@ -72,11 +79,26 @@ pub fn stage(
         })
         .collect::<Result<Vec<_>, RepairError>>()?;
     members.extend(copied);
+    let inventory = bill_of_materials(&wheel.path, &changes.metadata, &members, &edited);
     let spec = RewriteSpec {
         file_name: changes.file_name,
         dist_info: wheel.dist_info,
         generator: crate::assemble::GENERATOR,
         members,
+        inventory: Some(inventory),
     };
     Ok(stage_rewritten_wheel(output_dir, spec, options, progress)?)
+}
+
+/// The repaired wheel's bill of materials: each member a member of the input wheel, its
+/// bytes edited or as they were; its requirements METADATA's.
+fn bill_of_materials(input: &Path, metadata: &str, members: &[RewriteMember], edited: &BTreeSet<String>) -> Inventory {
+    let file_name = input.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut provenance = Provenance::new(None);
+    for member in members {
+        let edit = if edited.contains(&member.name) { Edit::Rpath } else { Edit::None };
+        provenance.insert(member.name.clone(), Origin::Wheel { file_name: file_name.clone(), edit });
+    }
+    let (name, version) = name_and_version(metadata).unwrap_or_default();
+    sbom::inventory(&name, &version, provenance, requirements_of(metadata))
 }

@@ -1,4 +1,4 @@
-//! What an SDK set provides to the wheels built on it (SPEC §10): its packages and their
+//! What an SDK set provides to the wheels built on it (SPEC §11): its packages and their
 //! release, and for every library it ships, the SONAME, the package and the installed
 //! directory that provide it, what it needs and the symbols (with version nodes) it
 //! defines. Learned from the set itself (`sdk_source`), never from wheel file names: a

@@ -1,4 +1,4 @@
-//! Reads an [`Sdk`] from where `--against` points (SPEC §10): a `dist/` holding the set's
+//! Reads an [`Sdk`] from where `--against` points (SPEC §11): a `dist/` holding the set's
 //! wheels (searched like `verify --dist`, sub-directories included), or a site-packages
 //! where they are installed (each `*.dist-info`'s METADATA and RECORD). Of every package,
 //! the shared libraries it places under their SONAME are read (from the wheel's members,

@@ -1,4 +1,4 @@
-//! The symbol check of a repair (SPEC §10): every undefined dynamic symbol of a file that
+//! The symbol check of a repair (SPEC §11): every undefined dynamic symbol of a file that
 //! binds to an SDK library, by its version node where it has one (the node names the
 //! library), else by name among the libraries the file loads, must be defined there, or
 //! the wheel is refused naming the file, the symbol and the library. It turns an

@@ -1,4 +1,4 @@
-//! The repair row (SPEC §10): a wheel built on the SDK holding one large library (a real
+//! The repair row (SPEC §11): a wheel built on the SDK holding one large library (a real
 //! ELF file from `cc`, grown by `objcopy` with a mostly incompressible section, as an
 //! offload bundle makes real ones big, and an absolute search path into a build venv),
 //! linked to the bundled example's SDK by `repair` in a child process. Its time is set
@@ -243,6 +243,7 @@ fn write_input_wheel(wheel: &Path, library: &Path, level: u32) -> anyhow::Result
         variant: None,
         entry_points: Vec::new(),
         members,
+        inventory: None,
     };
     let options = ArchiveOptions {
         compression: WheelCompression::Deflate { level },
