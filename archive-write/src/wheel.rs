@@ -9,6 +9,13 @@
 //! the zip bytes (`zip`), compression (`deflate`), whether a member may be copied
 //! (`reuse`, `previous`), tarball members (`tar`), what the members are (the caller's).
 
+mod names;
+mod rewrite;
+
+use names::rendered;
+pub use names::{render_inventory, WheelNames};
+pub use rewrite::{stage_rewritten_wheel, RewriteContent, RewriteMember, RewriteSpec};
+
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -19,81 +26,14 @@ use super::atomic::{AtomicFile, Hashed, HashedSoFar, HashingWriter};
 use super::chunk::{Coding, CHUNK_SIZE};
 use super::codec::{fingerprint, foreign_fingerprint};
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
-use super::existing::CodedCopy;
 use super::member::{check_member_name, from_io, known_len, open_member};
-use super::metadata::{
-    check_platform_tag, check_variant_label, file_name_version, normalize_dist_name, render_core_metadata,
-    render_entry_points, render_wheel_file,
-};
+use super::metadata::{render_core_metadata, render_entry_points, render_wheel_file};
 use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
 use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
-use super::{
-    tar, ArchiveOptions, Inventory, ListedMember, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile,
-};
+use super::{tar, ArchiveOptions, Inventory, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use super::{Progress, Reuse, TarballCompression, WheelCompression};
-
-/// The names a wheel's files derive from its metadata.
-pub struct WheelNames {
-    /// `{name}-{version}` as file names spell it.
-    pub stem: String,
-    pub file_name: String,
-    pub dist_info: String,
-}
-
-impl WheelNames {
-    pub fn new(spec: &WheelSpec) -> Result<WheelNames, WriteError> {
-        super::metadata::check_metadata(&spec.metadata)?;
-        check_platform_tag(&spec.platform_tag)?;
-        let stem =
-            format!("{}-{}", normalize_dist_name(&spec.metadata.name), file_name_version(&spec.metadata.version));
-        // PEP 825: the label follows the platform tag; the python tag (`py3`) never starts
-        // with a digit, so the name cannot be read as one with a build tag.
-        let label = match &spec.variant {
-            Some(variant) => {
-                check_variant_label(&variant.label)?;
-                format!("-{}", variant.label)
-            }
-            None => String::new(),
-        };
-        Ok(WheelNames {
-            file_name: format!("{stem}-py3-none-{}{label}.whl", spec.platform_tag),
-            dist_info: format!("{stem}.dist-info"),
-            stem,
-        })
-    }
-
-    pub fn record(&self) -> String {
-        format!("{}/RECORD", self.dist_info)
-    }
-
-    /// The member path of the spec's inventory, if it has one.
-    pub fn inventory(&self, spec: &WheelSpec) -> Option<String> {
-        spec.inventory.as_ref().map(|inventory| format!("{}/{}", self.dist_info, inventory.path))
-    }
-}
-
-/// The inventory's member path and bytes, rendered from every member written before it.
-pub fn render_inventory<'a>(
-    spec: &WheelSpec,
-    names: &WheelNames,
-    members: impl Iterator<Item = (&'a str, &'a MemberDigest)>,
-) -> Option<(String, Vec<u8>)> {
-    rendered(spec.inventory.as_ref()?, &names.dist_info, &names.file_name, members)
-}
-
-/// `inventory`'s member path in `dist_info` and its bytes, rendered from `members`.
-fn rendered<'a>(
-    inventory: &Inventory,
-    dist_info: &str,
-    file_name: &str,
-    members: impl Iterator<Item = (&'a str, &'a MemberDigest)>,
-) -> Option<(String, Vec<u8>)> {
-    let listed: Vec<ListedMember<'_>> =
-        members.map(|(name, digest)| ListedMember { name, sha256: digest.sha256, size: digest.len }).collect();
-    Some((format!("{dist_info}/{}", inventory.path), inventory.render.render(file_name, &listed)))
-}
 
 /// Every member in archive order, the generated `.dist-info` files included, RECORD and
 /// the inventory not: sorted by name, the `.dist-info` directory last (the inventory, then
@@ -142,90 +82,6 @@ pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Membe
     Ok(members)
 }
 
-/// A wheel written anew from an existing one: the caller names it and its `.dist-info`
-/// (the existing wheel's tags, changed as it sees fit) and gives every member but RECORD,
-/// METADATA and WHEEL included as bytes; members that did not change come as the existing
-/// wheel's coded bytes ([`CodedCopy`]) and are copied, not coded again.
-#[derive(Debug)]
-pub struct RewriteSpec {
-    /// `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`.
-    pub file_name: String,
-    /// `{name}-{version}.dist-info`, where RECORD is written.
-    pub dist_info: String,
-    /// Part of every coded member's codec fingerprint.
-    pub generator: super::Generator,
-    pub members: Vec<RewriteMember>,
-    /// A `.dist-info` member rendered from the others' digests, as [`WheelSpec::inventory`].
-    pub inventory: Option<Inventory>,
-}
-
-/// One member of a [`RewriteSpec`].
-#[derive(Debug)]
-pub struct RewriteMember {
-    pub name: String,
-    pub executable: bool,
-    pub content: RewriteContent,
-}
-
-/// Where a rewritten member's bytes come from.
-#[derive(Debug)]
-pub enum RewriteContent {
-    /// Bytes coded by this writer.
-    Data(MemberData),
-    /// Coded bytes of the existing wheel, copied as they are.
-    Copied(CodedCopy),
-}
-
-/// Writes a [`RewriteSpec`] into a temp file in `dest_dir`, staged for `super::commit`.
-pub fn stage_rewritten_wheel(
-    dest_dir: &Path,
-    spec: RewriteSpec,
-    options: &ArchiveOptions,
-    progress: &dyn Progress,
-) -> Result<StagedFile, WriteError> {
-    let file_name = &spec.file_name;
-    if !file_name.ends_with(".whl") || file_name.contains(['/', '\\', '\0']) || file_name.starts_with('.') {
-        return Err(WriteError::Invalid { reason: format!("{file_name:?} is not a wheel file name") });
-    }
-    let mut members: Vec<(Member, Option<Copy>)> = spec
-        .members
-        .into_iter()
-        .map(|member| match member.content {
-            RewriteContent::Data(data) => Ok((Member { name: member.name, data, executable: member.executable }, None)),
-            RewriteContent::Copied(copy) => {
-                // The writer copies the coded bytes; the member's data is never opened.
-                let data = MemberData::Bytes(Arc::default());
-                Ok((Member { name: member.name, data, executable: member.executable }, Some(copy.into_copy()?)))
-            }
-        })
-        .collect::<Result<Vec<_>, WriteError>>()?;
-    let dist_info_prefix = format!("{}/", spec.dist_info);
-    let record = format!("{}/RECORD", spec.dist_info);
-    let inventory_name = spec.inventory.as_ref().map(|inventory| format!("{}/{}", spec.dist_info, inventory.path));
-    members.sort_by(|(a, _), (b, _)| {
-        let key = |member: &Member| member.name.starts_with(&dist_info_prefix);
-        key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
-    });
-    for pair in members.windows(2) {
-        if pair[0].0.name == pair[1].0.name {
-            return Err(WriteError::Invalid { reason: format!("{} is in the wheel twice", pair[0].0.name) });
-        }
-    }
-    for (member, _) in &members {
-        check_member_name(&member.name)?;
-        if member.name == record || Some(&member.name) == inventory_name.as_ref() {
-            return Err(WriteError::Invalid { reason: format!("{} is written from the members' hashes", member.name) });
-        }
-    }
-    let target = Target {
-        file_name,
-        dist_info: &spec.dist_info,
-        generator: spec.generator.name,
-        inventory: spec.inventory.as_ref(),
-    };
-    stage_members(dest_dir, &target, members, options, progress)
-}
-
 fn coding(options: &ArchiveOptions) -> Coding {
     match options.compression {
         WheelCompression::Stored => Coding::Stored,
@@ -263,7 +119,7 @@ pub fn stage_wheel(
 }
 
 /// What a wheel's files are named after, and what its members' digests render into.
-struct Target<'a> {
+pub(crate) struct Target<'a> {
     file_name: &'a str,
     dist_info: &'a str,
     generator: &'a str,
@@ -272,7 +128,7 @@ struct Target<'a> {
 
 /// Writes `members` (in archive order, each coded or copied), the inventory and RECORD
 /// into a temp file in `dest_dir`.
-fn stage_members(
+pub(crate) fn stage_members(
     dest_dir: &Path,
     target: &Target<'_>,
     members: Vec<(Member, Option<Copy>)>,
