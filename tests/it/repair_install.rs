@@ -113,6 +113,17 @@ fn a_wheel_built_against_an_installed_sdk_links_to_the_sdk_wheels() {
     let metadata = member_text(&repaired.output, "ext-1.0.dist-info/METADATA");
     assert!(metadata.contains(&format!("Requires-Dist: rocm-sdk-core{specifier}\n")), "{metadata}");
     assert!(metadata.contains("Requires-Dist: packaging; extra == 'x'\n"), "kept: {metadata}");
+    // Its bill of materials names each file as a member of the wheel it came from, the
+    // extension edited (the gate checks the rest of it).
+    let sbom: serde_json::Value =
+        serde_json::from_str(&member_text(&repaired.output, "ext-1.0.dist-info/sboms/rocm-packager.cdx.json"))
+            .expect("a JSON bill of materials");
+    let input_name = wheel.file_name().expect("a file").to_string_lossy().into_owned();
+    let from_input = sbom["components"].as_array().and_then(|components| {
+        components.iter().find(|component| component["name"].as_str().is_some_and(|name| name.contains(&input_name)))
+    });
+    let text = from_input.map(|component| component.to_string()).unwrap_or_default();
+    assert!(text.contains(&edited.member) && text.contains("\"rpath\""), "{sbom}");
     let wheel_file = member_text(&repaired.output, "ext-1.0.dist-info/WHEEL");
     let file_name = repaired.output.file_name().expect("a file").to_string_lossy().into_owned();
     let tags: Vec<&str> = file_name.trim_end_matches(".whl").split('-').skip(2).collect();
