@@ -7,7 +7,9 @@
 //! [`plan::PlanError`]) → `output` (archive specs, payload members, launchers, the Python we
 //! ship, bills of materials, the manylinux tag choice, written through the `archive-write`
 //! crate into the destination it locks, with stale removal: [`output::OutputError`]).
-//! After a run, `index` writes the PEP 503 simple index of a `dist/`. Checking a built
+//! After a run, `index` writes the PEP 503 simple index of a `dist/`. `repair` is a
+//! pipeline of its own, after `output` whose parts it reuses: it links a wheel built on the
+//! SDK to the SDK's wheels ([`repair::RepairError`]). Checking a built
 //! `dist/` is not ours: the `release-gate` crate does it, apart from everything here.
 //!
 //! Beside the stages, the words every stage shares: `config` (the run's settings),
@@ -30,6 +32,7 @@ pub mod owners;
 pub mod platform;
 pub mod progress;
 pub mod relpath;
+pub mod repair;
 pub mod targets;
 
 pub mod index;

@@ -3,7 +3,7 @@
 //! package unless the override table says otherwise (`gfx1250-strict` → `gfx1250`).
 //!
 //! The table is data in one place, `packager/python/common/target_owners.json`: compiled in
-//! here, and rendered into every `_dist_info.py` (`TARGET_OWNERS`) for the runtime, the
+//! here, and rendered into every `_dist_info_data.py` (`TARGET_OWNERS`) for the runtime, the
 //! `rocm` sdist's backend and `rocm-sdk doctor`. Each entry has a test of its own below and
 //! in `packager/python/tests/test_owners.py`.
 //!
@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-/// The override table as shipped (also rendered into `_dist_info.py`).
+/// The override table as shipped (also rendered into `_dist_info_data.py`).
 pub const TABLE_JSON: &str = include_str!("../python/common/target_owners.json");
 
 #[derive(serde::Deserialize)]

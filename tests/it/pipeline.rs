@@ -185,21 +185,21 @@ fn add_with_parents(nodes: &mut BTreeMap<String, Node>, name: String, node: Node
     nodes.insert(name, node);
 }
 
-/// The `_dist_info.py` constant `name` as written (a Python literal), from `source`.
+/// The `_dist_info_data.py` constant `name` as written (a Python literal), from `source`.
 fn constant<'s>(source: &'s str, name: &str) -> &'s str {
     let prefix = format!("{name} = ");
     source
         .lines()
         .find_map(|line| line.strip_prefix(prefix.as_str()))
-        .unwrap_or_else(|| panic!("{name} is not in _dist_info.py:\n{source}"))
+        .unwrap_or_else(|| panic!("{name} is not in _dist_info_data.py:\n{source}"))
 }
 
-/// `rocm_sdk/_dist_info.py` of the `rocm` sdist in `dist`.
+/// `rocm_sdk/_dist_info_data.py` of the `rocm` sdist in `dist`.
 fn sdist_dist_info(dist: &Path) -> String {
     let nodes = sdist_nodes(&dist.join(format!("rocm-{VERSION}.tar.gz")));
-    match nodes.get(&format!("rocm-{VERSION}/rocm_sdk/_dist_info.py")) {
+    match nodes.get(&format!("rocm-{VERSION}/rocm_sdk/_dist_info_data.py")) {
         Some(Node::File { bytes, .. }) => String::from_utf8(bytes.clone()).expect("UTF-8 source"),
-        other => panic!("no _dist_info.py file in the sdist: {other:?}"),
+        other => panic!("no _dist_info_data.py file in the sdist: {other:?}"),
     }
 }
 

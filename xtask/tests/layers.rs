@@ -8,7 +8,7 @@
 //! children are its implementation and may use it freely. Inside `packager`: its root
 //! holds only the stage folders and the few shared modules [`PACKAGER_LAYERS`] names, and
 //! no `use` runs from a lower layer up to a higher one (shared words < input < plan <
-//! output < index < the crate's error), a root re-export (`pub use x::Y` in `lib.rs`,
+//! output < repair < index < the crate's error), a root re-export (`pub use x::Y` in `lib.rs`,
 //! then `crate::Y`) counting as an import of `x`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -211,6 +211,10 @@ const PACKAGER_LAYERS: &[(&str, &[&str])] = &[
     ("input", &["input"]),
     ("plan", &["plan"]),
     ("output", &["output"]),
+    // A pipeline of its own after the packaging one: it reads a wheel built on the SDK and
+    // the SDK's wheels, and writes the repaired wheel with the output stage's parts (payload
+    // members, the bill of materials, the manylinux tag, the destination lock).
+    ("repair", &["repair"]),
     ("index", &["index"]),
     ("error", &["error"]),
 ];

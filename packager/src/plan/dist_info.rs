@@ -1,4 +1,4 @@
-//! What `_dist_info.py` says about the whole build (SPEC §2, §3): decided once per run by
+//! What `_dist_info_data.py` says about the whole build (SPEC §2, §3): decided once per run by
 //! the plan from the build's families and flags, and rendered into every package by the
 //! output stage's `python`, so that all of them agree.
 //!
@@ -7,7 +7,7 @@
 
 use crate::identity::{NamingScheme, PackageNames, PackageRole};
 
-/// What `_dist_info.py` says about the whole build; one value per run, shared by every
+/// What `_dist_info_data.py` says about the whole build; one value per run, shared by every
 /// package so that they all agree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DistInfo {

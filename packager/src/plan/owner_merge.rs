@@ -12,8 +12,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use super::runtime::Builder;
 use super::error::OwnerClash;
+use super::runtime::Builder;
 use super::{rules, PlanError};
 use crate::input::catalog::{ArtifactName, Entry, EntryKind, Selection};
 use crate::input::CatalogError;

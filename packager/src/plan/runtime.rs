@@ -138,9 +138,7 @@ impl<'a> Builder<'a> {
         let (group, family) = match &role {
             PackageRole::Core => (PackageGroup::Core, None),
             PackageRole::Libraries { family } => (PackageGroup::Libraries, family.as_deref()),
-            _ => {
-                return Err(PlanError::Invalid { message: "runtime_package takes core or libraries".to_owned() })
-            }
+            _ => return Err(PlanError::Invalid { message: "runtime_package takes core or libraries".to_owned() }),
         };
         let excludes =
             if group == PackageGroup::Core { rules::core_excludes().map_err(PlanError::from)? } else { Vec::new() };
