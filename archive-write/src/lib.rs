@@ -52,7 +52,7 @@ pub use options::{BuildTime, Generator, Reuse, TarballCompression, WheelCompress
 pub use progress::{Progress, Silent};
 pub use reuse::ReuseCounts;
 pub use tar::xz_stream;
-pub use tree_commit::{commit_trees, StagedTree};
+pub use tree_commit::{commit_trees, StagedTree, TreeTotals};
 pub use wheel::{RewriteContent, RewriteMember, RewriteSpec};
 
 /// Where a member's bytes come from.

@@ -15,6 +15,7 @@ use tar::{EntryType, Header};
 
 use super::member::{from_io, known_len, open_member};
 use super::pipe::{pipe, PipeReader};
+use super::tree_commit::TreeTotals;
 use super::{Progress, TarballCompression};
 use super::{TarEntry, TarEntryKind, TarTotals, TarballSpec, WriteAction, WriteError};
 
@@ -232,7 +233,8 @@ impl<R: Read> Read for ProgressReader<'_, R> {
 }
 
 /// Lays the entries out under `root` as real directories, files and symlinks (trees).
-pub fn expand_tarball_entries(spec: &TarballSpec, root: &Path) -> Result<(), WriteError> {
+pub fn expand_tarball_entries(spec: &TarballSpec, root: &Path) -> Result<TreeTotals, WriteError> {
+    let mut totals = TreeTotals::default();
     for_each_entry(spec, &mut |entry| {
         let path = root.join(&entry.name);
         let write_error = |source| WriteError::io(WriteAction::Write, path.clone(), source);
@@ -243,11 +245,12 @@ pub fn expand_tarball_entries(spec: &TarballSpec, root: &Path) -> Result<(), Wri
             TarEntryKind::Dir => std::fs::create_dir_all(&path).map_err(write_error)?,
             TarEntryKind::Symlink { target } => std::os::unix::fs::symlink(target, &path).map_err(write_error)?,
             TarEntryKind::File { data, executable } => {
-                super::member::write_file(data, *executable, &path)?;
+                totals.add(super::member::write_file(data, *executable, &path)?.len);
             }
         }
         Ok(())
-    })
+    })?;
+    Ok(totals)
 }
 
 #[cfg(test)]

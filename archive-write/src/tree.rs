@@ -15,7 +15,7 @@ use super::member::write_file;
 use super::record::Record;
 use super::sdist::sdist_layout;
 use super::tar::expand_tarball_entries;
-use super::tree_commit::{temp_tree, StagedTree};
+use super::tree_commit::{temp_tree, StagedTree, TreeTotals};
 use super::wheel::{ordered_members, render_inventory, WheelNames};
 use super::{MemberData, SdistSpec, WheelSpec, WriteError};
 
@@ -25,21 +25,25 @@ pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, Write
     let members = ordered_members(spec, &names)?;
     let temp = temp_tree(dest_dir, &names.stem)?;
 
-    let digests: Vec<Option<(String, MemberDigest)>> = members
+    let written: Vec<Result<(String, MemberDigest), TreeTotals>> = members
         .par_iter()
         .map(|member| match &member.data {
-            MemberData::Tarball(tar_spec) => {
-                expand_tarball_entries(tar_spec, temp.path())?;
-                Ok(None)
-            }
+            MemberData::Tarball(tar_spec) => Ok(Err(expand_tarball_entries(tar_spec, temp.path())?)),
             data => {
                 let path = temp.path().join(&member.name);
                 let digest = write_file(data, member.executable, &path)?;
-                Ok(Some((member.name.clone(), digest)))
+                Ok(Ok((member.name.clone(), digest)))
             }
         })
         .collect::<Result<_, WriteError>>()?;
-    let mut digests: Vec<(String, MemberDigest)> = digests.into_iter().flatten().collect();
+    let mut totals = TreeTotals::default();
+    let mut digests = Vec::new();
+    for member in written {
+        match member {
+            Ok(digest) => digests.push(digest),
+            Err(expanded) => totals = totals.plus(expanded),
+        }
+    }
     let listed = digests.iter().map(|(name, digest)| (name.as_str(), digest));
     if let Some((name, bytes)) = render_inventory(spec, &names, listed) {
         let digest = write_file(&MemberData::Bytes(Arc::new(bytes)), false, &temp.path().join(&name))?;
@@ -48,10 +52,12 @@ pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, Write
     let mut record = Record::default();
     for (name, digest) in digests {
         record.add(&name, &digest.sha256, digest.len);
+        totals.add(digest.len);
     }
     let record_bytes = record.finish(&names.record());
-    write_file(&MemberData::Bytes(Arc::new(record_bytes)), false, &temp.path().join(names.record()))?;
-    Ok(StagedTree::new(temp, dest_dir.join(&names.stem)))
+    let digest = write_file(&MemberData::Bytes(Arc::new(record_bytes)), false, &temp.path().join(names.record()))?;
+    totals.add(digest.len);
+    Ok(StagedTree::new(temp, dest_dir.join(&names.stem), totals))
 }
 
 /// An sdist as `{name}-{version}/` in `dest_dir`: exactly the files its archive
@@ -60,8 +66,10 @@ pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, Write
 pub fn stage_sdist_tree(dest_dir: &Path, spec: &SdistSpec) -> Result<StagedTree, WriteError> {
     let (stem, files) = sdist_layout(spec)?;
     let temp = temp_tree(dest_dir, &stem)?;
+    let mut totals = TreeTotals::default();
     for file in files {
-        write_file(&MemberData::Bytes(Arc::new(file.bytes)), file.executable, &temp.path().join(&file.name))?;
+        let data = MemberData::Bytes(Arc::new(file.bytes));
+        totals.add(write_file(&data, file.executable, &temp.path().join(&file.name))?.len);
     }
-    Ok(StagedTree::new(temp, dest_dir.join(&stem)))
+    Ok(StagedTree::new(temp, dest_dir.join(&stem), totals))
 }

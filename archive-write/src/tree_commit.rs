@@ -21,23 +21,47 @@ use super::atomic::{remove_marked_tree, temp_prefix, unmark, TEMP_TREE_MARKER_FI
 use super::input::kind_of;
 use super::{WriteAction, WriteError};
 
+/// The regular files a tree holds and their bytes, for a run's report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeTotals {
+    pub files: usize,
+    pub bytes: u64,
+}
+
+impl TreeTotals {
+    pub(crate) fn add(&mut self, len: u64) {
+        self.files += 1;
+        self.bytes += len;
+    }
+
+    pub(crate) fn plus(self, other: TreeTotals) -> TreeTotals {
+        TreeTotals { files: self.files + other.files, bytes: self.bytes + other.bytes }
+    }
+}
+
 /// A tree complete under its temp name; removed when dropped uncommitted.
 pub struct StagedTree {
     temp: PathBuf,
     root: PathBuf,
+    totals: TreeTotals,
     /// Renamed to `root` by the commit: nothing is left for the drop to remove.
     placed: bool,
 }
 
 impl StagedTree {
-    pub(crate) fn new(temp: tempfile::TempDir, root: PathBuf) -> StagedTree {
+    pub(crate) fn new(temp: tempfile::TempDir, root: PathBuf, totals: TreeTotals) -> StagedTree {
         // Kept: the drop below removes it, marker last.
-        StagedTree { temp: temp.keep(), root, placed: false }
+        StagedTree { temp: temp.keep(), root, totals, placed: false }
     }
 
     /// Where [`commit_trees`] puts it.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The regular files written into it and their bytes.
+    pub fn totals(&self) -> TreeTotals {
+        self.totals
     }
 }
 

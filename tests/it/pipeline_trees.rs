@@ -60,6 +60,55 @@ fn trees_hold_exactly_what_the_archives_hold() {
     }
 }
 
+/// Trees go through the archives' flow: the report has a line per tree (its files and
+/// bytes), and a full run removes the tree of a package it no longer produces, as it
+/// removes such a wheel, keeping what is not a tree of ours.
+#[test]
+fn a_tree_run_reports_its_trees_and_removes_stale_ones() {
+    let build = build(false);
+    let temp = tempfile::tempdir().expect("temp dir");
+    let trees = temp.path().join("trees");
+    let stale = format!("rocm_sdk_libraries_gfx999-{VERSION}");
+    let stale_record = trees.join(&stale).join(format!("{stale}.dist-info")).join("RECORD");
+    fs_err::create_dir_all(stale_record.parent().expect("parent")).expect("mkdir");
+    fs_err::write(&stale_record, "").expect("write");
+    let foreign = trees.join(format!("torch-{VERSION}"));
+    fs_err::create_dir_all(&foreign).expect("mkdir");
+    let mut config = support::package_config(&build.artifacts, &trees);
+    config.output = packager::config::OutputMode::Trees;
+    let report = packager::package(&config, &packager::Silent).expect("lay out the trees");
+
+    let mut expected: Vec<String> = wheels(&build.dist).iter().map(|wheel| stem_of(wheel)).collect();
+    expected.push(format!("rocm-{VERSION}"));
+    expected.sort();
+    let mut reported: Vec<String> = report.outputs.iter().map(|output| output.file_name.clone()).collect();
+    reported.sort();
+    assert_eq!(reported, expected, "one report line per tree");
+    for output in &report.outputs {
+        assert_eq!(output.path, trees.join(&output.file_name), "{}", output.file_name);
+        let on_disk = files_of(&output.path);
+        assert_eq!(output.files, on_disk.len(), "{}: files", output.file_name);
+        assert_eq!(output.uncompressed_bytes, on_disk.iter().sum::<u64>(), "{}: bytes", output.file_name);
+    }
+    assert!(!trees.join(&stale).exists(), "the stale tree was kept");
+    assert!(foreign.is_dir(), "a tree not ours was removed");
+}
+
+/// The length of every regular file under `root`.
+fn files_of(root: &Path) -> Vec<u64> {
+    let mut lengths = Vec::new();
+    for entry in fs_err::read_dir(root).expect("read dir") {
+        let entry = entry.expect("entry");
+        let file_type = entry.file_type().expect("file type");
+        if file_type.is_dir() {
+            lengths.extend(files_of(&entry.path()));
+        } else if file_type.is_file() {
+            lengths.push(entry.metadata().expect("metadata").len());
+        }
+    }
+    lengths
+}
+
 /// `{name}-{version}` of a wheel file name: the directory its tree is laid out in.
 fn stem_of(wheel: &Path) -> String {
     let name = file_name(wheel);

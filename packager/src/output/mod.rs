@@ -4,14 +4,15 @@
 //! the `--variants` wheels (`variants`) and each wheel's platform tag (`manylinux` under
 //! `--platform-tag auto`); written through the `archive-write` crate into the destination
 //! (`destination`: lock, overlap, stale removal) and summed up in the run's report
-//! (`report`). Every function of the stage returns its one error, [`OutputError`].
+//! (`report`), the same way for archives and trees (`writer`). Every function of the
+//! stage returns its one error, [`OutputError`].
 //!
-//! Owns: the order outputs are written in, `--only`, the two output modes (archives, or
-//! `--no-build-packages` trees: `config::OutputMode`, one writer function each), the
-//! completeness check, and committing: every output of a run is staged first, and only when
-//! all of them were written and the set is complete are they renamed into place together
-//! (SPEC §5). Does not own: decisions (`plan`), formats (`archive-write`), which directory
-//! the destination is (`config::Destination`).
+//! Owns: the order outputs are written in, `--only`, the one flow of both output modes
+//! (archives, or `--no-build-packages` trees: `config::OutputMode`, each an
+//! `writer::OutputWriter`), the completeness check, and committing: every output of a
+//! run is staged first, and only when all of them were written and the set is complete
+//! are they renamed into place together (SPEC §5). Does not own: decisions (`plan`),
+//! formats (`archive-write`), which directory the destination is (`config::Destination`).
 
 pub mod destination;
 mod error;
@@ -23,19 +24,17 @@ pub mod report;
 pub mod sbom;
 mod spec;
 pub mod variants;
+mod writer;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
-use archive_write::{ArchiveOptions, Inventory, Member, MemberData, StagedFile, WheelFileName, WheelSpec};
+use archive_write::{ArchiveOptions, Inventory};
 
-use crate::config::{
-    ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag, Sbom,
-};
-use crate::identity::{self, PackageRole, PlatformTags};
+use crate::config::{OutputMode, PackageConfig, PackageGroup, PlatformTag, Sbom};
+use crate::identity::{PackageRole, PlatformTags};
 use crate::input::third_party::{self, ThirdPartySources};
 use crate::plan::{PackagePlan, Plan, PlannedFile};
 use crate::platform::BuildOs;
@@ -46,10 +45,8 @@ pub use error::OutputError;
 use launcher::LauncherTemplate;
 use report::OutputReport;
 pub use spec::GENERATOR;
-use spec::{core_metadata, sdist_spec, wheel_spec};
-
-/// An output written to its temp file, with its line of the summary.
-type Staged = (OutputReport, StagedFile);
+use spec::{sdist_spec, wheel_spec};
+use writer::{Archives, OutputWriter, Staged, Trees};
 
 /// Writes every package of `plan` selected by `config.only` into the output directory of
 /// `lock`, the run's destination lock, which the caller took for `config.destination()`:
@@ -77,8 +74,16 @@ pub fn write_outputs(
     let third_party = read_third_party(config)?;
     let run = Run { plan, config, progress, lock, launcher: launcher.as_ref(), tags: &tags, third_party };
     match config.output {
-        OutputMode::Archives(settings) => write_archives(&run, &packages, settings),
-        OutputMode::Trees => write_trees(&run, &packages),
+        OutputMode::Archives(settings) => {
+            let options = ArchiveOptions {
+                compression: settings.wheel_compression,
+                build_time: config.build_time,
+                reuse: settings.reuse,
+            };
+            let devel_tarball = settings.devel_tarball_compression;
+            write_with(&run, &packages, &Archives { lock, options, devel_tarball, progress })
+        }
+        OutputMode::Trees => write_with(&run, &packages, &Trees { lock, progress }),
     }
 }
 
@@ -138,116 +143,39 @@ fn selected_packages<'a>(plan: &'a Plan, config: &PackageConfig, progress: &dyn 
     plan.packages.iter().filter(|package| wanted(package.group())).collect()
 }
 
-/// `--no-build-packages`: all trees or none, like the archives (SPEC §5): each is written
-/// whole under a temp name, and only then are all swapped in; a failure drops the staged
-/// ones. Trees have no compression: the devel tarball's entries are laid out as files.
-fn write_trees(run: &Run<'_>, packages: &[&PackagePlan]) -> Result<Vec<OutputReport>, OutputError> {
-    let output_dir = run.lock.output_dir();
-    let mut trees = Vec::new();
-    for package in packages {
-        let spec = wheel_spec(run, package, DevelTarballCompression::None)?;
-        trees.push(archive_write::stage_tree(output_dir, &spec)?);
-    }
-    if run.wants(PackageGroup::Meta) {
-        trees.push(archive_write::stage_sdist_tree(output_dir, &sdist_spec(run.plan))?);
-    }
-    for root in run.lock.commit_trees(trees)? {
-        run.progress.output_finished(&root.display().to_string());
-    }
-    Ok(Vec::new())
-}
-
-/// The wheels and the sdist, staged and then committed together.
-fn write_archives(
+/// The one flow of both forms: the wheels, the sdist and `--variants`' outputs staged,
+/// then (for a full run) the set checked complete before anything is committed, committed
+/// together, and our earlier outputs of this version that the run no longer produces
+/// removed (`stale`), so the destination holds one coherent set.
+fn write_with<W: OutputWriter>(
     run: &Run<'_>,
     packages: &[&PackagePlan],
-    settings: ArchiveSettings,
+    writer: &W,
 ) -> Result<Vec<OutputReport>, OutputError> {
-    let output_dir = run.lock.output_dir();
-    let options = ArchiveOptions {
-        compression: settings.wheel_compression,
-        build_time: run.config.build_time,
-        reuse: settings.reuse,
-    };
     // Until the commit below, each output lives under a temp name and is removed if
     // anything fails (dropping it): renaming as each one finished would replace an earlier
     // run's package before the run is known to succeed.
-    let mut staged = stage_wheels(run, packages, &options, settings.devel_tarball_compression)?;
+    let mut staged = stage_wheels(run, packages, writer)?;
     if run.wants(PackageGroup::Meta) {
-        let started = Instant::now();
-        let spec = sdist_spec(run.plan);
-        let file = archive_write::stage_sdist(output_dir, &spec, &options)?;
-        run.progress.output_finished(&file.written.file_name);
-        staged.push((OutputReport::new(&spec.metadata.name, &file.written, started), file));
+        staged.push(writer.add_sdist(&sdist_spec(run.plan))?);
     }
     if run.wants(PackageGroup::Device) {
-        staged.extend(stage_variants(run, &options)?);
+        staged.extend(writer.add_variants(run)?);
     }
-    let (outputs, files): (Vec<OutputReport>, Vec<StagedFile>) = staged.into_iter().unzip();
+    let (outputs, files): (Vec<OutputReport>, Vec<W::Staged>) = staged.into_iter().unzip();
     let full_run = run.config.only.is_empty();
     if full_run {
-        check_complete(run.plan, output_dir, &outputs)?;
+        check_complete(run.plan, run.lock.output_dir(), &outputs, writer)?;
     }
-    run.lock.commit(files)?;
+    writer.finish(files)?;
     if full_run {
-        remove_stale(run.plan, output_dir, &outputs, run.progress)?;
+        let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
+        for path in writer.remove_stale(run.plan.version.as_str(), &produced)? {
+            let path = path.display();
+            run.progress.warn(&format!("removed {path}: an earlier run's package this run no longer produces"));
+        }
     }
     Ok(outputs)
-}
-
-/// `--variants` (SPEC §9): the variant wheels, the provider's wheel and the index file,
-/// staged with the rest of the run.
-fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>, OutputError> {
-    let Some(set) = &run.plan.variants else { return Ok(Vec::new()) };
-    let outputs =
-        variants::variant_outputs(set, run.plan, run.tags).map_err(|message| OutputError::Invalid { message })?;
-    let output_dir = run.lock.output_dir();
-    let mut staged = Vec::new();
-    for wheel in outputs.wheels {
-        let started = Instant::now();
-        let members = wheel.python.files.into_iter().map(|file| Member {
-            name: file.path,
-            data: MemberData::Bytes(Arc::new(file.bytes)),
-            executable: file.executable,
-        });
-        let label = wheel.variant.as_ref().map(|(label, _)| label.as_str());
-        let inventory = run.generated_sbom(&wheel.distribution, &wheel.requires_dist);
-        let spec = WheelSpec {
-            file_name: identity::wheel_file_name(&wheel.distribution, &run.plan.version, &wheel.platform_tag, label)
-                .map_err(archive_write::WriteError::from)?,
-            metadata: core_metadata(&wheel.distribution, &run.plan.version, wheel.requires_dist),
-            generator: GENERATOR,
-            root: wheel.root,
-            variant_json: wheel.variant.map(|(_, json)| json),
-            entry_points: wheel.python.entry_points,
-            members: members.collect(),
-            inventory,
-        };
-        let file = archive_write::stage_wheel(output_dir, &spec, options, run.progress)?;
-        staged.push((OutputReport::new(&wheel.distribution, &file.written, started), file));
-    }
-    let started = Instant::now();
-    let (name, bytes) = outputs.index_file;
-    let file = archive_write::stage_file(output_dir, &name, &bytes)?;
-    run.progress.output_finished(&name);
-    staged.push((OutputReport::new(identity::device_variants_distribution(), &file.written, started), file));
-    Ok(staged)
-}
-
-/// After a full run's commit: our wheels of this version it no longer produces go
-/// (`stale`), so the destination holds one coherent set.
-fn remove_stale(
-    plan: &Plan,
-    output_dir: &Path,
-    outputs: &[OutputReport],
-    progress: &dyn Progress,
-) -> Result<(), archive_write::WriteError> {
-    let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
-    let removed = destination::stale::remove_stale_archives(output_dir, plan.version.as_str(), &produced)?;
-    for path in removed {
-        progress.warn(&format!("removed {}: an earlier run's package this run no longer produces", path.display()));
-    }
-    Ok(())
 }
 
 /// Wheels written at once. Each wheel already compresses on every core; a second writer
@@ -257,19 +185,16 @@ const WHEEL_WRITERS: usize = 2;
 
 /// Stages the wheels of `packages`, [`WHEEL_WRITERS`] at a time, and returns them in plan
 /// order. Each wheel's bytes do not depend on what else is being written.
-fn stage_wheels(
+fn stage_wheels<W: OutputWriter>(
     run: &Run<'_>,
     packages: &[&PackagePlan],
-    options: &ArchiveOptions,
-    devel_tarball: DevelTarballCompression,
-) -> Result<Vec<Staged>, OutputError> {
+    writer: &W,
+) -> Result<Vec<Staged<W>>, OutputError> {
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let stage_one = |package: &PackagePlan| -> Result<Staged, OutputError> {
-        let started = Instant::now();
-        let spec = wheel_spec(run, package, devel_tarball)?;
-        let file = archive_write::stage_wheel(run.lock.output_dir(), &spec, options, run.progress)?;
-        Ok((OutputReport::new(&package.names.distribution, &file.written, started), file))
+    let stage_one = |package: &PackagePlan| {
+        let spec = wheel_spec(run, package, writer.devel_tarball())?;
+        writer.add_wheel(&package.names.distribution, &spec)
     };
     let worker = || {
         let mut done = Vec::new();
@@ -285,7 +210,7 @@ fn stage_wheels(
         }
         done
     };
-    let mut results: Vec<(usize, Result<Staged, OutputError>)> = std::thread::scope(|scope| {
+    let mut results: Vec<(usize, Result<Staged<W>, OutputError>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..WHEEL_WRITERS.min(packages.len())).map(|_| scope.spawn(worker)).collect();
         handles
             .into_iter()
@@ -342,16 +267,18 @@ fn platform_tags(
 /// SPEC §2 validations: a kpack-split build must publish the whole set. Checked on the
 /// run's staged outputs, before any is committed, so an incomplete set never reaches
 /// `dest` (which is only named in the error).
-fn check_complete(plan: &Plan, output_dir: &Path, outputs: &[OutputReport]) -> Result<(), OutputError> {
+fn check_complete(
+    plan: &Plan,
+    output_dir: &Path,
+    outputs: &[OutputReport],
+    writer: &impl OutputWriter,
+) -> Result<(), OutputError> {
     if !plan.kpack_split {
         return Ok(());
     }
-    let version = &plan.version;
-    let written: Vec<WheelFileName> = outputs
-        .iter()
-        .filter_map(|output| output.file_name.parse::<WheelFileName>().ok())
-        .filter(|wheel| wheel.version == *version)
-        .collect();
+    let version = plan.version.as_str();
+    let written: BTreeSet<String> =
+        outputs.iter().map(|output| archive_write::file_name_form(&output.package)).collect();
     let mut required = vec![PackageRole::Core, PackageRole::Libraries { family: None }];
     required.extend(plan.families.device_targets.iter().map(|target| PackageRole::Device { target: target.clone() }));
     if plan.packages.iter().any(|package| package.group() == PackageGroup::Devel) {
@@ -360,12 +287,12 @@ fn check_complete(plan: &Plan, output_dir: &Path, outputs: &[OutputReport]) -> R
     let mut missing: BTreeSet<String> = required
         .iter()
         .map(|role| plan.dist_info.names(role).file_name_form())
-        .filter(|distribution| !written.iter().any(|wheel| wheel.name.as_str() == distribution))
-        .map(|distribution| format!("{distribution}-{version}-*.whl"))
+        .filter(|distribution| !written.contains(distribution))
+        .map(|distribution| writer.wheel_name(&distribution, version))
         .collect();
-    let sdist = format!("{}-{version}.tar.gz", plan.dist_info.names(&PackageRole::Meta).file_name_form());
-    if !outputs.iter().any(|output| output.file_name == sdist) {
-        missing.insert(sdist);
+    let sdist = plan.dist_info.names(&PackageRole::Meta).file_name_form();
+    if !written.contains(&sdist) {
+        missing.insert(writer.sdist_name(&sdist, version));
     }
     let missing: Vec<String> = missing.into_iter().collect();
     if missing.is_empty() {

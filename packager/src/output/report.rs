@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use archive_write::{ReuseCounts, WrittenFile};
+use archive_write::{ReuseCounts, StagedTree, WrittenFile};
 
 use crate::input::catalog::Override;
 use crate::plan::{Finding, Plan, PlannedFile};
@@ -37,6 +37,24 @@ impl OutputReport {
             sha256: written.sha256.clone(),
             seconds: started.elapsed().as_secs_f64(),
             reuse: written.reuse,
+        }
+    }
+
+    /// A `--no-build-packages` tree: its files and their bytes, nothing compressed, and no
+    /// digest (a tree is no one file; its RECORD holds its files').
+    pub(super) fn tree(package: &str, tree: &StagedTree, started: Instant) -> OutputReport {
+        let totals = tree.totals();
+        let file_name = tree.root().file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        OutputReport {
+            package: package.to_owned(),
+            file_name,
+            path: tree.root().to_path_buf(),
+            files: totals.files,
+            uncompressed_bytes: totals.bytes,
+            compressed_bytes: totals.bytes,
+            sha256: String::new(),
+            seconds: started.elapsed().as_secs_f64(),
+            reuse: ReuseCounts::default(),
         }
     }
 }

@@ -10,7 +10,9 @@
 //! packaged into the same destination), that this run did not write. Anything else in the
 //! destination stays, whoever made it.
 //!
-//! Owns: recognising those archives and removing them. Does not own: where the
+//! `--no-build-packages` trees are cleared the same way ([`stale_trees`]).
+//!
+//! Owns: recognising those archives and trees and removing them. Does not own: where the
 //! destination is (the caller passes the directory the archives were written to).
 
 use std::collections::BTreeSet;
@@ -82,9 +84,78 @@ pub fn remove_stale_archives(
     Ok(stale)
 }
 
+/// Our `--no-build-packages` wheel trees in `dest` of `version` that are not among
+/// `produced` (directory names this run committed), sorted: a real directory named
+/// `{distribution}-{version}` of one of our distributions that holds its
+/// `{name}.dist-info/RECORD`, as a tree we wrote does. A tree has no platform in its name:
+/// a tree of the same name from a run for the other system is this run's to replace anyway.
+pub fn stale_trees(dest: &Path, version: &str, produced: &BTreeSet<String>) -> Result<Vec<PathBuf>, WriteError> {
+    let list_error = |source| WriteError::io(WriteAction::List, dest, source);
+    let mut stale = Vec::new();
+    for entry in std::fs::read_dir(dest).map_err(list_error)? {
+        let entry = entry.map_err(list_error)?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((distribution, tree_version)) = name.split_once('-') else { continue };
+        if produced.contains(name) || !is_our_distribution(distribution) || tree_version != version {
+            continue;
+        }
+        let record = entry.path().join(format!("{name}.dist-info")).join("RECORD");
+        let is_file = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file());
+        if entry.file_type().map_err(list_error)?.is_dir() && is_file(&record) {
+            stale.push(entry.path());
+        }
+    }
+    stale.sort();
+    Ok(stale)
+}
+
+/// Removes [`stale_trees`]; returns what was removed.
+pub fn remove_stale_trees(dest: &Path, version: &str, produced: &BTreeSet<String>) -> Result<Vec<PathBuf>, WriteError> {
+    let stale = stale_trees(dest, version, produced)?;
+    for path in &stale {
+        match std::fs::remove_dir_all(path) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                return Err(WriteError::io(WriteAction::Remove, path, error));
+            }
+            _ => {}
+        }
+    }
+    Ok(stale)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_our_wheel_trees_of_this_version_not_produced_are_stale() {
+        let dest = tempfile::tempdir().expect("tempdir");
+        let trees = [
+            "rocm_sdk_core-7.0",
+            "rocm_sdk_libraries_gfx90a-7.0",
+            "rocm_sdk_libraries_gfx90a-6.9",
+            "rocm_profiler-7.0",
+            "torch-7.0",
+        ];
+        for name in trees {
+            let dist_info = dest.path().join(name).join(format!("{name}.dist-info"));
+            fs_err::create_dir_all(&dist_info).expect("mkdir");
+            fs_err::write(dist_info.join("RECORD"), "").expect("write");
+        }
+        // Named like a tree of ours, but not one: no RECORD, or a plain file.
+        fs_err::create_dir_all(dest.path().join("rocm_sdk_devel-7.0")).expect("mkdir");
+        fs_err::write(dest.path().join("rocm_sdk_test-7.0"), "x").expect("write");
+        let produced: BTreeSet<String> = ["rocm_sdk_core-7.0".to_owned()].into_iter().collect();
+        let removed = remove_stale_trees(dest.path(), "7.0", &produced).expect("remove");
+        let removed: Vec<String> =
+            removed.iter().map(|path| path.file_name().expect("name").to_string_lossy().into_owned()).collect();
+        assert_eq!(removed, ["rocm_profiler-7.0", "rocm_sdk_libraries_gfx90a-7.0"]);
+        for kept in ["rocm_sdk_core-7.0", "rocm_sdk_libraries_gfx90a-6.9", "torch-7.0", "rocm_sdk_devel-7.0"] {
+            assert!(dest.path().join(kept).is_dir(), "{kept} was removed");
+        }
+        assert!(!dest.path().join("rocm_profiler-7.0").exists());
+    }
 
     #[test]
     fn only_our_wheels_of_this_version_and_system_not_produced_are_stale() {
