@@ -22,7 +22,9 @@
 //! Owns: every ROCm packaging rule. Must not know: how ELF tables are encoded or archives
 //! laid out (the crates below it, which callers name themselves), the command line
 //! (`xtask`, above it), the release gate or the example generator (crates beside it).
-//! Inside, a stage imports only from the shared modules and from stages before it
+//! A caller asks for a run as a [`request::PackageRequest`] (flags as given), which
+//! [`request::resolve`] turns into a [`PackageConfig`]. Inside, a stage imports only from
+//! the shared modules and from stages before it
 //! (`xtask/tests/layers.rs`).
 
 pub mod config;
@@ -33,6 +35,7 @@ pub mod platform;
 pub mod progress;
 pub mod relpath;
 pub mod repair;
+pub mod request;
 pub mod targets;
 
 pub mod index;
@@ -42,6 +45,7 @@ pub mod plan;
 
 mod error;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 pub use config::{BuildTime, PackageConfig};
@@ -78,40 +82,71 @@ fn warn_symlinked_artifacts(catalog: &input::catalog::Catalog, progress: &dyn Pr
     }
 }
 
+/// What a caller learns of a run as it goes, beside its progress: the CLI notes a Windows
+/// build once the plan is made, and arms its interrupt cleanup while the destination's lock
+/// is held (on SIGINT it may then remove the run's temp files there, and only then).
+pub trait RunHooks {
+    /// The plan, made; nothing is written yet.
+    fn planned(&self, _plan: &Plan) {}
+
+    /// The destination's lock, just taken: what this returns is dropped when the write
+    /// stage ends, before the lock is released.
+    fn locked(&self, _lock: &Arc<DestLock>) -> Option<Box<dyn std::any::Any>> {
+        None
+    }
+}
+
+/// No hooks: [`package`]'s.
+struct NoHooks;
+
+impl RunHooks for NoHooks {}
+
 /// Runs the whole pipeline: catalog → plan → write. Outputs appear in the output directory
 /// of `config.destination()` all at once, only when every one of them was written; a
 /// failed run leaves it as it was. One run at a time may write there.
 pub fn package(config: &PackageConfig, progress: &dyn Progress) -> Result<Report, Error> {
+    package_with(config, progress, &NoHooks)
+}
+
+/// [`package`], telling `hooks` of the plan and of the destination's lock.
+pub fn package_with(config: &PackageConfig, progress: &dyn Progress, hooks: &dyn RunHooks) -> Result<Report, Error> {
     let started = Instant::now();
     let plan = plan(config, progress)?;
-    let stages =
+    hooks.planned(&plan);
+    let mut stages =
         vec![output::report::StageTime { stage: "catalog+plan".to_owned(), seconds: started.elapsed().as_secs_f64() }];
-    let lock = DestLock::acquire(&config.destination())?;
-    write_planned(&plan, config, progress, &lock, stages)
+    let lock = Arc::new(DestLock::acquire(&config.destination())?);
+    let armed = hooks.locked(&lock);
+    let written = write_stage(&plan, config, progress, &lock);
+    drop(armed);
+    drop(lock);
+    let (outputs, time) = written?;
+    stages.push(time);
+    Ok(Report::new(&plan, outputs, stages))
+}
+
+/// Writes every output of `plan` under `lock`, and times it.
+fn write_stage(
+    plan: &Plan,
+    config: &PackageConfig,
+    progress: &dyn Progress,
+    lock: &DestLock,
+) -> Result<(Vec<output::report::OutputReport>, output::report::StageTime), Error> {
+    let started = Instant::now();
+    progress.stage("write", 0);
+    let outputs = output::write_outputs(plan, config, progress, lock)?;
+    Ok((outputs, output::report::StageTime { stage: "write".to_owned(), seconds: started.elapsed().as_secs_f64() }))
 }
 
 /// The write stage alone, for a caller that planned with [`plan`] and then took the
-/// destination's lock itself (the CLI, so that on SIGINT it may remove the temp files
-/// there). The report's stages hold only the write stage.
+/// destination's lock itself (tests that change the artifacts between the two). The
+/// report's stages hold only the write stage.
 pub fn write_locked(
     plan: &Plan,
     config: &PackageConfig,
     progress: &dyn Progress,
     lock: &DestLock,
 ) -> Result<Report, Error> {
-    write_planned(plan, config, progress, lock, Vec::new())
-}
-
-fn write_planned(
-    plan: &Plan,
-    config: &PackageConfig,
-    progress: &dyn Progress,
-    lock: &DestLock,
-    mut stages: Vec<output::report::StageTime>,
-) -> Result<Report, Error> {
-    let written = Instant::now();
-    progress.stage("write", 0);
-    let outputs = output::write_outputs(plan, config, progress, lock)?;
-    stages.push(output::report::StageTime { stage: "write".to_owned(), seconds: written.elapsed().as_secs_f64() });
-    Ok(Report::new(plan, outputs, stages))
+    let (outputs, time) = write_stage(plan, config, progress, lock)?;
+    Ok(Report::new(plan, outputs, vec![time]))
 }

@@ -153,13 +153,14 @@ fn diagnostics(error: &anyhow::Error) -> impl Iterator<Item = &dyn Diagnostic> {
     ) -> Option<&'a dyn Diagnostic> {
         cause.downcast_ref::<E>().map(|error| error as &dyn Diagnostic)
     }
-    let known: [AsDiagnostic; 9] = [
+    let known: [AsDiagnostic; 10] = [
         as_diagnostic::<CliError>,
         as_diagnostic::<packager::Error>,
         as_diagnostic::<packager::input::CatalogError>,
         as_diagnostic::<packager::plan::PlanError>,
         as_diagnostic::<packager::output::OutputError>,
         as_diagnostic::<packager::index::IndexError>,
+        as_diagnostic::<packager::request::RequestError>,
         as_diagnostic::<packager::repair::RepairError>,
         as_diagnostic::<release_gate::VerifyError>,
         as_diagnostic::<example_artifacts::ExampleError>,

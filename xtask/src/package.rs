@@ -1,23 +1,21 @@
-//! `cargo xtask package`: flags → `PackageConfig`, then the library's pipeline, a summary
-//! table on stdout and `--json` for CI.
+//! `cargo xtask package`: flags → the library's plain `PackageRequest`, which
+//! `packager::request::resolve` turns into a `PackageConfig`; then the library's pipeline
+//! once (`packager::package_with`), a summary table on stdout and `--json` for CI.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::Context;
 use packager::config::{
-    AbsoluteRpath, ArchiveSettings, DevelTarballCompression, DeviceVariants, FamilyRequest, OutputMode, PackageGroup,
-    PlatformTag, Reuse, Sbom, WheelCompression,
+    AbsoluteRpath, ArchiveSettings, DevelTarballCompression, DeviceVariants, OutputMode, PackageGroup, Reuse,
+    WheelCompression,
 };
-use packager::input::{therock, CatalogError};
-use packager::output::report::StageTime;
-use packager::plan::PlanError;
 use packager::platform::BuildOs;
-use packager::{BuildTime, PackageConfig};
+use packager::request::PackageRequest;
+use packager::BuildTime;
 
 use crate::progress::CliProgress;
 use crate::Output;
@@ -151,7 +149,8 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     if let Some(jobs) = args.jobs {
         rayon::ThreadPoolBuilder::new().num_threads(jobs).build_global().context("setting up worker threads")?;
     }
-    let config = to_config(&args, output)?;
+    let request = to_request(&args)?;
+    let config = packager::request::resolve(&request, &|| generate_example(output).map_err(Into::into))?;
     let progress = CliProgress::new(output);
     if args.plan {
         let plan = packager::plan(&config, &progress)
@@ -163,33 +162,40 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let started = Instant::now();
-    let plan =
-        packager::plan(&config, &progress).with_context(|| format!("packaging {}", config.artifacts_dir.display()))?;
-    let plan_seconds = started.elapsed().as_secs_f64();
-    if let (Some(pe_file), false) = (&plan.build_os_evidence, output.quiet) {
-        eprintln!("note: {}", crate::summary::windows_build_line(pe_file, &config.artifacts_dir));
-    }
-    // From here on an interrupt may clean the destination's temp files: only while this
-    // run holds its lock, since those of another run are not ours.
-    let lock = Arc::new(packager::DestLock::acquire(&config.destination())?);
-    if lock.removed_stale > 0 && !output.quiet {
-        eprintln!(
-            "note: removed {} temporary file(s) an interrupted run left in {}",
-            lock.removed_stale,
-            lock.output_dir().display()
-        );
-    }
-    let armed = interrupts.clean_on_interrupt(&lock);
-    let report = packager::write_locked(&plan, &config, &progress, &lock)
-        .with_context(|| format!("packaging {}", config.artifacts_dir.display()));
-    drop(armed);
-    drop(lock);
-    let mut report = report?;
-    report.stages.insert(0, StageTime { stage: "catalog+plan".to_owned(), seconds: plan_seconds });
+    let hooks = CliHooks { output, interrupts, artifacts_dir: &config.artifacts_dir };
+    let report = packager::package_with(&config, &progress, &hooks)
+        .with_context(|| format!("packaging {}", config.artifacts_dir.display()))?;
     progress.finish();
     crate::summary::publish(&report, output, args.json.as_deref())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the command line says and does as a run goes: a note on a Windows build, a note on
+/// the temp files an interrupted run left, and the interrupt cleanup armed while the
+/// destination's lock is held (only then: another run's temp files are not ours).
+struct CliHooks<'a> {
+    output: Output,
+    interrupts: crate::signals::Interrupts,
+    artifacts_dir: &'a Path,
+}
+
+impl packager::RunHooks for CliHooks<'_> {
+    fn planned(&self, plan: &packager::Plan) {
+        if let (Some(pe_file), false) = (&plan.build_os_evidence, self.output.quiet) {
+            eprintln!("note: {}", crate::summary::windows_build_line(pe_file, self.artifacts_dir));
+        }
+    }
+
+    fn locked(&self, lock: &Arc<packager::DestLock>) -> Option<Box<dyn std::any::Any>> {
+        if lock.removed_stale > 0 && !self.output.quiet {
+            eprintln!(
+                "note: removed {} temporary file(s) an interrupted run left in {}",
+                lock.removed_stale,
+                lock.output_dir().display()
+            );
+        }
+        Some(Box::new(self.interrupts.clean_on_interrupt(lock)))
+    }
 }
 
 pub(crate) fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
@@ -202,84 +208,25 @@ pub(crate) fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::
     Ok(())
 }
 
-/// Turns flags (and the checkout they point at) into the library's plain config.
-fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig> {
-    let cwd = std::env::current_dir().context("reading the current directory")?;
-    // Each flag that names a path is checked before anything is derived from it, so a
-    // wrong path is the first thing reported, not a later symptom of it.
-    let checkout = match &args.therock_dir {
-        Some(dir) if therock::is_checkout(dir) => Some(dir.clone()),
-        Some(dir) => return Err(CatalogError::TherockDirNotACheckout { path: dir.clone() }.into()),
-        None => therock::find_checkout(&cwd),
-    };
-    if let Some(dir) = &args.dest_dir {
-        check_dest_dir(dir)?;
-    }
-    // The reference treats an empty --version as none given; TheRock's CI passes
-    // `--version="${{ inputs.package_version }}"`, empty unless a version was asked for.
-    let given_version = args.version.as_ref().filter(|version| !version.is_empty());
-    // Checked before the example or the artifacts are read, so the error names the version
-    // alone and not a directory that has nothing to do with it.
-    if let Some(version) = given_version {
-        packager::plan::version::check_pep440(version)
-            .map_err(|reason| packager::Error::from(PlanError::BadVersion { version: version.clone(), reason }))?;
-    }
-    let (artifacts_dir, example_version) = match (&args.artifact_dir, &checkout) {
-        (Some(dir), _) => (check_artifacts_dir(dir)?, None),
-        (None, Some(root)) => (checkout_artifacts(root)?, None),
-        (None, None) => (generate_example(output)?, Some("7.12.0.dev0".to_owned())),
-    };
-    let version = match (given_version, &checkout, example_version) {
-        (Some(version), _, _) => version.clone(),
-        (None, Some(root), _) => therock::read_version(root)?,
-        (None, None, Some(version)) => version,
-        (None, None, None) => {
-            return Err(crate::CliError {
-                message: format!(
-                    "no --version given, and {} is not inside a TheRock checkout to read the version from",
-                    cwd.display()
-                ),
-                hint: "pass --version (such as --version 7.12.0.dev0), or --therock-dir naming the TheRock \
-                       checkout the artifacts were built from",
-            }
-            .into())
-        }
-    };
-    let dest_dir = match (&args.dest_dir, &checkout) {
-        (Some(dir), _) => dir.clone(),
-        // Where TheRock's CMake and CI put Python packages, so `pip install
-        // --find-links=build/python-packages/dist` works from the checkout's root.
-        (None, Some(root)) => root.join(CHECKOUT_DEST_DIR),
-        (None, None) => PathBuf::from("."),
-    };
-    let targets = match &checkout {
-        Some(root) => therock::read_amdgpu_targets(root)?,
-        None => Default::default(),
-    };
-    let families = FamilyRequest {
-        linux: split_list(args.linux_amdgpu_families.as_deref()),
-        windows: split_list(args.windows_amdgpu_families.as_deref()),
-        expansion: targets,
-    };
-    Ok(PackageConfig {
-        artifacts_dir,
-        dest_dir,
-        version,
+/// Flags as the library's plain request; [`packager::request::resolve`] does the rest.
+fn to_request(args: &PackageArgs) -> anyhow::Result<PackageRequest> {
+    Ok(PackageRequest {
+        cwd: std::env::current_dir().context("reading the current directory")?,
+        artifact_dir: args.artifact_dir.clone(),
+        therock_dir: args.therock_dir.clone(),
+        dest_dir: args.dest_dir.clone(),
+        version: args.version.clone(),
         version_suffix: args.version_suffix.clone(),
+        platform_tag: args.platform_tag.clone(),
         build_os: args.build_os.as_deref().and_then(BuildOs::parse),
-        platform_tag: match &args.platform_tag {
-            Some(tag) => PlatformTag::parse(tag),
-            None => PlatformTag::Default(packager::platform::host_platform_tag()),
-        },
         build_time: build_time()?,
         output: output_mode(args),
         absolute_rpath: if args.keep_absolute_rpath { AbsoluteRpath::Keep } else { AbsoluteRpath::Remove },
         variants: if args.variants { DeviceVariants::Wheels } else { DeviceVariants::Off },
-        // The checkout names the sources of the third-party libraries the wheels bundle.
-        sbom: if args.no_sbom { Sbom::Omit } else { Sbom::Write { checkout: checkout.clone() } },
+        sbom: !args.no_sbom,
         only: args.only.iter().map(|group| PackageGroup::from(*group)).collect(),
-        families,
-        scratch_dir: None,
+        linux_amdgpu_families: args.linux_amdgpu_families.clone(),
+        windows_amdgpu_families: args.windows_amdgpu_families.clone(),
     })
 }
 
@@ -303,46 +250,6 @@ fn output_mode(args: &PackageArgs) -> OutputMode {
     OutputMode::Archives(ArchiveSettings { wheel_compression, devel_tarball_compression, reuse })
 }
 
-/// The default `--dest-dir` inside a TheRock checkout, relative to its root.
-const CHECKOUT_DEST_DIR: &str = "build/python-packages";
-
-/// `dir`, if it is an artifacts directory: a missing, wrong or non-directory one is the
-/// first thing to report, before the version or the checkout are looked for (the catalog
-/// would say the same, later).
-fn check_artifacts_dir(dir: &Path) -> anyhow::Result<PathBuf> {
-    packager::input::catalog::check_artifacts_dir(dir)?;
-    Ok(dir.to_path_buf())
-}
-
-/// `--dest-dir` must be a directory or creatable as one: a file there (or in its path)
-/// would otherwise surface as `File exists (os error 17)` after the whole plan is made.
-fn check_dest_dir(dir: &Path) -> anyhow::Result<()> {
-    let Some(existing) = dir.ancestors().find(|ancestor| ancestor.exists()) else { return Ok(()) };
-    if existing.is_dir() {
-        return Ok(());
-    }
-    let message = if existing == dir {
-        format!("--dest-dir is a file, not a directory: {}", dir.display())
-    } else {
-        format!("--dest-dir cannot be created: {} is a file, not a directory", existing.display())
-    };
-    Err(crate::CliError { message, hint: "pass a directory for --dest-dir (a missing one is created)" }.into())
-}
-
-/// The checkout's `build/artifacts`. A checkout not built yet is an error: packaging the
-/// bundled example under the checkout's version would look like a real build.
-fn checkout_artifacts(root: &Path) -> anyhow::Result<PathBuf> {
-    let dir = root.join("build/artifacts");
-    match std::fs::metadata(&dir) {
-        Ok(metadata) if metadata.is_dir() => Ok(dir),
-        Ok(_) => Err(CatalogError::MissingCheckoutArtifacts { path: dir }.into()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            Err(CatalogError::MissingCheckoutArtifacts { path: dir }.into())
-        }
-        Err(source) => Err(CatalogError::Read { path: dir, source }.into()),
-    }
-}
-
 /// `SOURCE_DATE_EPOCH`, read once; a malformed value is an error, not silently ignored.
 pub fn build_time() -> anyhow::Result<BuildTime> {
     match std::env::var("SOURCE_DATE_EPOCH") {
@@ -356,10 +263,6 @@ pub fn build_time() -> anyhow::Result<BuildTime> {
         Err(std::env::VarError::NotPresent) => Ok(BuildTime::DEFAULT),
         Err(error) => Err(error).context("reading SOURCE_DATE_EPOCH"),
     }
-}
-
-fn split_list(text: Option<&str>) -> Vec<String> {
-    text.unwrap_or("").split([',', ';']).map(str::trim).filter(|part| !part.is_empty()).map(str::to_owned).collect()
 }
 
 /// Outside a TheRock checkout, the first command still does the real job: on the bundled

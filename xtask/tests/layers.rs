@@ -8,7 +8,7 @@
 //! children are its implementation and may use it freely. Inside `packager`: its root
 //! holds only the stage folders and the few shared modules [`PACKAGER_LAYERS`] names, and
 //! no `use` runs from a lower layer up to a higher one (shared words < input < plan <
-//! output < repair < index < the crate's error), a root re-export (`pub use x::Y` in `lib.rs`,
+//! output < repair < index < the crate's error < request), a root re-export (`pub use x::Y` in `lib.rs`,
 //! then `crate::Y`) counting as an import of `x`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -217,6 +217,9 @@ const PACKAGER_LAYERS: &[(&str, &[&str])] = &[
     ("repair", &["repair"]),
     ("index", &["index"]),
     ("error", &["error"]),
+    // A run as its caller asks for it, resolved into a config before the pipeline runs:
+    // it reads the checkout (input) and checks the version (plan), and wraps both errors.
+    ("request", &["request"]),
 ];
 
 /// What `pub use` in `src/lib.rs` makes of a root name: `Y` → `x::…::Y` for each
