@@ -5,7 +5,7 @@
 //! cannot shrink by at least 1 % ([`MIN_GAIN_DIVISOR`]) is stored whole (ZIP method 0),
 //! which costs no deflate time and is faster to install. Chunks are coded independently
 //! (libdeflate has no preset dictionary), each as four complete streams of a quarter
-//! chunk; every stream but a member's last is then made continuable (`final_block`), so
+//! chunk; every stream but a member's last is then made continuable (`deflate_join`), so
 //! the member is one standard deflate stream that pip, uv, zipfile and unzip read. Four
 //! streams because the walk that makes them continuable runs four at once in about half
 //! the time of walking them one by one (a walk is a chain of dependent lookups; four
@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 use std::io;
 
-use super::final_block::{extend_continuable, find_ends};
+use super::deflate_join::{extend_continuable, find_ends};
 use super::zip::Method;
 
 /// Input bytes per chunk. Fixed, so output is the same on every machine.

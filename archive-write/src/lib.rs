@@ -20,11 +20,11 @@ pub mod atomic;
 mod chunk;
 mod codec;
 mod deflate;
+mod deflate_join;
 mod error;
 mod existing;
-mod final_block;
 mod input;
-mod member;
+mod member_source;
 mod metadata;
 mod names;
 mod options;
@@ -43,7 +43,7 @@ mod zip;
 pub use error::{WriteAction, WriteError};
 pub use existing::{CodedCopy, ExistingMember, ExistingWheel};
 pub use input::{kind_of, open_regular, Links};
-pub use member::{from_io, to_io, MemberSource};
+pub use member_source::{from_io, to_io, MemberSource};
 pub use names::{
     check_variant_label, file_name_form, fold_separators, normalize, DistName, NameError, PlatformTag, Version,
     WheelFileName,
@@ -224,7 +224,7 @@ impl TarTotals {
             self.name_bytes += entry.name.len() as u64;
             match &entry.kind {
                 TarEntryKind::File { data, .. } => {
-                    let len = member::known_len(data).unwrap_or(u64::MAX / 4);
+                    let len = member_source::known_len(data).unwrap_or(u64::MAX / 4);
                     self.file_bytes = self.file_bytes.saturating_add(len);
                 }
                 TarEntryKind::Symlink { target } => self.name_bytes += target.len() as u64,

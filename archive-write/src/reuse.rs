@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::chunk::CHUNK_SIZE;
 use super::deflate::{CodedSource, MemberDigest};
-use super::member::{known_len, open_member, to_io};
+use super::member_source::{known_len, open_member, to_io};
 use super::previous::Previous;
 use super::zip::{EntryHeader, EntrySums, Method};
 use super::{Member, MemberData};

@@ -11,8 +11,8 @@ use flate2::{Compression, GzBuilder};
 use tar::{EntryType, Header};
 
 use super::atomic::AtomicFile;
-use super::member::check_member_name;
-use super::member::from_io;
+use super::member_source::check_member_name;
+use super::member_source::from_io;
 use super::metadata::render_core_metadata;
 use super::names::{file_name_form, file_name_version};
 use super::{ArchiveOptions, ReuseCounts, SdistFile, SdistSpec, StagedFile, WriteError, WrittenFile};

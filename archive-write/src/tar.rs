@@ -13,7 +13,7 @@ use liblzma::stream::{Check, Filters, LzmaOptions, MtStreamBuilder, Stream};
 use liblzma::write::XzEncoder;
 use tar::{EntryType, Header};
 
-use super::member::{from_io, known_len, open_member};
+use super::member_source::{from_io, known_len, open_member};
 use super::pipe::{pipe, PipeReader};
 use super::tree_commit::TreeTotals;
 use super::{Progress, TarballCompression};
@@ -57,7 +57,7 @@ pub fn for_each_entry(
             };
             return Err(WriteError::Invalid { reason });
         }
-        super::member::check_member_name(&entry.name)?;
+        super::member_source::check_member_name(&entry.name)?;
         previous.clear();
         previous.push_str(&entry.name);
         each(entry)
@@ -245,7 +245,7 @@ pub fn expand_tarball_entries(spec: &TarballSpec, root: &Path) -> Result<TreeTot
             TarEntryKind::Dir => std::fs::create_dir_all(&path).map_err(write_error)?,
             TarEntryKind::Symlink { target } => std::os::unix::fs::symlink(target, &path).map_err(write_error)?,
             TarEntryKind::File { data, executable } => {
-                totals.add(super::member::write_file(data, *executable, &path)?.len);
+                totals.add(super::member_source::write_file(data, *executable, &path)?.len);
             }
         }
         Ok(())

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::deflate::MemberDigest;
-use super::member::write_file;
+use super::member_source::write_file;
 use super::record::Record;
 use super::sdist::sdist_layout;
 use super::tar::expand_tarball_entries;

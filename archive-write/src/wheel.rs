@@ -26,7 +26,7 @@ use super::atomic::{AtomicFile, Hashed, HashedSoFar, HashingWriter};
 use super::chunk::{Coding, CHUNK_SIZE};
 use super::codec::{fingerprint, foreign_fingerprint};
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
-use super::member::{check_member_name, from_io, known_len, open_member};
+use super::member_source::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{render_core_metadata, render_entry_points, render_wheel_file};
 use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;

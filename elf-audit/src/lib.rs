@@ -12,14 +12,15 @@
 //! goblin's), packages, or what a finding means to a release.
 
 mod architecture;
+mod elf_window;
 mod glibc;
 mod parse;
 mod pe_layout;
 mod policy;
 mod symbols;
-mod window;
 
 pub use architecture::Architecture;
+pub use elf_window::{ElfWindow, WINDOW_BYTES};
 pub use glibc::{is_system_library, tag_glibc_minor, VersionNeeds, SYSTEM_LIBRARIES};
 pub use parse::{
     arch_name, elf_identity, parse_elf, ElfFile, ElfIdentity, Segment, ELF_MAGIC, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC,
@@ -31,4 +32,3 @@ pub use symbols::{
     is_versioned_system_library, read_dynamic_symbols, unresolved_imports, DynamicSymbols, Exports, Import,
     NeededVersion, Provider, Unresolved,
 };
-pub use window::{ElfWindow, WINDOW_BYTES};

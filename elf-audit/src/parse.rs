@@ -10,7 +10,7 @@
 //! so the head and the tail hold them; anything in the middle of a huge file is reported as
 //! not checked rather than read.
 
-pub use crate::window::ElfWindow;
+pub use crate::elf_window::ElfWindow;
 
 // The ELF numbers are goblin's, not the editor's (`elf-rpath`): what reads the editor's
 // output shares no definition with it.

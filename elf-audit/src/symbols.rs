@@ -27,8 +27,8 @@ use goblin::elf::dynamic::{
 use goblin::elf::sym::{STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STV_DEFAULT, STV_PROTECTED};
 use goblin::elf::symver::{VER_FLG_BASE, VER_FLG_WEAK};
 
+use crate::elf_window::ElfWindow;
 use crate::parse::{ElfFile, Fields, PT_DYNAMIC};
-use crate::window::ElfWindow;
 
 /// Upper bound on symbols and version records read from one file (real libraries have
 /// at most a few hundred thousand symbols); a corrupt count cannot make a long loop.

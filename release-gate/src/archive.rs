@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::devel::{check_platform_dir, read_devel_tar, DevelTree};
-use super::member::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope, Streamed};
+use super::member_check::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope, Streamed};
 use super::metadata::{self, parse_headers, WheelName};
 use super::pe::{elf_in_windows_wheel, inspect_pe, windows_machine, PeMember};
 use super::record::{check_record, MemberDigest};

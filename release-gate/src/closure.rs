@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::archive::Archive;
 use super::devel::DevelKind;
 use super::elf_checks::{origin_rest, search_path_entries};
-use super::member::ElfMember;
+use super::member_check::ElfMember;
 use super::report::{Check, Findings};
 use elf_audit::is_system_library;
 

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
 
-use super::member::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope};
+use super::member_check::{check_member_path, inspect_elf, stream_member, ElfMember, ElfScope};
 use super::report::{Check, Findings};
 
 #[derive(Debug)]

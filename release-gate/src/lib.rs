@@ -9,7 +9,7 @@
 //! `metadata` (names, versions, METADATA/WHEEL), `elf_checks` (structure, RPATH), `devel`
 //! (devel tarball), `closure` (simulated install), `symbols` (every import binds in the
 //! libraries it loads), `set` (cross-package rules), `third_party` (wheels built on the
-//! SDK, judged with it), `release` (which versions are one release), `variants` (wheel
+//! SDK, judged with it), `same_release` (which versions are one release), `variants` (wheel
 //! variant files), `sbom` (the bill of materials, read by its own CycloneDX reader,
 //! `sbom::schema`), `report`
 //! (the result); `platform`, `targets` and `escape` are the gate's own words for a
@@ -25,13 +25,13 @@ mod closure;
 mod devel;
 mod elf_checks;
 mod escape;
-mod member;
+mod member_check;
 mod metadata;
 mod pe;
 mod platform;
 mod record;
-mod release;
 mod report;
+mod same_release;
 mod sbom;
 mod set;
 mod symbols;

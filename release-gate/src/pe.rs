@@ -7,7 +7,7 @@
 //! `goblin` reads what it can of a malformed file); one larger than [`PE_CAP`] is checked
 //! from its headers only.
 //!
-//! Owns: these checks. Does not own: streaming members (`member`), ELF rules.
+//! Owns: these checks. Does not own: streaming members (`member_check`), ELF rules.
 
 use std::collections::BTreeSet;
 

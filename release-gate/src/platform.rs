@@ -6,7 +6,7 @@
 //! [`Architecture`], the crate the gate shares with the tag choice only (never with the
 //! writer); the gate keeps its own readers of everything the writer spells (file names,
 //! metadata, targets, versions) on purpose, so a wrong name there cannot hide here. Does
-//! not own: what is judged (`member`).
+//! not own: what is judged (`member_check`).
 
 use elf_audit::Architecture;
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::archive::Archive;
 use super::metadata::{available_target_families, file_name_form, normalize_name};
 use super::report::{ArchiveKind, Check, Findings};
-use crate::release::{final_release, same_release};
+use crate::same_release::{final_release, same_release};
 use crate::targets::owner_overrides;
 use crate::targets::Target;
 use crate::third_party::is_sdk_distribution;

@@ -19,7 +19,7 @@ use elf_audit::{is_versioned_system_library, unresolved_imports, Provider, Unres
 
 use super::archive::Archive;
 use super::closure::{resolve_needed, Install};
-use super::member::ElfMember;
+use super::member_check::ElfMember;
 use super::report::{Check, Findings};
 
 pub(crate) fn check_symbols(archives: &[Archive], install: &Install, findings: &mut Findings) {

@@ -6,7 +6,7 @@
 //! rules of `closure` and `symbols`, as for the SDK's own files.
 //!
 //! Owns: which packages are the SDK's, and those two rules. Does not own: the release rule
-//! (`release`), resolving paths (`closure`).
+//! (`same_release`), resolving paths (`closure`).
 
 use std::collections::BTreeMap;
 use std::str::FromStr;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::super::existing::CodedCopy;
-use super::super::member::check_member_name;
+use super::super::member_source::check_member_name;
 use super::super::reuse::Copy;
 use super::super::{ArchiveOptions, Inventory, Member, MemberData, Progress, StagedFile, WriteError};
 use super::{stage_members, Target};

@@ -3,7 +3,7 @@
 //! is, so the walk produces no output and one step skips a literal or a whole match.
 //!
 //! Owns: reading a block's code description and skipping its symbols. Does not own: the
-//! block sequence and the stream's end (`final_block`).
+//! block sequence and the stream's end (`deflate_join`).
 
 use std::io;
 
