@@ -10,12 +10,11 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::input::catalog::FileStamp;
-use archive_write::{to_io, MemberData, MemberSource, WriteError};
+use archive_write::{open_regular, to_io, Links, MemberData, MemberSource, WriteError};
 use elf_rpath::{RpathEdit, SplicedReader};
 
 /// A file copied as it is; `len` and `stamp` (when known) are what the plan saw, and a
@@ -136,26 +135,21 @@ fn open_exact<'a, R: Read + Send + 'a>(
 /// symlink (it could now lead outside the artifacts), and opened without blocking, so a
 /// FIFO put in its place cannot hang the run.
 pub fn open_planned(path: &Path, planned: u64, stamp: Option<FileStamp>) -> Result<File, WriteError> {
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path);
-    let file = match opened {
+    // The writer side's one type-checked open (archive-write's), as every input file of
+    // the packager is opened; only its words are the plan's here.
+    let file = match open_regular(path, Links::Refuse) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             return Err(WriteError::Changed { path: path.to_path_buf(), reason: "it was removed".to_owned() });
         }
-        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
-            let reason = "it was replaced by a symlink".to_owned();
-            return Err(WriteError::Changed { path: path.to_path_buf(), reason });
+        Err(error) if error.kind() == io::ErrorKind::InvalidData => {
+            let symlink = std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink());
+            let reason = if symlink { "it was replaced by a symlink" } else { "it is no longer a regular file" };
+            return Err(WriteError::Changed { path: path.to_path_buf(), reason: reason.to_owned() });
         }
         Err(source) => return Err(WriteError::Read { path: path.to_path_buf(), source }),
     };
     let metadata = file.metadata().map_err(|source| WriteError::Read { path: path.to_path_buf(), source })?;
-    if !metadata.is_file() {
-        let reason = "it is no longer a regular file".to_owned();
-        return Err(WriteError::Changed { path: path.to_path_buf(), reason });
-    }
     if metadata.len() != planned {
         return Err(changed(path, planned, metadata.len()));
     }
