@@ -72,9 +72,13 @@ pub fn remove_stale_archives(
     version: &str,
     produced: &BTreeSet<String>,
 ) -> Result<Vec<PathBuf>, WriteError> {
-    let stale = stale_archives(dest, version, produced)?;
+    remove_each(stale_archives(dest, version, produced)?, |path| std::fs::remove_file(path))
+}
+
+/// Removes every one of `stale` with `remove` (one already gone is no error); returns them.
+fn remove_each(stale: Vec<PathBuf>, remove: impl Fn(&Path) -> io::Result<()>) -> Result<Vec<PathBuf>, WriteError> {
     for path in &stale {
-        match std::fs::remove_file(path) {
+        match remove(path) {
             Err(error) if error.kind() != io::ErrorKind::NotFound => {
                 return Err(WriteError::io(WriteAction::Remove, path, error));
             }
@@ -112,16 +116,7 @@ pub fn stale_trees(dest: &Path, version: &str, produced: &BTreeSet<String>) -> R
 
 /// Removes [`stale_trees`]; returns what was removed.
 pub fn remove_stale_trees(dest: &Path, version: &str, produced: &BTreeSet<String>) -> Result<Vec<PathBuf>, WriteError> {
-    let stale = stale_trees(dest, version, produced)?;
-    for path in &stale {
-        match std::fs::remove_dir_all(path) {
-            Err(error) if error.kind() != io::ErrorKind::NotFound => {
-                return Err(WriteError::io(WriteAction::Remove, path, error));
-            }
-            _ => {}
-        }
-    }
-    Ok(stale)
+    remove_each(stale_trees(dest, version, produced)?, |path| std::fs::remove_dir_all(path))
 }
 
 #[cfg(test)]
