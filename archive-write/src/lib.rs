@@ -21,10 +21,12 @@ mod codec;
 mod deflate;
 mod error;
 mod final_block;
+mod identity;
 mod input;
 mod member;
 mod metadata;
 mod options;
+mod output_hash;
 mod pipe;
 mod previous;
 mod progress;
@@ -38,10 +40,12 @@ mod wheel;
 mod zip;
 
 pub use error::{WriteAction, WriteError};
+pub use identity::{IdentityCache, SourceIdentity};
 pub use input::{kind_of, open_regular, Links};
 pub use member::{from_io, to_io, MemberSource};
 pub use metadata::normalize_dist_name;
 pub use options::{BuildTime, Generator, Reuse, TarballCompression, WheelCompression};
+pub use previous::Ignored;
 pub use progress::{Progress, Silent};
 pub use reuse::ReuseCounts;
 pub use tar::xz_stream;
@@ -212,12 +216,16 @@ pub struct TarballSpec {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub struct ArchiveOptions {
+pub struct ArchiveOptions<'a> {
     pub compression: WheelCompression,
     pub build_time: BuildTime,
     /// Copy unchanged members' coded bytes from a wheel of the same name already in the
     /// destination, instead of coding them again (SPEC §8).
     pub reuse: Reuse,
+    /// With [`Reuse::FromPrevious`]: what earlier runs knew of the member bytes of source
+    /// files by their identity, so a file that has not changed is not read again; what
+    /// this run reads is remembered there too. `None`: every new byte is read and hashed.
+    pub identities: Option<&'a IdentityCache>,
 }
 
 /// A finished output file, for the summary table.

@@ -89,7 +89,7 @@ impl Needs {
 }
 
 /// Why an old wheel is not read.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ignored {
     /// Damaged, foreign or not a regular file: its members are coded anew, which is
     /// worth a line only to who asks for detail.
@@ -464,6 +464,7 @@ mod tests {
             compression: crate::WheelCompression::Deflate { level: 1 },
             build_time: BuildTime::DEFAULT,
             reuse: Reuse::Never,
+            identities: None,
         };
         write_wheel(dir, &spec, &options, &Silent).expect("writes").path
     }

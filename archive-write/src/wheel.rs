@@ -12,15 +12,17 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::atomic::{AtomicFile, Hashed, HashedSoFar, HashingWriter};
+use super::atomic::AtomicFile;
 use super::chunk::{Coding, CHUNK_SIZE};
 use super::codec::fingerprint;
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
+use super::identity::{identity_of, IdentityCache, SourceIdentity};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
     check_platform_tag, check_variant_label, file_name_version, normalize_dist_name, render_core_metadata,
     render_entry_points, render_wheel_file,
 };
+use super::output_hash::{FileSums, Hashed, HashedSoFar, HashingWriter};
 use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
 use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
@@ -135,12 +137,15 @@ pub fn stage_wheel(
     let write_error = |error| from_io(error, &dest, false);
     // The old wheel stays under its name, only read, until the commit renames the new one
     // over it; an interrupted run leaves it as it was.
-    let previous = match options.reuse {
-        Reuse::FromPrevious => open_previous(&dest, &names, &members, progress),
-        Reuse::Never => None,
+    let (previous, identities) = match options.reuse {
+        Reuse::FromPrevious => (open_previous(&dest, &names, &members, progress), options.identities),
+        Reuse::Never => (None, None),
     };
 
-    let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file));
+    // The old wheel's sums as the run that left it recorded them: a wheel that comes out
+    // as the old one, with that CRC-32, then needs no sha256 of its own (SPEC §8).
+    let recorded = identities.and_then(|cache| cache.output_sums(&names.file_name));
+    let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file), recorded);
     // The buffer gathers headers and small members; a chunk's data (hundreds of KiB) is
     // larger, so it goes to the file as it is instead of being copied through.
     let mut zip = ZipWriter::new(BufWriter::with_capacity(64 << 10, out), options.build_time);
@@ -150,6 +155,7 @@ pub fn stage_wheel(
         file_name: &names.file_name,
         dest: &dest,
         previous: previous.as_ref(),
+        identities,
         generator: spec.generator.name,
     };
     let (finished, mut reuse) = write_members(&mut zip, &members, &context)?;
@@ -174,19 +180,22 @@ pub fn stage_wheel(
     // A wheel that came out byte for byte as the one it replaces leaves that one in place:
     // nothing written, synced or renamed (SPEC §8).
     let staged = match hashed {
-        Hashed { digest: HashedSoFar::Whole(len, digest), same_as_previous: true, deferred } => {
-            match atomic.keep_previous(len, digest) {
+        Hashed { digest: HashedSoFar::Whole(sums), same_as_previous: true, deferred } => {
+            match atomic.keep_previous(sums) {
                 Ok(kept) => kept,
                 Err(mut atomic) => {
                     if let Some((old, deferred)) = deferred {
                         atomic.fill_from(&old, deferred)?;
                     }
-                    atomic.stage_hashed(HashedSoFar::Whole(len, digest))?
+                    atomic.stage_hashed(HashedSoFar::Whole(sums))?
                 }
             }
         }
         Hashed { digest, .. } => atomic.stage_hashed(digest)?,
     };
+    if let Some(cache) = identities {
+        cache.learn_output(&names.file_name, staged.sums);
+    }
     progress.output_finished(&names.file_name);
     let written = WrittenFile {
         path: staged.dest().to_path_buf(),
@@ -227,11 +236,12 @@ fn entry_header(name: String, coding: Coding, executable: bool, generator: &str)
 
 /// What every member of one wheel is written with.
 struct WriteContext<'a> {
-    options: &'a ArchiveOptions,
+    options: &'a ArchiveOptions<'a>,
     progress: &'a dyn Progress,
     file_name: &'a str,
     dest: &'a Path,
     previous: Option<&'a Previous>,
+    identities: Option<&'a IdentityCache>,
     /// The generator's name, part of every member's codec fingerprint.
     generator: &'a str,
 }
@@ -260,10 +270,12 @@ fn write_members<W: Write + std::io::Seek>(
         .iter()
         .map(|member| entry_header(member.name.clone(), member_coding, member.executable, generator))
         .collect();
-    let prehashed = prehash(previous_for_files, members, &headers);
+    let prehashed = prehash(previous_for_files, context.identities, members, &headers);
+    // The identities of the sources read to code them, taken before they were opened.
+    let mut read_sources = Vec::new();
     let finished = std::thread::scope(|scope| {
         let mut pipeline = Pipeline::new();
-        for ((member, header), prehashed) in members.iter().zip(headers).zip(prehashed) {
+        for (index, ((member, header), prehashed)) in members.iter().zip(headers).zip(prehashed).enumerate() {
             match &member.data {
                 MemberData::Tarball(tar_spec) => {
                     // An xz stream does not deflate; storing it saves the cores for xz.
@@ -289,7 +301,7 @@ fn write_members<W: Write + std::io::Seek>(
                     }
                     if let Some(copy) = copy? {
                         progress.advance(file_name, tar::input_len(tar_spec));
-                        counts.add_reused(copy.digest.len);
+                        counts.add_reused(copy.digest.len, copy.unread);
                         push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
                         continue;
                     }
@@ -309,11 +321,14 @@ fn write_members<W: Write + std::io::Seek>(
                     let copy = hashed.and_then(|hashed| try_copy_hashed(previous_for_files, &header, hashed));
                     if let Some(copy) = copy {
                         progress.advance(file_name, copy.digest.len);
-                        counts.add_reused(copy.digest.len);
+                        counts.add_reused(copy.digest.len, copy.unread);
                         push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
                         continue;
                     }
                     pipeline.begin(header, member_coding, size_bound);
+                    if let Some(before) = context.identities.and_then(|_| identity_of(data)) {
+                        read_sources.push((index, before));
+                    }
                     let reader = open_member(data)?;
                     let progress = Some((progress, file_name));
                     counts.add_compressed(stream_member(&mut pipeline, zip, reader, known_len(data), progress, dest)?);
@@ -322,7 +337,28 @@ fn write_members<W: Write + std::io::Seek>(
         }
         pipeline.finish(zip).map_err(|error| from_io(error, dest, false))
     })?;
+    if let Some(cache) = context.identities {
+        learn_read_sources(cache, members, &finished, read_sources);
+    }
     Ok((finished, counts))
+}
+
+/// Remembers what the sources read to code them turned out to be (`identity`), now that
+/// all of them have been read: `finished` holds every member in `members`' order.
+fn learn_read_sources(
+    cache: &IdentityCache,
+    members: &[Member],
+    finished: &[FinishedMember],
+    read_sources: Vec<(usize, SourceIdentity)>,
+) {
+    for (index, before) in read_sources {
+        let (Some(member), Some(done)) = (members.get(index), finished.get(index)) else { continue };
+        if member.name != done.name {
+            continue;
+        }
+        let known = FileSums { len: done.digest.len, sha256: done.digest.sha256, crc: done.crc };
+        cache.learn(before, identity_of(&member.data), known);
+    }
 }
 
 fn join_producer(

@@ -16,10 +16,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::catalog::CatalogError;
-use crate::config::{ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag};
+use crate::config::{
+    ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag, Reuse,
+};
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
 use crate::identity::{self, PackageRole, PlatformTags, WheelFileName};
+use crate::identity_cache::{load_identities, save_identities};
 use crate::launcher::LauncherTemplate;
 use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
@@ -170,10 +173,16 @@ fn write_archives(
     settings: ArchiveSettings,
 ) -> Result<Vec<OutputReport>, crate::Error> {
     let output_dir = run.lock.output_dir();
+    let dest_dir = &run.lock.destination().dest_dir;
+    let identities = match settings.reuse {
+        Reuse::FromPrevious => Some(load_identities(dest_dir, run.plan, run.config.started, run.progress)),
+        Reuse::Never => None,
+    };
     let options = ArchiveOptions {
         compression: settings.wheel_compression,
         build_time: run.config.build_time,
         reuse: settings.reuse,
+        identities: identities.as_ref(),
     };
     // Until the commit below, each output lives under a temp name and is removed if
     // anything fails (dropping it): renaming as each one finished would replace an earlier
@@ -197,6 +206,9 @@ fn write_archives(
     run.lock.commit(files)?;
     if full_run {
         remove_stale(run.plan, output_dir, &outputs, run.progress)?;
+    }
+    if let Some(identities) = &identities {
+        save_identities(identities, dest_dir, full_run, run.progress);
     }
     Ok(outputs)
 }
@@ -446,7 +458,12 @@ fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Resul
             crate::member::file(Arc::clone(source), *len, Some(*stamp))
         }
         PlannedFile::PatchRpath { source, len, stamp, edit, .. } => {
-            crate::member::patch_rpath(Arc::clone(source), *len, Some(*stamp), edit.rpath.clone(), edit.new_len)
+            let planned = crate::member::PlannedRpath {
+                rpath: edit.rpath.clone(),
+                new_len: edit.new_len,
+                edit_digest: edit.edit_digest,
+            };
+            crate::member::patch_rpath(Arc::clone(source), *len, Some(*stamp), planned)
         }
         PlannedFile::Launcher { target, .. } => {
             let template =

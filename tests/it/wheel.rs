@@ -13,11 +13,12 @@ use std::sync::Arc;
 use packager::config::{BuildTime, WheelCompression};
 use packager::write::{ArchiveOptions, CoreMetadata, EntryPoint, Member, MemberData, WheelSpec};
 
-pub fn options() -> ArchiveOptions {
+pub fn options() -> ArchiveOptions<'static> {
     ArchiveOptions {
         compression: WheelCompression::Deflate { level: 6 },
         build_time: BuildTime::DEFAULT,
         reuse: packager::config::Reuse::FromPrevious,
+        identities: None,
     }
 }
 
