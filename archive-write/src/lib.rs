@@ -114,6 +114,39 @@ pub struct WheelSpec {
     pub entry_points: Vec<EntryPoint>,
     /// Any order; the writer sorts by name (dist-info last).
     pub members: Vec<Member>,
+    /// A `.dist-info` member made from the digests of all the others, written after them;
+    /// `None` for a wheel without one.
+    pub inventory: Option<Inventory>,
+}
+
+/// A `.dist-info` member rendered from the name, SHA-256 and size of every other member
+/// (a bill of materials): it can only be made once the payload has streamed through the
+/// writer, edits and all, so it is written after every other member and before RECORD,
+/// which lists it like any member. The digests are those RECORD gets, so rendering it
+/// costs no second read of the payload, and members copied from an earlier wheel keep
+/// theirs (SPEC §8).
+#[derive(Clone, Debug)]
+pub struct Inventory {
+    /// Its path inside the `.dist-info` directory (`sboms/tool.cdx.json`).
+    pub path: String,
+    pub render: Arc<dyn RenderInventory>,
+}
+
+/// One member of a wheel as an [`Inventory`] sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListedMember<'a> {
+    /// '/'-separated path inside the archive.
+    pub name: &'a str,
+    pub sha256: [u8; 32],
+    pub size: u64,
+}
+
+/// Renders an [`Inventory`]'s bytes.
+pub trait RenderInventory: Send + Sync + std::fmt::Debug {
+    /// `file_name` is the wheel's (a tree's too: the wheel it lays out); `members` are
+    /// every member but RECORD and the inventory itself, in archive order, with the
+    /// digests RECORD gives them (a tree has no tarball member: its entries are files).
+    fn render(&self, file_name: &str, members: &[ListedMember<'_>]) -> Vec<u8>;
 }
 
 /// Which of site-packages' two roots a wheel's root is (PEP 427 `Root-Is-Purelib`); one
@@ -359,5 +392,6 @@ pub(crate) fn demo_wheel_spec(members: Vec<Member>) -> WheelSpec {
         variant: None,
         entry_points: Vec::new(),
         members,
+        inventory: None,
     }
 }

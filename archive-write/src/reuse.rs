@@ -15,8 +15,8 @@ use std::io::Read;
 use sha2::{Digest, Sha256};
 
 use super::chunk::CHUNK_SIZE;
-use super::deflate::{CodedSource, MemberDigest};
-use super::identity::{identity_of, IdentityCache};
+use super::deflate::{CodedSource, FinishedMember, MemberDigest};
+use super::identity::{identity_of, IdentityCache, SourceIdentity};
 use super::member::{known_len, open_member, to_io};
 use super::output_hash::FileSums;
 use super::previous::Previous;
@@ -173,6 +173,24 @@ pub fn try_copy_hashed(previous: Option<&Previous>, header: &EntryHeader, hashed
         digest,
         unread,
     })
+}
+
+/// Remembers what the sources read to code them turned out to be (`identity`), now that
+/// all of them have been read: `finished` holds every member in `members`' order.
+pub fn learn_read_sources(
+    cache: &IdentityCache,
+    members: &[Member],
+    finished: &[FinishedMember],
+    read_sources: Vec<(usize, SourceIdentity)>,
+) {
+    for (index, before) in read_sources {
+        let (Some(member), Some(done)) = (members.get(index), finished.get(index)) else { continue };
+        if member.name != done.name {
+            continue;
+        }
+        let known = FileSums { len: done.digest.len, sha256: done.digest.sha256, crc: done.crc };
+        cache.learn(before, identity_of(&member.data), known);
+    }
 }
 
 /// Reads `reader` to its end: its length, RECORD digest and CRC-32. `expected` sizes the

@@ -16,7 +16,7 @@ use super::record::Record;
 use super::sdist::sdist_layout;
 use super::tar::expand_tarball_entries;
 use super::tree_commit::{temp_tree, StagedTree};
-use super::wheel::{ordered_members, WheelNames};
+use super::wheel::{ordered_members, render_inventory, WheelNames};
 use super::{MemberData, SdistSpec, WheelSpec, WriteError};
 
 /// Writes a wheel's tree under a temp name in `dest_dir`; [`commit_trees`] puts it in place.
@@ -39,8 +39,14 @@ pub fn stage_tree(dest_dir: &Path, spec: &WheelSpec) -> Result<StagedTree, Write
             }
         })
         .collect::<Result<_, WriteError>>()?;
+    let mut digests: Vec<(String, MemberDigest)> = digests.into_iter().flatten().collect();
+    let listed = digests.iter().map(|(name, digest)| (name.as_str(), digest));
+    if let Some((name, bytes)) = render_inventory(spec, &names, listed) {
+        let digest = write_file(&MemberData::Bytes(Arc::new(bytes)), false, &temp.path().join(&name))?;
+        digests.push((name, digest));
+    }
     let mut record = Record::default();
-    for (name, digest) in digests.into_iter().flatten() {
+    for (name, digest) in digests {
         record.add(&name, &digest.sha256, digest.len);
     }
     let record_bytes = record.finish(&names.record());

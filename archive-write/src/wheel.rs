@@ -1,8 +1,9 @@
 //! Wheels (PEP 427/491): member order, `.dist-info` contents, RECORD, and streaming every
 //! member through the parallel deflate pipeline into the zip container.
 //!
-//! Owns: the wheel's layout and the member loop, and which earlier wheel a wheel may copy
-//! from: the one at its own final path, in the directory it is written to. Does not own:
+//! Owns: the wheel's layout and the member loop (the caller's inventory, rendered from the
+//! other members' digests, written after them and before RECORD), and which earlier wheel
+//! a wheel may copy from: the one at its own final path, in the directory it is written to. Does not own:
 //! the zip bytes (`zip`), compression (`deflate`), whether a member may be copied
 //! (`reuse`, `previous`), tarball members (`tar`), what the members are (the caller's).
 
@@ -16,18 +17,18 @@ use super::atomic::AtomicFile;
 use super::chunk::{Coding, CHUNK_SIZE};
 use super::codec::fingerprint;
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
-use super::identity::{identity_of, IdentityCache, SourceIdentity};
+use super::identity::{identity_of, IdentityCache};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
     check_platform_tag, check_variant_label, file_name_version, normalize_dist_name, render_core_metadata,
     render_entry_points, render_wheel_file,
 };
-use super::output_hash::{FileSums, Hashed, HashedSoFar, HashingWriter};
+use super::output_hash::{Hashed, HashedSoFar, HashingWriter};
 use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
-use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
+use super::reuse::{learn_read_sources, prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
-use super::{tar, ArchiveOptions, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
+use super::{tar, ArchiveOptions, ListedMember, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use super::{Progress, Reuse, TarballCompression, WheelCompression};
 
 /// The names a wheel's files derive from its metadata.
@@ -63,10 +64,28 @@ impl WheelNames {
     pub fn record(&self) -> String {
         format!("{}/RECORD", self.dist_info)
     }
+
+    /// The member path of the spec's inventory, if it has one.
+    pub fn inventory(&self, spec: &WheelSpec) -> Option<String> {
+        spec.inventory.as_ref().map(|inventory| format!("{}/{}", self.dist_info, inventory.path))
+    }
 }
 
-/// Every member in archive order, the generated `.dist-info` files included, RECORD not:
-/// sorted by name, the `.dist-info` directory last (RECORD after everything).
+/// The inventory's member path and bytes, rendered from every member written before it.
+pub fn render_inventory<'a>(
+    spec: &WheelSpec,
+    names: &WheelNames,
+    members: impl Iterator<Item = (&'a str, &'a MemberDigest)>,
+) -> Option<(String, Vec<u8>)> {
+    let inventory = spec.inventory.as_ref()?;
+    let listed: Vec<ListedMember<'_>> =
+        members.map(|(name, digest)| ListedMember { name, sha256: digest.sha256, size: digest.len }).collect();
+    Some((names.inventory(spec)?, inventory.render.render(&names.file_name, &listed)))
+}
+
+/// Every member in archive order, the generated `.dist-info` files included, RECORD and
+/// the inventory not: sorted by name, the `.dist-info` directory last (the inventory, then
+/// RECORD, after everything).
 pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Member>, WriteError> {
     let dist_info_prefix = format!("{}/", names.dist_info);
     let mut generated = vec![
@@ -86,6 +105,12 @@ pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Membe
         executable: false,
     }));
     members.push(Member { name: names.record(), data: MemberData::Bytes(Arc::default()), executable: false });
+    // The inventory takes part in the name checks, then leaves the list: it is written
+    // after the others, from their digests.
+    let inventory = names.inventory(spec);
+    if let Some(name) = &inventory {
+        members.push(Member { name: name.clone(), data: MemberData::Bytes(Arc::default()), executable: false });
+    }
     members.sort_by(|a, b| {
         let key = |member: &Member| (member.name.starts_with(&dist_info_prefix), member.name == names.record());
         key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
@@ -101,6 +126,7 @@ pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Membe
         check_member_name(&member.name)?;
     }
     members.pop(); // RECORD is written last, from the hashes.
+    members.retain(|member| Some(&member.name) != inventory.as_ref());
     Ok(members)
 }
 
@@ -158,8 +184,13 @@ pub fn stage_wheel(
         identities,
         generator: spec.generator.name,
     };
-    let (finished, mut reuse) = write_members(&mut zip, &members, &context)?;
+    let (mut finished, mut reuse) = write_members(&mut zip, &members, &context)?;
     drop(previous);
+    let listed = finished.iter().map(|member| (member.name.as_str(), &member.digest));
+    if let Some((name, bytes)) = render_inventory(spec, &names, listed) {
+        reuse.add_compressed(bytes.len() as u64);
+        finished.push(write_whole(&mut zip, name, bytes, options, spec.generator.name).map_err(write_error)?);
+    }
     let mut record = Record::default();
     let mut uncompressed_bytes = 0;
     for member in &finished {
@@ -169,11 +200,7 @@ pub fn stage_wheel(
     let record = record.finish(&names.record());
     uncompressed_bytes += record.len() as u64;
     reuse.add_compressed(record.len() as u64);
-    let size_bound = deflate::size_bound(record.len() as u64);
-    let (data, sums, record_coding) = deflate::code_whole(record, coding(options)).map_err(write_error)?;
-    let mut header = entry_header(names.record(), coding(options), false, spec.generator.name);
-    header.method = record_coding.method();
-    zip.write_entry(header, sums, size_bound, &[data]).map_err(write_error)?;
+    write_whole(&mut zip, names.record(), record, options, spec.generator.name).map_err(write_error)?;
     let (buffered, _) = zip.finish().map_err(write_error)?;
     let (_, hashed) =
         buffered.into_inner().map_err(|error| write_error(error.into_error()))?.into_parts().map_err(write_error)?;
@@ -228,6 +255,24 @@ fn open_previous(dest: &Path, names: &WheelNames, members: &[Member], progress: 
             None
         }
     }
+}
+
+/// Codes a small member the writer made itself (RECORD, the inventory) in one piece and
+/// writes it.
+fn write_whole<W: Write + std::io::Seek>(
+    zip: &mut ZipWriter<W>,
+    name: String,
+    bytes: Vec<u8>,
+    options: &ArchiveOptions,
+    generator: &str,
+) -> std::io::Result<FinishedMember> {
+    let digest = MemberDigest { sha256: Sha256::digest(&bytes).into(), len: bytes.len() as u64 };
+    let size_bound = deflate::size_bound(bytes.len() as u64);
+    let (data, sums, whole_coding) = deflate::code_whole(bytes, coding(options))?;
+    let mut header = entry_header(name.clone(), coding(options), false, generator);
+    header.method = whole_coding.method();
+    zip.write_entry(header, sums, size_bound, &[data])?;
+    Ok(FinishedMember { name, digest, crc: sums.crc })
 }
 
 fn entry_header(name: String, coding: Coding, executable: bool, generator: &str) -> EntryHeader {
@@ -343,24 +388,6 @@ fn write_members<W: Write + std::io::Seek>(
     Ok((finished, counts))
 }
 
-/// Remembers what the sources read to code them turned out to be (`identity`), now that
-/// all of them have been read: `finished` holds every member in `members`' order.
-fn learn_read_sources(
-    cache: &IdentityCache,
-    members: &[Member],
-    finished: &[FinishedMember],
-    read_sources: Vec<(usize, SourceIdentity)>,
-) {
-    for (index, before) in read_sources {
-        let (Some(member), Some(done)) = (members.get(index), finished.get(index)) else { continue };
-        if member.name != done.name {
-            continue;
-        }
-        let known = FileSums { len: done.digest.len, sha256: done.digest.sha256, crc: done.crc };
-        cache.learn(before, identity_of(&member.data), known);
-    }
-}
-
 fn join_producer(
     producer: std::thread::ScopedJoinHandle<'_, Result<(), WriteError>>,
     name: &str,
@@ -435,4 +462,123 @@ fn read_chunk(reader: &mut impl Read, left: Option<u64>) -> std::io::Result<Vec<
     let mut buffer = Vec::with_capacity(capacity.min(CHUNK_SIZE));
     reader.by_ref().take(CHUNK_SIZE as u64).read_to_end(&mut buffer)?;
     Ok(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::sync::Arc;
+
+    use crate::record::{hex, parse_record};
+    use crate::{
+        stage_tree, write_wheel, ArchiveOptions, BuildTime, Inventory, ListedMember, Member, MemberData,
+        RenderInventory, Reuse, Silent, WheelCompression, WheelSpec, WriteError,
+    };
+
+    /// Lists the wheel's file name, then one `name sha256 size` line per member.
+    #[derive(Debug)]
+    struct Listing;
+
+    impl RenderInventory for Listing {
+        fn render(&self, file_name: &str, members: &[ListedMember<'_>]) -> Vec<u8> {
+            let mut text = format!("{file_name}\n");
+            for member in members {
+                text.push_str(&format!("{} {} {}\n", member.name, hex(&member.sha256), member.size));
+            }
+            text.into_bytes()
+        }
+    }
+
+    fn spec(inventory_path: &str) -> WheelSpec {
+        let member = |name: &str, bytes: &[u8]| Member {
+            name: name.to_owned(),
+            data: MemberData::Bytes(Arc::new(bytes.to_vec())),
+            executable: false,
+        };
+        let mut spec = crate::demo_wheel_spec(vec![
+            member("demo/z.py", b"z = 26\n"),
+            member("demo/__init__.py", b"x = 1\n"),
+            member("demo/data/table.bin", &[7u8; 300_000]),
+        ]);
+        spec.inventory = Some(Inventory { path: inventory_path.to_owned(), render: Arc::new(Listing) });
+        spec
+    }
+
+    /// What the inventory must hold: every RECORD line but its own and RECORD's, in order.
+    fn expected_listing(file_name: &str, record: &str, inventory: &str) -> String {
+        let lines = parse_record(record).expect("RECORD parses");
+        let mut expected = format!("{file_name}\n");
+        for name in record.lines().filter_map(|line| line.split(',').next()) {
+            if let Some(line) = lines.get(name).filter(|_| name != inventory) {
+                expected.push_str(&format!("{name} {} {}\n", hex(&line.sha256), line.size));
+            }
+        }
+        expected
+    }
+
+    fn options(reuse: Reuse) -> ArchiveOptions<'static> {
+        ArchiveOptions {
+            compression: WheelCompression::Deflate { level: 6 },
+            build_time: BuildTime::DEFAULT,
+            reuse,
+            identities: None,
+        }
+    }
+
+    #[test]
+    fn the_inventory_lists_every_member_before_it_and_record_lists_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written =
+            write_wheel(dir.path(), &spec("inventory/list.txt"), &options(Reuse::Never), &Silent).expect("writes");
+        let mut zip = zip::ZipArchive::new(std::fs::File::open(&written.path).expect("open")).expect("a zip");
+        let names: Vec<String> = (0..zip.len())
+            .map(|index| String::from_utf8_lossy(zip.by_index(index).expect("member").name_raw()).into_owned())
+            .collect();
+        let mut read = |name: &str| {
+            let mut text = String::new();
+            zip.by_name(name).expect("member").read_to_string(&mut text).expect("read");
+            text
+        };
+        let inventory_name = "demo-1.0.dist-info/inventory/list.txt";
+        assert_eq!(names[names.len() - 2..], [inventory_name, "demo-1.0.dist-info/RECORD"], "{names:?}");
+        let (inventory, record) = (read(inventory_name), read("demo-1.0.dist-info/RECORD"));
+        assert_eq!(inventory, expected_listing(&written.file_name, &record, inventory_name));
+        assert!(inventory.contains("demo/data/table.bin ") && inventory.contains("demo-1.0.dist-info/METADATA "));
+        let own = parse_record(&record).expect("parses")[inventory_name];
+        assert_eq!(own.size, inventory.len() as u64, "RECORD lists the inventory with its size");
+        assert_eq!(written.n_members, names.len());
+    }
+
+    #[test]
+    fn an_unchanged_rerun_with_an_inventory_leaves_the_wheel_as_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = write_wheel(dir.path(), &spec("list.txt"), &options(Reuse::FromPrevious), &Silent).expect("writes");
+        let bytes = std::fs::read(&first.path).expect("read");
+        let again = write_wheel(dir.path(), &spec("list.txt"), &options(Reuse::FromPrevious), &Silent).expect("writes");
+        assert_eq!(std::fs::read(&again.path).expect("read"), bytes);
+        // Payload and metadata copied; the inventory and RECORD are made anew (small).
+        assert_eq!((again.reuse.reused_members, again.reuse.compressed_members), (5, 2), "{:?}", again.reuse);
+    }
+
+    #[test]
+    fn a_tree_carries_the_inventory_of_its_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let staged = stage_tree(dir.path(), &spec("inventory/list.txt")).expect("stages");
+        let root = crate::commit_trees(vec![staged]).expect("commits").pop().expect("one tree");
+        let read = |name: &str| std::fs::read_to_string(root.join(name)).expect("read");
+        let inventory_name = "demo-1.0.dist-info/inventory/list.txt";
+        let record = read("demo-1.0.dist-info/RECORD");
+        let file_name = "demo-1.0-py3-none-linux_x86_64.whl";
+        assert_eq!(read(inventory_name), expected_listing(file_name, &record, inventory_name));
+        assert!(record.contains(inventory_name));
+    }
+
+    #[test]
+    fn an_inventory_named_like_another_member_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let error = write_wheel(dir.path(), &spec("METADATA"), &options(Reuse::Never), &Silent).expect_err("clash");
+        assert!(matches!(&error, WriteError::Invalid { reason } if reason.contains("twice")), "{error}");
+        let error = write_wheel(dir.path(), &spec("../escape"), &options(Reuse::Never), &Silent).expect_err("bad");
+        assert!(matches!(&error, WriteError::Invalid { .. }), "{error}");
+    }
 }

@@ -7,7 +7,8 @@
 //! completeness check, and committing: every output of a run is staged first, and only when
 //! all of them were written and the set is complete are they renamed into place together
 //! (SPEC §5). Does not own: decisions (`plan`), formats (`write`), the destination and its
-//! lock (`config::Destination`, `dest_lock`), whose output directory is the one written to.
+//! lock (`config::Destination`, `dest_lock`), whose output directory is the one written to,
+//! or the bill of materials each wheel spec gets (`sbom`, SPEC §10).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -15,9 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::catalog::third_party::{self, ThirdPartySources};
 use crate::catalog::CatalogError;
 use crate::config::{
-    ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag, Reuse,
+    ArchiveSettings, DevelTarballCompression, OutputMode, PackageConfig, PackageGroup, PlatformTag, Sbom,
 };
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
@@ -29,6 +31,7 @@ use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFi
 use crate::progress::Progress;
 use crate::python;
 use crate::relpath::RelPath;
+use crate::sbom;
 use crate::variants;
 use crate::write::{
     self, ArchiveOptions, CoreMetadata, EntryPoint, Generator, Member, MemberData, SdistFile, SdistSpec, StagedFile,
@@ -106,10 +109,11 @@ pub fn write_outputs(
         );
         return Err(WriteError::Invalid { reason }.into());
     }
-    let launcher = compile_launcher_if_needed(plan, config)?;
+    let launcher = crate::launcher::compile_if_needed(plan, config)?;
     let packages = selected_packages(plan, config, progress);
     let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
-    let run = Run { plan, config, progress, lock, launcher: launcher.as_ref(), tags: &tags };
+    let third_party = read_third_party(config)?;
+    let run = Run { plan, config, progress, lock, launcher: launcher.as_ref(), tags: &tags, third_party };
     match config.output {
         OutputMode::Archives(settings) => write_archives(&run, &packages, settings),
         OutputMode::Trees => write_trees(&run, &packages),
@@ -124,11 +128,36 @@ struct Run<'a> {
     lock: &'a DestLock,
     launcher: Option<&'a LauncherTemplate>,
     tags: &'a PlatformTags,
+    /// What the checkout says of bundled third-party code, for the bills of materials.
+    third_party: Option<Arc<ThirdPartySources>>,
 }
 
 impl Run<'_> {
     fn wants(&self, group: PackageGroup) -> bool {
         self.config.only.is_empty() || self.config.only.contains(&group)
+    }
+
+    /// The bill of materials of `package`'s wheel (SPEC §10), unless `--no-sbom`.
+    fn sbom(&self, package: &PackagePlan, devel_tarball: Option<&str>) -> Option<write::Inventory> {
+        let sources = self.third_party.clone();
+        matches!(self.config.sbom, Sbom::Write { .. })
+            .then(|| sbom::package_inventory(self.plan, package, sources, devel_tarball))
+    }
+
+    /// The bill of materials of a wheel made of generated files alone (`--variants`).
+    fn generated_sbom(&self, distribution: &str, requires_dist: &[String]) -> Option<write::Inventory> {
+        let provenance = sbom::Provenance::new(self.third_party.clone());
+        matches!(self.config.sbom, Sbom::Write { .. })
+            .then(|| sbom::inventory(distribution, &self.plan.version, provenance, requires_dist.to_vec()))
+    }
+}
+
+/// The checkout's third-party sources, read once per run when bills of materials are
+/// written from a checkout.
+fn read_third_party(config: &PackageConfig) -> Result<Option<Arc<ThirdPartySources>>, crate::Error> {
+    match &config.sbom {
+        Sbom::Write { checkout: Some(root) } => Ok(Some(Arc::new(third_party::read_third_party(root)?))),
+        Sbom::Write { checkout: None } | Sbom::Omit => Ok(None),
     }
 }
 
@@ -174,10 +203,7 @@ fn write_archives(
 ) -> Result<Vec<OutputReport>, crate::Error> {
     let output_dir = run.lock.output_dir();
     let dest_dir = &run.lock.destination().dest_dir;
-    let identities = match settings.reuse {
-        Reuse::FromPrevious => Some(load_identities(dest_dir, run.plan, run.config.started, run.progress)),
-        Reuse::Never => None,
-    };
+    let identities = load_identities(settings.reuse, dest_dir, run.plan, run.config.started, run.progress);
     let options = ArchiveOptions {
         compression: settings.wheel_compression,
         build_time: run.config.build_time,
@@ -228,6 +254,7 @@ fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>
             data: MemberData::Bytes(Arc::new(file.bytes)),
             executable: file.executable,
         });
+        let inventory = run.generated_sbom(&wheel.distribution, &wheel.requires_dist);
         let spec = WheelSpec {
             metadata: core_metadata(&wheel.distribution, &run.plan.version, wheel.requires_dist),
             generator: GENERATOR,
@@ -236,6 +263,7 @@ fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>
             variant: wheel.variant,
             entry_points: wheel.python.entry_points,
             members: members.collect(),
+            inventory,
         };
         let file = write::stage_wheel(output_dir, &spec, options, run.progress)?;
         staged.push((OutputReport::new(&wheel.distribution, &file.written, started), file));
@@ -312,25 +340,6 @@ fn stage_wheels(
     results.into_iter().map(|(_, result)| result).collect()
 }
 
-fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Option<LauncherTemplate>, crate::Error> {
-    let needed = plan
-        .packages
-        .iter()
-        .any(|package| package.files.values().any(|file| matches!(file, PlannedFile::Launcher { .. })));
-    if !needed {
-        return Ok(None);
-    }
-    let scratch = match &config.scratch_dir {
-        Some(dir) => tempfile::tempdir_in(dir),
-        None => tempfile::tempdir(),
-    }
-    .map_err(|source| {
-        let dir = config.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
-        WriteError::io(crate::write::WriteAction::CreateTemp, dir, source)
-    })?;
-    Ok(Some(LauncherTemplate::compile(scratch.path())?))
-}
-
 /// The tag of every wheel of a Windows build (SPEC §7), unless one is given.
 const WINDOWS_TAG: &str = "win_amd64";
 
@@ -383,6 +392,7 @@ fn wheel_spec(
         retain_built_tools(&mut python_part.entry_points, package, &plan.dist_info);
     }
     let devel_tree_files = python_part.devel_tree_files;
+    let mut tarball_member = None;
     let mut members: Vec<Member> = python_part
         .files
         .into_iter()
@@ -418,11 +428,9 @@ fn wheel_spec(
             compression: devel_tarball,
             build_time: run.config.build_time,
         };
-        members.push(Member {
-            name: format!("{pure_package}/{file_name}"),
-            data: MemberData::Tarball(Arc::new(spec)),
-            executable: false,
-        });
+        let name = format!("{pure_package}/{file_name}");
+        tarball_member = Some(name.clone());
+        members.push(Member { name, data: MemberData::Tarball(Arc::new(spec)), executable: false });
     }
     Ok(WheelSpec {
         metadata: core_metadata(&names.distribution, &plan.version, package.requires_dist.clone()),
@@ -432,6 +440,7 @@ fn wheel_spec(
         variant: None,
         entry_points: python_part.entry_points,
         members,
+        inventory: run.sbom(package, tarball_member.as_deref()),
     })
 }
 
@@ -458,12 +467,7 @@ fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Resul
             crate::member::file(Arc::clone(source), *len, Some(*stamp))
         }
         PlannedFile::PatchRpath { source, len, stamp, edit, .. } => {
-            let planned = crate::member::PlannedRpath {
-                rpath: edit.rpath.clone(),
-                new_len: edit.new_len,
-                edit_digest: edit.edit_digest,
-            };
-            crate::member::patch_rpath(Arc::clone(source), *len, Some(*stamp), planned)
+            crate::member::patch_rpath(Arc::clone(source), *len, Some(*stamp), edit.planned())
         }
         PlannedFile::Launcher { target, .. } => {
             let template =

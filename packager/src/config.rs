@@ -134,6 +134,17 @@ pub enum DeviceVariants {
     Wheels,
 }
 
+/// Whether every wheel carries a bill of materials (SPEC §10).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sbom {
+    /// `--no-sbom`: none.
+    Omit,
+    /// `.dist-info/sboms/rocm-packager.cdx.json` in every wheel. `checkout` is the TheRock
+    /// checkout the build came from, whose `third-party/` names the sources of the bundled
+    /// third-party libraries; without one, they are known by their file names only.
+    Write { checkout: Option<PathBuf> },
+}
+
 /// Where a run writes: the destination (`--dest-dir`, which holds the run's lock) and the
 /// directory in it the outputs go to, decided by the output mode (SPEC §2): `dist/` for
 /// archives, the destination itself for trees.
@@ -164,6 +175,7 @@ pub struct PackageConfig {
     pub output: OutputMode,
     pub absolute_rpath: AbsoluteRpath,
     pub variants: DeviceVariants,
+    pub sbom: Sbom,
     /// Empty means every group.
     pub only: Vec<PackageGroup>,
     pub families: FamilyRequest,

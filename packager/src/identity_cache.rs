@@ -11,6 +11,7 @@
 use std::path::Path;
 use std::time::SystemTime;
 
+use crate::config::Reuse;
 use crate::plan::Plan;
 use crate::progress::Progress;
 use crate::write::{IdentityCache, Ignored};
@@ -26,8 +27,18 @@ fn max_entries(plan: &Plan) -> u64 {
 }
 
 /// The cache of `dest_dir` for a run of `plan` that started at `started`; empty when
-/// there is none, and empty with a line saying why when it cannot be trusted.
-pub fn load_identities(dest_dir: &Path, plan: &Plan, started: SystemTime, progress: &dyn Progress) -> IdentityCache {
+/// there is none, and empty with a line saying why when it cannot be trusted. None
+/// with `--no-reuse`: a destination that is not ours is neither read nor remembered.
+pub fn load_identities(
+    reuse: Reuse,
+    dest_dir: &Path,
+    plan: &Plan,
+    started: SystemTime,
+    progress: &dyn Progress,
+) -> Option<IdentityCache> {
+    if reuse == Reuse::Never {
+        return None;
+    }
     let path = dest_dir.join(IDENTITY_CACHE_NAME);
     let (cache, ignored) = IdentityCache::load(&path, started, max_entries(plan));
     match ignored {
@@ -40,7 +51,7 @@ pub fn load_identities(dest_dir: &Path, plan: &Plan, started: SystemTime, progre
             path.display()
         )),
     }
-    cache
+    Some(cache)
 }
 
 /// Saves what the run knows into `dest_dir`'s cache, once its packages are in place. A

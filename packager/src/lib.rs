@@ -8,7 +8,8 @@
 //! apart from everything here. `python` holds the Python code we ship, `launcher` the
 //! compiled executable-symlink replacement, `manylinux` the `--platform-tag auto` choice
 //! (reading ELF files through `elf-audit`), `variants` the device payload as wheel variants
-//! (`--variants`). `identity` (package roles and their names),
+//! (`--variants`), `sbom` the bill of materials every wheel carries. `identity` (package
+//! roles and their names),
 //! `targets` (GPU targets and families), `owners` (which device package a target's
 //! payload ships in) and `platform` (the wheel platform's machine) are the vocabulary
 //! every stage shares.
@@ -36,6 +37,7 @@ pub mod progress;
 pub mod python;
 pub mod relpath;
 pub mod report;
+pub mod sbom;
 pub mod small_file;
 pub mod stale;
 pub mod targets;

@@ -18,6 +18,7 @@ use super::metadata::{self, parse_headers, WheelName};
 use super::pe::{elf_in_windows_wheel, inspect_pe, windows_machine, PeMember};
 use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
+use super::sbom::{check_sbom, is_sbom, SBOM_LEAF};
 use crate::platform::TargetMachine;
 use elf_audit::{elf_identity, ElfWindow};
 use goblin::elf::header::EM_AMDGPU;
@@ -203,8 +204,12 @@ fn check_name_and_version(file: &str, name: &str, version: &str, findings: &mut 
     }
 }
 
-/// `{name}.dist-info/{METADATA,WHEEL,RECORD,variant.json}` at the top level: kept as text.
+/// `{name}.dist-info/{METADATA,WHEEL,RECORD,variant.json}` at the top level, and the bill
+/// of materials: kept as text.
 fn is_dist_info_text(name: &str) -> bool {
+    if is_sbom(name) {
+        return true;
+    }
     let mut parts = name.split('/');
     match (parts.next(), parts.next(), parts.next()) {
         (Some(dir), Some(file), None) => {
@@ -377,6 +382,17 @@ fn check_dist_info(archive: &mut Archive, digests: &BTreeMap<String, MemberDiges
         None => findings.violation(&file, Some(&record_path), Check::Record, "RECORD is missing"),
         Some(record) => check_record(&file, &record_path, record, digests, findings),
     }
+    let sbom_path = format!("{dist_info}/{SBOM_LEAF}");
+    let sbom = texts.get(&sbom_path).zip(digests.get(&sbom_path)).map(|(text, digest)| (text.as_str(), digest.size));
+    let wheel = super::sbom::Wheel {
+        file: &file,
+        name: archive.wheel_name.as_ref(),
+        headers: &archive.headers,
+        dist_info,
+        members: digests,
+        sbom,
+    };
+    check_sbom(&wheel, findings);
 }
 
 /// Reads and checks one sdist (`{name}-{version}.tar.gz`).

@@ -8,7 +8,8 @@
 //! Children: `archive` (zip/tar reading, member paths, dist-info), `record` (RECORD),
 //! `metadata` (names, versions, METADATA/WHEEL), `elf_checks` (structure, RPATH), `devel`
 //! (devel tarball), `closure` (simulated install), `set` (cross-package rules), `release`
-//! (which versions are one release), `variants` (wheel variant files), `report`
+//! (which versions are one release), `variants` (wheel variant files), `sbom` (the bill of
+//! materials, read by its own CycloneDX reader, `sbom::schema`), `report`
 //! (the result); `platform`, `targets` and `escape` are the gate's own words for a
 //! platform tag's machine, GPU targets and printable text. ELF files are read through the
 //! `elf-audit` crate (as is the glibc portability arithmetic), PE files through goblin.
@@ -29,6 +30,7 @@ mod platform;
 mod record;
 mod release;
 mod report;
+mod sbom;
 mod set;
 mod targets;
 mod variants;
@@ -41,6 +43,23 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 pub use report::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport, Violation, Warning};
+
+/// What the gate finds wrong with a CycloneDX 1.6 JSON document on its own (a wheel's bill
+/// of materials, SPEC §10): breaks of the 1.6 schema, in the part of it our documents use,
+/// and breaks of the specification's rules the schema cannot express (`bom-ref`s unique
+/// and resolving, purls that parse). `verify --dist` reports both for every wheel; the
+/// tests hold the first against the CycloneDX project's own validator.
+pub fn cyclonedx_findings(text: &str) -> CycloneDxFindings {
+    let reading = sbom::schema::read(text);
+    CycloneDxFindings { schema: reading.schema, rules: reading.rules }
+}
+
+/// [`cyclonedx_findings`]: each finding as `{path}: {what}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CycloneDxFindings {
+    pub schema: Vec<String>,
+    pub rules: Vec<String>,
+}
 
 use archive::Archive;
 use report::Findings;

@@ -55,6 +55,9 @@ pub enum Check {
     /// A wheel variant's `variant.json` or a `-variants.json` index file (PEP 825/850
     /// drafts): the schema's rules, the label, the index agreeing with its wheels.
     Variant,
+    /// A wheel's bill of materials (`.dist-info/sboms/rocm-packager.cdx.json`): CycloneDX
+    /// 1.6, this wheel, exactly RECORD's files with RECORD's SHA-256.
+    Sbom,
 }
 
 /// One finding. `path` is the member inside the archive (for devel tarball members, the

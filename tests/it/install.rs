@@ -27,6 +27,8 @@ fn legacy_example_installs_loads_runs_and_uninstalls() {
     installed::init_concurrently(&venv);
     installed::assert_installation_works(&venv, temp.path(), "_rocm_sdk_libraries_gfx110X_all/lib/librocblas.so.5");
     installed::assert_devel_tree_matches_plan(&venv, &build.artifacts, "rocm-sdk-devel-gfx110X-all");
+    // Core, libraries, devel and profiler: each with its bill of materials where pip put it.
+    assert_eq!(installed::assert_sboms_installed(&venv, &build.dist), 4);
 
     // The same library as built (no packaged RPATH) does not find core at all.
     let original = installed::walk(&build.artifacts)
@@ -300,6 +302,7 @@ fn uv_installs_and_uninstalls_the_example() {
         .expect("uv");
     assert_success(&output, "uv pip install");
     installed::rocm_sdk(&venv, &["test"], &[]);
+    assert_eq!(installed::assert_sboms_installed(&venv, dist), 3, "core, libraries and devel");
     installed::assert_uninstall_restores(&venv, &before, Uninstaller::Uv);
 }
 

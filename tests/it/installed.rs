@@ -2,8 +2,8 @@
 //! (SPEC §2 and §4): shared libraries load alone, launchers keep their
 //! argv[0], symlinks live only in the expanded devel tree, libraries reach core through
 //! their RPATH whatever `LD_LIBRARY_PATH` says, the devel tree agrees with the plan,
-//! concurrent first uses expand it once and completely, and `pip uninstall` takes every
-//! file away again. The tests in `install` and `targets::install` run these checks on
+//! concurrent first uses expand it once and completely, each wheel's bill of materials sits
+//! in its installed `.dist-info/sboms/`, and `pip uninstall` takes every file away again. The tests in `install` and `targets::install` run these checks on
 //! their own installs, so each mode pays for its venvs once.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -100,6 +100,27 @@ pub fn rocm_dists(venv: &Path) -> BTreeSet<String> {
         .filter(|name| name.starts_with("rocm"))
         .map(str::to_owned)
         .collect()
+}
+
+/// Every wheel of `dist` that is installed in `venv` has its bill of materials in its
+/// installed `.dist-info/sboms/` (PEP 770), the bytes the wheel carries; returns how many
+/// installed wheels were found.
+pub fn assert_sboms_installed(venv: &Path, dist: &Path) -> usize {
+    let site = site_packages(venv);
+    let mut installed = 0;
+    for (wheel, document) in crate::sbom::sboms(dist) {
+        let mut parts = wheel.splitn(3, '-');
+        let (name, version) = (parts.next().expect("a name"), parts.next().expect("a version"));
+        let dist_info = site.join(format!("{name}-{version}.dist-info"));
+        if !dist_info.exists() {
+            continue;
+        }
+        let path = dist_info.join(crate::sbom::SBOM_LEAF);
+        let installed_bytes = fs_err::read(&path).unwrap_or_else(|error| panic!("{wheel}: {error}"));
+        assert!(installed_bytes == document, "{} is not the document {wheel} carries", path.display());
+        installed += 1;
+    }
+    installed
 }
 
 /// The files of the runtime packages (every `_rocm*` platform dir but devel's).

@@ -17,6 +17,7 @@ mod post_release;
 mod python;
 mod rerun;
 mod runtime_api;
+mod sbom;
 mod seeds;
 mod support;
 mod targets;

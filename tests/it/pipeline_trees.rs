@@ -38,9 +38,13 @@ fn trees_hold_exactly_what_the_archives_hold() {
 
         let mut n_devel_trees = 0;
         for wheel in &wheels {
-            let (nodes, expanded_devel) = wheel_tree(wheel);
-            n_devel_trees += usize::from(expanded_devel);
-            assert_same_tree(&trees.join(stem_of(wheel)), &nodes, &file_name(wheel));
+            let (mut nodes, devel_member) = wheel_tree(wheel);
+            let root = trees.join(stem_of(wheel));
+            if let Some(devel_member) = &devel_member {
+                n_devel_trees += 1;
+                expect_tree_sbom(&mut nodes, &root, devel_member);
+            }
+            assert_same_tree(&root, &nodes, &file_name(wheel));
         }
         // One devel wheel per legacy family, one in kpack-split mode.
         assert_eq!(n_devel_trees, if kpack_split { 1 } else { 2 }, "kpack_split={kpack_split}");
@@ -62,10 +66,10 @@ fn stem_of(wheel: &Path) -> String {
     name.split_once("-py3-none-").map(|(stem, _)| stem.to_owned()).expect("a py3-none wheel name")
 }
 
-/// What the tree of `wheel` must hold, and whether it carries a devel tarball: its members
-/// as files, that tarball's entries in place of the tarball, and its RECORD without the
-/// tarball's line (the tree's RECORD hashes the files the tree holds).
-fn wheel_tree(wheel: &Path) -> (BTreeMap<String, Node>, bool) {
+/// What the tree of `wheel` must hold, and its devel tarball member if it has one: its
+/// members as files, that tarball's entries in place of the tarball, and its RECORD
+/// without the tarball's line (the tree's RECORD hashes the files the tree holds).
+fn wheel_tree(wheel: &Path) -> (BTreeMap<String, Node>, Option<String>) {
     let name = file_name(wheel);
     let members = wheel_entries(wheel);
     let mut nodes = BTreeMap::new();
@@ -97,7 +101,45 @@ fn wheel_tree(wheel: &Path) -> (BTreeMap<String, Node>, bool) {
         assert_eq!(kept.lines().count() + 1, record.lines().count(), "{name}: RECORD lists the devel tarball once");
     }
     add_with_parents(&mut nodes, record_name.clone(), Node::File { bytes: kept.into_bytes(), executable: false });
-    (nodes, devel_member.is_some())
+    (nodes, devel_member)
+}
+
+/// A devel tree's bill of materials lists what its RECORD does, so not the tarball its
+/// entries replace (SPEC §10): the tree's document must be the wheel's without that file
+/// (and with the serial number of its own content). It is then what `nodes` expects, with
+/// its line in RECORD.
+fn expect_tree_sbom(nodes: &mut BTreeMap<String, Node>, root: &Path, devel_member: &str) {
+    let (sbom_name, wheel_bytes) = nodes
+        .iter()
+        .find_map(|(name, node)| match node {
+            Node::File { bytes, .. } if name.ends_with(crate::sbom::SBOM_LEAF) => Some((name.clone(), bytes.clone())),
+            _ => None,
+        })
+        .expect("the wheel has a bill of materials");
+    let tree_bytes = fs_err::read(root.join(&sbom_name)).expect("the tree has it too");
+    let without_serial = |bytes: &[u8]| {
+        let mut document: serde_json::Value = serde_json::from_slice(bytes).expect("JSON");
+        document.as_object_mut().expect("an object").remove("serialNumber").expect("a serial number");
+        document
+    };
+    let mut expected = without_serial(&wheel_bytes);
+    let components = expected["components"].as_array_mut().expect("components");
+    let before = components.len();
+    components.retain(|component| component["name"] != devel_member);
+    assert_eq!(components.len() + 1, before, "the wheel's document lists {devel_member} once");
+    assert_eq!(without_serial(&tree_bytes), expected, "{}", root.display());
+
+    let record_name = sbom_name.replace(crate::sbom::SBOM_LEAF, "RECORD");
+    let Some(Node::File { bytes: record, .. }) = nodes.get_mut(&record_name) else { panic!("no {record_name}") };
+    let text = String::from_utf8(std::mem::take(record)).expect("UTF-8 RECORD");
+    let line = format!("{sbom_name},{},{}", support::record_hash(&tree_bytes), tree_bytes.len());
+    let text: String = text
+        .lines()
+        .map(|old| if old.starts_with(&format!("{sbom_name},")) { line.as_str() } else { old })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    *record = text.into_bytes();
+    nodes.insert(sbom_name, Node::File { bytes: tree_bytes, executable: false });
 }
 
 /// Asserts that the directory `root` holds exactly `expected`: the same paths, each the

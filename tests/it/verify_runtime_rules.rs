@@ -284,8 +284,8 @@ fn runtime_record_refusal(tarball: &[u8], recorded: &[u8]) -> Option<String> {
     fs_err::create_dir_all(&devel).expect("mkdir");
     fs_err::create_dir_all(&dist_info).expect("mkdir");
     fs_err::write(devel.join("_devel.tar"), tarball).expect("write tarball");
-    let hash = urlsafe_base64(&Sha256::digest(recorded));
-    let record = format!("rocm_sdk_devel/_devel.tar,sha256={hash},{}\n", recorded.len());
+    let hash = support::record_hash(recorded);
+    let record = format!("rocm_sdk_devel/_devel.tar,{hash},{}\n", recorded.len());
     fs_err::write(dist_info.join("RECORD"), record).expect("write RECORD");
     let script = "import sys\n\
                   sys.path.insert(0, sys.argv[1])\n\

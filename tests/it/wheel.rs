@@ -75,6 +75,7 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
             file("demo_pkg/data/kernels.kpack", &kpack, false),
             bytes("demo_pkg/empty.txt", ""),
         ],
+        inventory: None,
     }
 }
 

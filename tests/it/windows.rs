@@ -53,6 +53,7 @@ fn a_windows_build_becomes_win_amd64_wheels_that_verify_passes() {
     let report = release_gate::verify_dist(&dist).expect("verify");
     let violations: Vec<String> = report.violations().map(|violation| format!("{violation:?}")).collect();
     assert!(violations.is_empty(), "{violations:#?}");
+    crate::sbom::assert_valid_sboms(&dist);
     // Console scripts for the tools a Windows build has, as the reference's Windows lists
     // say: hipInfo, no roc-obj scripts (Perl and shell on Linux), and none for a tool the
     // build left out (rocminfo).

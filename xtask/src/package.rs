@@ -13,7 +13,7 @@ use packager::build_os::BuildOs;
 use packager::catalog::{therock, CatalogError};
 use packager::config::{
     AbsoluteRpath, ArchiveSettings, DevelTarballCompression, DeviceVariants, FamilyRequest, OutputMode, PackageGroup,
-    PlatformTag, Reuse, WheelCompression,
+    PlatformTag, Reuse, Sbom, WheelCompression,
 };
 use packager::plan::PlanError;
 use packager::report::StageTime;
@@ -104,6 +104,10 @@ pub struct PackageArgs {
     /// did not change from the wheels already in the destination (the output is the same).
     #[arg(long)]
     pub no_reuse: bool,
+    /// Leave out the bill of materials (`.dist-info/sboms/rocm-packager.cdx.json`, CycloneDX
+    /// 1.6) every wheel carries otherwise.
+    #[arg(long)]
+    pub no_sbom: bool,
     /// Build only these package groups (for a CI matrix; merge the dist/ folders after).
     #[arg(long, value_enum, value_delimiter = ',', num_args = 1..)]
     pub only: Vec<Group>,
@@ -272,6 +276,8 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         output: output_mode(args),
         absolute_rpath: if args.keep_absolute_rpath { AbsoluteRpath::Keep } else { AbsoluteRpath::Remove },
         variants: if args.variants { DeviceVariants::Wheels } else { DeviceVariants::Off },
+        // The checkout names the sources of the third-party libraries the wheels bundle.
+        sbom: if args.no_sbom { Sbom::Omit } else { Sbom::Write { checkout: checkout.clone() } },
         only: args.only.iter().map(|group| PackageGroup::from(*group)).collect(),
         families,
         scratch_dir: None,

@@ -64,6 +64,10 @@ fn a_checkout_gives_the_version_and_the_artifacts() {
     assert_eq!(versions(&files), ["7.9.0.dev0"; 7], "{files:?}");
     let core = from_inside.join("rocm_sdk_core-7.9.0.dev0-py3-none-linux_x86_64.whl");
     assert_eq!(zip_member(&core, "_rocm_sdk_core/share/hip/version"), "HIP_VERSION=7.1.0\nBUILT_IN=the checkout\n");
+    // The bill of materials was written from the checkout (SPEC §10): its third-party
+    // sources are the checkout's to name.
+    let sbom = zip_member(&core, "rocm_sdk_core-7.9.0.dev0.dist-info/sboms/rocm-packager.cdx.json");
+    assert!(sbom.contains("\"value\":\"the TheRock checkout: third-party/sysdeps/"), "{sbom}");
 
     // From outside, naming the checkout: the same files, byte for byte.
     let outside = temp.path().join("outside");

@@ -230,6 +230,24 @@ fn positive_flags_undo_their_negative_forms() {
     assert!(!entries.is_empty() && entries.iter().all(|entry| trees.join(entry).is_dir()), "{entries:?}");
 }
 
+/// Every wheel carries its bill of materials, unless `--no-sbom` (SPEC §10).
+#[test]
+fn no_sbom_leaves_the_bill_of_materials_out() {
+    let temp = tempfile::tempdir().expect("test step");
+    let script = "import glob, json, sys, zipfile\n\
+                  print(json.dumps(sorted(n for w in glob.glob(sys.argv[1] + '/*.whl') \
+                  for n in zipfile.ZipFile(w).namelist() if '/sboms/' in n)))";
+    let documents = |dest: &str, flags: &[&str]| -> Vec<String> {
+        let mut command = xtask(temp.path());
+        command.args(["-q", "package", "--only", "core", "--version", "7.12.0.dev0", "--artifact-dir"]);
+        run(command.arg(shared_example()).args(["--dest-dir", dest]).args(flags));
+        let output = run(Command::new("python3").args(["-c", script]).arg(temp.path().join(dest).join("dist")));
+        serde_json::from_slice(&output.stdout).expect("test step")
+    };
+    assert_eq!(documents("with", &[]), ["rocm_sdk_core-7.12.0.dev0.dist-info/sboms/rocm-packager.cdx.json"]);
+    assert_eq!(documents("without", &["--no-sbom"]), Vec::<String>::new());
+}
+
 /// The devel tarball members (`…/_devel.tar` or `…/_devel.tar.xz`) of the wheels in `dist`.
 fn devel_tarballs(dist: &Path) -> Vec<String> {
     let script = "import glob, json, sys, zipfile\n\

@@ -64,6 +64,13 @@ impl MergedTree {
         self.basedirs.is_empty()
     }
 
+    /// The directory names of the selected artifacts, sorted.
+    pub fn artifact_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.artifact_names.values().cloned().collect();
+        names.sort();
+        names
+    }
+
     /// Calls `each` with every entry in path order, and `clash` with every path two
     /// basedirs provide (other than a directory in both).
     pub fn walk<E: From<CatalogError>>(

@@ -3,7 +3,8 @@
 //! Owns: artifact directory names, `artifact_manifest.txt` basedirs, the merged relative-path
 //! namespace (artifacts in sorted name order, last one wins), selection predicates and the
 //! include/exclude glob language, the build manifest and its kpack-split flag,
-//! `dist_info.json`, the set of target families, and finding a TheRock checkout.
+//! `dist_info.json`, the set of target families, finding a TheRock checkout, and what it
+//! says of the third-party sources a build bundles (`third_party`).
 //! Does not own: deciding where entries go (`plan`), ELF contents (`elf`).
 
 pub mod glob;
@@ -12,6 +13,7 @@ mod merged;
 pub mod names;
 mod namespace;
 pub mod therock;
+pub mod third_party;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;

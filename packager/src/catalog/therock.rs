@@ -125,7 +125,7 @@ fn is_keyword(word: &str) -> bool {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum Token {
+pub(super) enum Token {
     Word(String),
     Quoted(String),
     Open,
@@ -133,7 +133,7 @@ enum Token {
 }
 
 /// Just enough of cmake's lexer: words, quoted strings, parentheses, `#` comments.
-fn tokenize(text: &str) -> Result<Vec<Token>, String> {
+pub(super) fn tokenize(text: &str) -> Result<Vec<Token>, String> {
     let mut tokens = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(&c) = chars.peek() {

@@ -191,6 +191,11 @@ enum Noted {
 }
 
 impl DevelTree {
+    /// The directory names of the artifacts the tree is made from, sorted.
+    pub fn artifact_names(&self) -> Vec<String> {
+        self.merged.artifact_names()
+    }
+
     /// Calls `each` with every entry in path order, deciding it from the artifacts as they
     /// are now, and `note` with every finding; returns what it found.
     fn walk(

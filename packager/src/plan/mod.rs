@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::build_os::BuildOs;
-use crate::catalog::{Catalog, CatalogError, FileStamp, Override};
+use crate::catalog::{Artifact, Catalog, CatalogError, FileStamp, Override};
 use crate::config::{PackageConfig, PackageGroup};
 use crate::elf::{EditStrategy, ElfError, ElfKind};
 use crate::identity::{self, PackageRole, WheelNames};
@@ -157,6 +157,13 @@ pub struct RpathPlan {
     /// without reading them (SPEC §8).
     #[serde(skip)]
     pub edit_digest: [u8; 32],
+}
+
+impl RpathPlan {
+    /// The edit as the writer re-plans and checks it when the file is opened.
+    pub fn planned(&self) -> crate::member::PlannedRpath {
+        crate::member::PlannedRpath { rpath: self.rpath.clone(), new_len: self.new_len, edit_digest: self.edit_digest }
+    }
 }
 
 /// One entry of the devel tree (`_rocm_sdk_devel/...` in the tarball).
@@ -296,6 +303,10 @@ pub struct Plan {
     pub packages: Vec<PackagePlan>,
     pub overrides: Vec<Override>,
     pub findings: Vec<Finding>,
+    /// The artifacts read, with their basedirs: where each planned file came from (the
+    /// bill of materials names them, SPEC §10).
+    #[serde(skip)]
+    pub artifacts: Vec<Artifact>,
 }
 
 impl Plan {
@@ -386,6 +397,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         packages,
         overrides,
         findings,
+        artifacts: catalog.artifacts.clone(),
     })
 }
 

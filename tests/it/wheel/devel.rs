@@ -75,6 +75,7 @@ fn devel_wheel(fixtures: &Path, compression: DevelTarballCompression, tar_name: 
                 executable: false,
             },
         ],
+        inventory: None,
     }
 }
 

@@ -35,6 +35,7 @@ fn zip64_child_writes_a_sparse_wheel() {
             file("big/sparse.bin", &sparse, false),
             bytes("big/z.txt", "after\n"),
         ],
+        inventory: None,
     };
     write_wheel(&dest.join("dist"), &spec, &options(), &Silent).expect("write wheel");
     fs_err::remove_file(&sparse).expect("remove sparse input");
@@ -95,6 +96,7 @@ fn many_members_use_the_zip64_end_record() {
         variant: None,
         entry_points: Vec::new(),
         members,
+        inventory: None,
     };
     let written = write_wheel(tmp.path(), &spec, &options(), &Silent).expect("write wheel");
     assert_eq!(written.n_members, 70_003);
