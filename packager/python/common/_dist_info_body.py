@@ -15,12 +15,14 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from typing import Dict, Optional
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 # Where a target family came from: the environment, the target-specific packages installed
-# here (run time only), `offload-arch`, or the fallback.
+# here (run time only), the KFD topology (install time only, SPEC §3), `offload-arch`, or
+# the fallback.
 SOURCE_ENVIRONMENT = "environment"
 SOURCE_INSTALLED = "installed"
+SOURCE_KFD = "kfd topology"
 SOURCE_DETECTED = "detected"
 SOURCE_DEFAULT = "default"
 
@@ -356,15 +358,43 @@ def discover_current_target_family(available=None):
     return None
 
 
-def resolve_target_family():
-    """(family, source) at install time (SPEC §3), as the `rocm` sdist's backend decides:
-    `ROCM_SDK_TARGET_FAMILY`, else a detected GPU, else the default. Nothing is installed
-    yet then, so installed packages play no part; at run time see
-    `resolve_runtime_target_family`.
+class TargetSelection(NamedTuple):
+    """What the `rocm` sdist installs for (SPEC §3): the family target-specific packages
+    are pinned to, where it came from, the families whose device packages the `device`
+    extra names (kpack-split: one per owner this machine's GPUs need; none without a named
+    or detected target, and in legacy mode), and the lines saying which source decided and
+    why, for the build backend's log."""
 
-    Raises TargetFamilyError naming the available families when the environment names one
-    that this distribution does not have. The family is None only for a distribution that
-    has no target families at all.
+    family: Optional[str]
+    source: str
+    device_families: List[str]
+    log: List[str]
+
+
+def gpu_family(target: str) -> Optional[str]:
+    """The family on offer that a GPU of `target` (`gfx942`, as the KFD topology names
+    it) needs, or None, as `rocm-sdk doctor` judges it: in a kpack-split build the target
+    on offer with its owner (its device package), in a legacy one the family of its
+    series (`gfx94X-dcgpu`)."""
+    return match_target_family(target) if KPACK_SPLIT else family_for_gpu(target)
+
+
+def _gpu_words(node: int, target: str) -> str:
+    return "%s (KFD node %d)" % (printable(target), node)
+
+
+def select_target_families(
+    gpus: Optional[Sequence[Tuple[int, str]]] = None, topology: Optional[str] = None
+) -> TargetSelection:
+    """The install-time choice (SPEC §3): `ROCM_SDK_TARGET_FAMILY`; else the GPUs of the
+    KFD topology read at `topology` (`gpus`: `(node, target)` in node order, as
+    `_kfd_topology.detect_agents` gives them; None when it was not read), each mapped to
+    its family or owner; else the first GPU `offload-arch` reports; else the default.
+
+    With several GPUs, a kpack-split build takes the device package of every owner they
+    need; a legacy build takes the first GPU's family (one environment holds one family's
+    libraries) and says what the others would need. Raises TargetFamilyError naming the
+    available families when the environment names one this distribution does not have.
     """
     requested = os.environ.get("ROCM_SDK_TARGET_FAMILY", "").strip()
     if requested:
@@ -374,11 +404,76 @@ def resolve_target_family():
                 "ROCM_SDK_TARGET_FAMILY=%s is not available in this distribution (available: %s)"
                 % (printable(requested), ", ".join(AVAILABLE_TARGET_FAMILIES) or "none")
             )
-        return family, SOURCE_ENVIRONMENT
+        why = "target family %s (from %s): ROCM_SDK_TARGET_FAMILY=%s" % (family, SOURCE_ENVIRONMENT, printable(requested))
+        return TargetSelection(family, SOURCE_ENVIRONMENT, [family], [why])
+    log = []  # type: List[str]
+    if gpus is not None:
+        selection = _select_from_gpus(gpus, printable(topology), log)
+        if selection is not None:
+            return selection
     detected = discover_current_target_family()
     if detected is not None:
-        return detected, SOURCE_DETECTED
-    return DEFAULT_TARGET_FAMILY, SOURCE_DEFAULT
+        why = "target family %s (from %s): offload-arch reported a GPU of it" % (detected, SOURCE_DETECTED)
+        return TargetSelection(detected, SOURCE_DETECTED, [detected], log + [why])
+    found = _offload_arch_candidates()
+    if found:
+        log.append("offload-arch (%s) reported no GPU this build offers" % printable(found[0]))
+    else:
+        log.append("no offload-arch in core, on PATH or beside the interpreter")
+    why = "target family %s (from %s)" % (DEFAULT_TARGET_FAMILY, SOURCE_DEFAULT)
+    if KPACK_SPLIT:
+        why += ": no device package is chosen (the `device` extra is left out)"
+    return TargetSelection(DEFAULT_TARGET_FAMILY, SOURCE_DEFAULT, [], log + [why])
+
+
+def _select_from_gpus(
+    gpus: Sequence[Tuple[int, str]], topology: str, log: List[str]
+) -> Optional[TargetSelection]:
+    """`select_target_families` on the KFD topology's GPUs, or None (with `log` saying
+    why) when none of them has a family on offer."""
+    chosen = []
+    for node, target in gpus:
+        family = gpu_family(target)
+        if family is None:
+            log.append(
+                "GPU %s: this build has no device code for it (it offers %s)"
+                % (_gpu_words(node, target), ", ".join(AVAILABLE_TARGET_FAMILIES) or "none")
+            )
+        else:
+            chosen.append((node, target, family))
+    if not chosen:
+        what = "lists no GPU" if not gpus else "lists no GPU this build offers"
+        log.append("the KFD topology at %s %s" % (topology, what))
+        return None
+    family = chosen[0][2]
+    listed = ", ".join("GPU %s -> %s" % (_gpu_words(node, target), found) for node, target, found in chosen)
+    why = "target family %s (from %s): the KFD topology at %s lists %s" % (family, SOURCE_KFD, topology, listed)
+    device_families = []  # type: List[str]
+    if KPACK_SPLIT:
+        owners = set()
+        for _, _, found in chosen:
+            if device_owner(found) not in owners:
+                owners.add(device_owner(found))
+                device_families.append(found)
+        why += "; device packages: " + ", ".join(device_owner(found) for found in device_families)
+        return TargetSelection(family, SOURCE_KFD, device_families, [why] + log)
+    for node, target, found in chosen[1:]:
+        if found != family:
+            log.append(
+                "GPU %s would need the %s packages, which cannot share an environment with %s's: "
+                "install them in another one with ROCM_SDK_TARGET_FAMILY=%s" % (_gpu_words(node, target), found, family, found)
+            )
+    return TargetSelection(family, SOURCE_KFD, device_families, [why] + log)
+
+
+def resolve_target_family():
+    """(family, source) where nothing is installed yet and no KFD topology was read:
+    `select_target_families()` without GPUs (`ROCM_SDK_TARGET_FAMILY`, else `offload-arch`,
+    else the default). The `rocm` sdist's backend calls `select_target_families` with the
+    KFD topology's GPUs itself (SPEC §3); at run time see `resolve_runtime_target_family`.
+    """
+    selection = select_target_families()
+    return selection.family, selection.source
 
 
 def installed_target_families():

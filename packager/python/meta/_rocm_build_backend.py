@@ -2,9 +2,12 @@
 
 Installing `rocm[...]` builds this sdist on the user's machine, and the build decides the
 dependencies: `Requires-Dist: rocm-sdk-core=={v}` plus one extra per optional package,
-pinned to the target family chosen here (`ROCM_SDK_TARGET_FAMILY`, else the GPU
-`offload-arch` reports, else the default). Standard library only, so installing needs
-nothing from an index beyond the sdist itself.
+pinned to the target family chosen here (`ROCM_SDK_TARGET_FAMILY`, else the GPUs of the
+KFD topology, which the amdgpu driver publishes with no ROCm installed, else the GPU
+`offload-arch` reports, else the default). The topology is read by the very module
+`rocm-sdk doctor` uses, `rocm_sdk/_kfd_topology.py` of this sdist, so the choice is the
+package `doctor` would name. Standard library only, so installing needs nothing from an
+index beyond the sdist itself.
 """
 
 import base64
@@ -26,19 +29,41 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 def _log(message):
-    # pip shows a backend's output with -v only. Control characters (from the environment)
-    # are escaped, as the packager and the runtime escape them.
+    # pip shows a backend's output with -v only. Control characters (from the environment,
+    # or a topology's path) are escaped, as the packager and the runtime escape them.
     text = "".join(ch if ch in " \n" or ch.isprintable() else repr(ch)[1:-1] for ch in str(message))
     print("rocm build backend: " + text, file=sys.stderr)
 
 
-def load_dist_info(root=ROOT):
-    """Loads `rocm_sdk/_dist_info.py` without importing the `rocm_sdk` package."""
-    path = os.path.join(root, "rocm_sdk", "_dist_info.py")
-    spec = importlib.util.spec_from_file_location("_rocm_sdk_dist_info_for_build", path)
+def _load_module(root, file_name, module_name):
+    """Loads `rocm_sdk/{file_name}` of the sdist at `root` without importing the
+    `rocm_sdk` package (its `__init__` needs the installed packages)."""
+    path = os.path.join(root, "rocm_sdk", file_name)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot load " + path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_dist_info(root=ROOT):
+    """Loads `rocm_sdk/_dist_info.py` without importing the `rocm_sdk` package."""
+    return _load_module(root, "_dist_info.py", "_rocm_sdk_dist_info_for_build")
+
+
+def detect_gpus(root=ROOT):
+    """`([(node, target)], topology)`: the GPUs of this machine's KFD topology (or of the
+    one `ROCM_SDK_KFD_TOPOLOGY` names) in node order, read by `rocm_sdk/_kfd_topology.py`,
+    the reader of `rocm-sdk doctor` (SPEC §3, §4). `(None, None)` when that module cannot
+    be loaded: the choice then goes on without it, and the log says why."""
+    try:
+        kfd = _load_module(root, "_kfd_topology.py", "_rocm_sdk_kfd_topology_for_build")
+    except Exception as error:  # An sdist without the reader still installs.
+        _log("cannot read the KFD topology: %s" % error)
+        return None, None
+    topology = kfd.topology_root()
+    return [(agent.node, agent.target) for agent in kfd.detect_agents(topology)], topology
 
 
 def _marker_for(dist_info, owner):
@@ -63,8 +88,11 @@ def compute_requirements(dist_info):
     Raises ValueError naming the available families when `ROCM_SDK_TARGET_FAMILY` names
     one this distribution does not have.
     """
-    family, source = dist_info.resolve_target_family()
-    _log("target family %s (from %s)" % (family, source))
+    gpus, topology = detect_gpus()
+    selection = dist_info.select_target_families(gpus, topology)
+    for line in selection.log:
+        _log(line)
+    family, source = selection.family, selection.source
     packages = dist_info.ALL_PACKAGES
     requires = [_require(dist_info, packages["core"])]
     extras = {}
@@ -77,9 +105,10 @@ def compute_requirements(dist_info):
     device = packages["device"]
     if device.built:
         # The fallback default is not a detection: without a named or detected target,
-        # a plain `device` extra would install the wrong GPU's files.
-        if family is not None and source != dist_info.SOURCE_DEFAULT:
-            extras["device"] = [_require(dist_info, device, family)]
+        # a plain `device` extra would install the wrong GPU's files. With GPUs of several
+        # owners, it installs each one's device package.
+        if family is not None and source != dist_info.SOURCE_DEFAULT and selection.device_families:
+            extras["device"] = [_require(dist_info, device, found) for found in selection.device_families]
         # One extra per owner: targets that share a device package share its extra, and
         # `device-all` names each package once (SPEC §2, §3).
         every = []
