@@ -16,12 +16,12 @@ use sha2::{Digest, Sha256};
 
 use super::chunk::CHUNK_SIZE;
 use super::deflate::{CodedSource, FinishedMember, MemberDigest};
-use super::identity::{identity_of, IdentityCache, SourceIdentity};
+use super::identity::{identity_of, read_from, tarball_identity, IdentityCache, ReadFrom};
 use super::member::{known_len, open_member, to_io};
 use super::output_hash::FileSums;
 use super::previous::Previous;
 use super::zip::{EntryHeader, EntrySums, Method};
-use super::{Member, MemberData};
+use super::{Member, MemberData, TarballSpec};
 
 /// Bytes of a wheel's members whose coded form was copied, and bytes coded by this run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -75,13 +75,16 @@ pub struct Copy {
     pub unread: bool,
 }
 
-/// Decides whether `header`'s member can be copied from `previous`. `open` yields the new
-/// bytes (called only when the old wheel has a candidate, so a cold run reads nothing
-/// twice); its errors are the caller's to map. `Ok(None)` means: code it.
-pub fn try_copy<'a, E>(
+/// Decides whether the tarball member `header` of `spec` can be copied from `previous`:
+/// known from the identity cache when every file in it is as an earlier run read it
+/// (nothing is produced then), else produced by `open` (called only when the old wheel has
+/// a candidate, so a cold run produces nothing twice) and hashed, and remembered. Its
+/// errors are the caller's to map. `Ok(None)` means: code it.
+pub fn try_copy_tarball<'a, E>(
     previous: Option<&Previous>,
+    identities: Option<&IdentityCache>,
     header: &EntryHeader,
-    known_len: Option<u64>,
+    spec: &TarballSpec,
     open: impl FnOnce() -> Result<Box<dyn Read + Send + 'a>, E>,
     read_error: impl Fn(std::io::Error) -> E,
 ) -> Result<Option<Copy>, E> {
@@ -89,10 +92,17 @@ pub fn try_copy<'a, E>(
     let Some(candidate) = previous.candidate(&header.name, header.fingerprint, methods(header)) else {
         return Ok(None);
     };
-    if known_len.is_some_and(|len| len != candidate.size()) {
-        return Ok(None);
+    let before = identities.and_then(|cache| tarball_identity(cache, spec));
+    if let Some(known) = identities.zip(before.as_ref()).and_then(|(cache, before)| cache.lookup_tarball(before)) {
+        return Ok(try_copy_hashed(Some(previous), header, Prehashed { known, unread: true }));
     }
     let known = hash_all(open()?, candidate.size()).map_err(read_error)?;
+    // What was hashed is the whole tarball only if its producer succeeds, which the caller
+    // checks before anything is committed (and the cache is saved only after the commit).
+    if let (Some(cache), Some(before)) = (identities, before) {
+        let after = tarball_identity(cache, spec).map(ReadFrom::Tarball);
+        cache.learn_read(ReadFrom::Tarball(before), after, known);
+    }
     Ok(try_copy_hashed(Some(previous), header, Prehashed { known, unread: false }))
 }
 
@@ -157,7 +167,8 @@ pub fn prehash(
         .collect()
 }
 
-/// [`try_copy`] for a member whose new bytes [`prehash`] knows already.
+/// Whether a member whose new bytes are known (by [`prehash`], or a tarball's) can be
+/// copied from `previous`.
 pub fn try_copy_hashed(previous: Option<&Previous>, header: &EntryHeader, hashed: Prehashed) -> Option<Copy> {
     let previous = previous?;
     let candidate = previous.candidate(&header.name, header.fingerprint, methods(header))?;
@@ -181,7 +192,7 @@ pub fn learn_read_sources(
     cache: &IdentityCache,
     members: &[Member],
     finished: &[FinishedMember],
-    read_sources: Vec<(usize, SourceIdentity)>,
+    read_sources: Vec<(usize, ReadFrom)>,
 ) {
     for (index, before) in read_sources {
         let (Some(member), Some(done)) = (members.get(index), finished.get(index)) else { continue };
@@ -189,7 +200,7 @@ pub fn learn_read_sources(
             continue;
         }
         let known = FileSums { len: done.digest.len, sha256: done.digest.sha256, crc: done.crc };
-        cache.learn(before, identity_of(&member.data), known);
+        cache.learn_read(before, read_from(cache, &member.data), known);
     }
 }
 

@@ -17,7 +17,7 @@ use super::atomic::AtomicFile;
 use super::chunk::{Coding, CHUNK_SIZE};
 use super::codec::fingerprint;
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
-use super::identity::{identity_of, IdentityCache};
+use super::identity::{read_from, IdentityCache};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{
     check_platform_tag, check_variant_label, file_name_version, normalize_dist_name, render_core_metadata,
@@ -26,7 +26,7 @@ use super::metadata::{
 use super::output_hash::{Hashed, HashedSoFar, HashingWriter};
 use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
-use super::reuse::{learn_read_sources, prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
+use super::reuse::{learn_read_sources, prehash, try_copy_hashed, try_copy_tarball, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
 use super::{tar, ArchiveOptions, ListedMember, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use super::{Progress, Reuse, TarballCompression, WheelCompression};
@@ -338,7 +338,8 @@ fn write_members<W: Write + std::io::Seek>(
                         *hashed.borrow_mut() = Some(producer);
                         Ok(Box::new(reader))
                     };
-                    let copy = try_copy(previous, &header, None, open, |error| from_io(error, dest, true));
+                    let read_error = |error| from_io(error, dest, true);
+                    let copy = try_copy_tarball(previous, context.identities, &header, tar_spec, open, read_error);
                     // The hashing producer's own result decides whether what was hashed was
                     // the whole tarball.
                     if let Some(producer) = hashed.into_inner() {
@@ -351,6 +352,9 @@ fn write_members<W: Write + std::io::Seek>(
                         continue;
                     }
                     pipeline.begin(header, member_coding, size_bound);
+                    if let Some(before) = context.identities.and_then(|cache| read_from(cache, &member.data)) {
+                        read_sources.push((index, before));
+                    }
                     let (reader, producer) = tar::spawn_tarball(scope, tar_spec, &member.name, progress, file_name);
                     let streamed = stream_member(&mut pipeline, zip, reader, None, None, dest);
                     let produced = join_producer(producer, &member.name);
@@ -371,7 +375,7 @@ fn write_members<W: Write + std::io::Seek>(
                         continue;
                     }
                     pipeline.begin(header, member_coding, size_bound);
-                    if let Some(before) = context.identities.and_then(|_| identity_of(data)) {
+                    if let Some(before) = context.identities.and_then(|cache| read_from(cache, data)) {
                         read_sources.push((index, before));
                     }
                     let reader = open_member(data)?;

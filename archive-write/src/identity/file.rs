@@ -1,6 +1,6 @@
 //! The identity cache's file: a header line, one line per source (`source`, its identity
-//! and the sums of the member bytes it gave) and per output left in place (`output`, its
-//! name and sums), sorted, then the sha256 of everything before. Text, so a user can see
+//! and the sums of the member bytes it gave), per tarball (`tarball`, its identity's digest
+//! and sums) and per output left in place (`output`, its name and sums), sorted, then the sha256 of everything before. Text, so a user can see
 //! what a destination remembers.
 //!
 //! It is input like an old wheel: opened only as a regular file of the name (never
@@ -35,6 +35,9 @@ pub(super) fn render(known: &Known) -> String {
         let SourceIdentity { device, inode, size, modified, changed, recipe } = identity;
         let recipe = hex(recipe);
         let _ = writeln!(text, "source {device} {inode} {size} {modified} {changed} {recipe} {}", render_sums(sums));
+    }
+    for (identity, sums) in &known.tarballs {
+        let _ = writeln!(text, "tarball {} {}", hex(identity), render_sums(sums));
     }
     for (name, sums) in &known.outputs {
         let _ = writeln!(text, "output {name} {}", render_sums(sums));
@@ -80,6 +83,9 @@ pub(super) fn read(path: &Path, max_entries: u64) -> Result<Option<(Known, [u8; 
             Some(("source", rest)) => {
                 parse_source(rest).is_some_and(|(identity, sums)| known.sources.insert(identity, sums).is_none())
             }
+            Some(("tarball", rest)) => {
+                parse_tarball(rest).is_some_and(|(identity, sums)| known.tarballs.insert(identity, sums).is_none())
+            }
             Some(("output", rest)) => {
                 parse_output(rest).is_some_and(|(name, sums)| known.outputs.insert(name, sums).is_none())
             }
@@ -104,6 +110,12 @@ fn parse_source(line: &str) -> Option<(SourceIdentity, FileSums)> {
         recipe: parse_hex(recipe)?,
     };
     Some((identity, parse_sums(sums)?))
+}
+
+fn parse_tarball(line: &str) -> Option<([u8; 32], FileSums)> {
+    let fields: Vec<&str> = line.split(' ').collect();
+    let [identity, sums @ ..] = fields.as_slice() else { return None };
+    Some((parse_hex(identity)?, parse_sums(sums)?))
 }
 
 fn parse_output(line: &str) -> Option<(String, FileSums)> {

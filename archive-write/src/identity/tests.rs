@@ -218,3 +218,54 @@ fn a_damaged_foreign_or_oversized_cache_is_not_read() {
     std::os::unix::fs::symlink(&setup.library, &path).expect("symlink");
     assert_eq!(load(64), untrusted("it is a symlink, not a regular file"));
 }
+
+/// A wheel whose one member is a tarball of the library and a generated file.
+fn tarball_spec(setup: &Setup) -> crate::WheelSpec {
+    let source = CountedFile { path: setup.library.clone(), opens: Arc::clone(&setup.opens) };
+    let file = |data, executable| crate::TarEntryKind::File { data, executable };
+    let entries = vec![
+        crate::TarEntry { name: "tree".into(), kind: crate::TarEntryKind::Dir },
+        crate::TarEntry { name: "tree/libdemo.so".into(), kind: file(MemberData::Source(Arc::new(source)), true) },
+        crate::TarEntry {
+            name: "tree/note.txt".into(),
+            kind: file(MemberData::Bytes(Arc::new(b"made\n".to_vec())), false),
+        },
+        crate::TarEntry {
+            name: "tree/link".into(),
+            kind: crate::TarEntryKind::Symlink { target: "libdemo.so".into() },
+        },
+    ];
+    let tarball = crate::TarballSpec {
+        entries,
+        streamed: None,
+        compression: crate::TarballCompression::None,
+        build_time: BuildTime::DEFAULT,
+    };
+    let member =
+        Member { name: "demo/_devel.tar".into(), data: MemberData::Tarball(Arc::new(tarball)), executable: false };
+    crate::demo_wheel_spec(vec![member])
+}
+
+#[test]
+fn a_tarball_of_settled_sources_is_not_produced_again() {
+    let setup = Setup::new();
+    let (cache_dir, dist) = (setup.temp.path().to_path_buf(), setup.temp.path().join("dist"));
+    let run = |started: SystemTime| -> (WrittenFile, usize) {
+        let (cache, _) = IdentityCache::load(&cache_dir.join(NAME), started, 64);
+        let before = setup.opens.load(Ordering::SeqCst);
+        let written = write(&dist, &tarball_spec(&setup), Reuse::FromPrevious, Some(&cache));
+        let opened = setup.opens.load(Ordering::SeqCst) - before;
+        cache.save(&cache_dir, NAME, false).expect("save");
+        let cold = write(&setup.temp.path().join("cold"), &tarball_spec(&setup), Reuse::Never, None);
+        assert!(std::fs::read(&written.path).expect("read") == std::fs::read(&cold.path).expect("read"));
+        (written, opened)
+    };
+    assert_eq!(run(later()).1, 1, "a cold run produces the tarball");
+    let (second, opened) = run(later());
+    assert_eq!((opened, second.reuse.unread_members), (0, 1), "{:?}", second.reuse);
+    // A file of the tarball changed: its identity with it; the tarball is produced again.
+    std::fs::write(&setup.library, payload(4, 3 << 20)).expect("rewrite");
+    let (third, opened) = run(later());
+    assert_eq!(third.reuse.unread_members, 0, "{:?}", third.reuse);
+    assert!(opened >= 1 && third.reuse.compressed_bytes > 3 << 20, "{:?}", third.reuse);
+}
