@@ -97,6 +97,10 @@ struct Case {
     decided_by_gpus: bool,
 }
 
+fn case(topology: &'static str, target_specific: &'static [&'static str], decided_by_gpus: bool) -> Case {
+    Case { topology, target_specific, decided_by_gpus }
+}
+
 /// For every case and both installers: what `rocm[...]` installs, checked against the
 /// case and against `rocm-sdk doctor`; pip's log says whether the KFD topology decided.
 fn check_each_topology(kpack_split: bool, requirement: &str, cases: &[Case], always: &[&str]) {
@@ -132,7 +136,6 @@ fn check_each_topology(kpack_split: bool, requirement: &str, cases: &[Case], alw
 
 #[test]
 fn kpack_split_installs_the_device_wheels_of_every_gpu_the_topology_lists() {
-    let case = |topology, target_specific, decided_by_gpus| Case { topology, target_specific, decided_by_gpus };
     let cases = [
         case("mi210_gfx90a", &["rocm-sdk-device-gfx90a"], true),
         case("rx6800xt_gfx1030", &["rocm-sdk-device-gfx1030"], true),
@@ -147,7 +150,6 @@ fn kpack_split_installs_the_device_wheels_of_every_gpu_the_topology_lists() {
 
 #[test]
 fn legacy_installs_the_family_of_the_first_gpu_the_topology_lists() {
-    let case = |topology, target_specific, decided_by_gpus| Case { topology, target_specific, decided_by_gpus };
     let cases = [
         case("mi300x_gfx942", &["rocm-sdk-libraries-gfx94X-dcgpu"], true),
         // No GPU with a family in the build: the default family, which no GPU needs.

@@ -9,14 +9,13 @@
 //!
 //! Owns: the format and those checks. Does not own: what the entries mean (`identity`).
 
-use std::io::{self, Read};
+use std::io::Read;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
 use super::{FileSums, Known, SourceIdentity, Stamp, MAX_NAME};
-use crate::input::{open_regular, Links};
-use crate::previous::Ignored;
+use crate::previous::{open_input, Ignored};
 use crate::record::hex;
 
 /// The first line of a cache file; a file of another format is not read.
@@ -55,12 +54,7 @@ fn render_sums(sums: &FileSums) -> String {
 /// there is none.
 pub(super) fn read(path: &Path, max_entries: u64) -> Result<Option<(Known, [u8; 32])>, Ignored> {
     let untrusted = |reason: String| Ignored::Untrusted(reason);
-    let file = match open_regular(path, Links::Refuse) {
-        Ok(file) => file,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(error) if error.kind() == io::ErrorKind::InvalidData => return Err(untrusted(format!("it {error}"))),
-        Err(error) => return Err(untrusted(format!("cannot open it: {error}"))),
-    };
+    let Some(file) = open_input(path)? else { return Ok(None) };
     let bound = max_entries.saturating_mul(MAX_LINE).saturating_add(FRAME);
     let len = file.metadata().map_err(|error| untrusted(format!("cannot read it: {error}")))?.len();
     if len > bound {
