@@ -33,6 +33,7 @@ mod progress;
 mod record;
 mod reuse;
 mod sdist;
+mod source_identity;
 mod tar;
 mod tree;
 mod tree_commit;
@@ -40,7 +41,7 @@ mod wheel;
 mod zip;
 
 pub use error::{WriteAction, WriteError};
-pub use identity::{IdentityCache, SourceIdentity};
+pub use identity::IdentityCache;
 pub use input::{kind_of, open_regular, Links};
 pub use member::{from_io, to_io, MemberSource};
 pub use metadata::normalize_dist_name;
@@ -48,6 +49,7 @@ pub use options::{BuildTime, Generator, Reuse, TarballCompression, WheelCompress
 pub use previous::Ignored;
 pub use progress::{Progress, Silent};
 pub use reuse::ReuseCounts;
+pub use source_identity::SourceIdentity;
 pub use tar::xz_stream;
 pub use tree_commit::{commit_trees, StagedTree};
 

@@ -15,7 +15,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::deflate::MemberDigest;
-use super::identity::SourceIdentity;
+use super::source_identity::SourceIdentity;
 use super::{MemberData, WriteAction, WriteError};
 
 /// Bytes from outside the writer, opened when the member is written.

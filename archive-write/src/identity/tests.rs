@@ -144,7 +144,7 @@ fn a_source_that_changed_too_recently_to_tell_is_read() {
     setup.run(later());
     // The run starts within a tick of the file system's clock after the library's last
     // change: a write after the run looked at it could still have the same ctime.
-    let changed = std::fs::metadata(&setup.library).expect("stat").ctime();
+    let changed = std::os::unix::fs::MetadataExt::ctime(&std::fs::metadata(&setup.library).expect("stat"));
     let changed = SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(changed).expect("after 1970"));
     let (racy, opened) = setup.run(changed + Duration::from_millis(50));
     assert_eq!((opened, racy.reuse.unread_members), (1, 0), "{:?}", racy.reuse);
@@ -242,7 +242,7 @@ fn tarball_spec(setup: &Setup) -> crate::WheelSpec {
         build_time: BuildTime::DEFAULT,
     };
     let member =
-        Member { name: "demo/_devel.tar".into(), data: MemberData::Tarball(Arc::new(tarball)), executable: false };
+        Member { name: "demo/tree.tar".into(), data: MemberData::Tarball(Arc::new(tarball)), executable: false };
     crate::demo_wheel_spec(vec![member])
 }
 
