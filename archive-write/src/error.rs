@@ -9,6 +9,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
+
 /// What a writer was doing when the file system refused it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteAction {
@@ -75,9 +77,17 @@ impl WriteError {
     pub fn io(action: WriteAction, path: impl Into<PathBuf>, source: io::Error) -> WriteError {
         WriteError::Write { action, path: path.into(), source }
     }
+}
 
+impl From<crate::names::NameError> for WriteError {
+    fn from(error: crate::names::NameError) -> WriteError {
+        WriteError::Invalid { reason: error.to_string() }
+    }
+}
+
+impl Diagnostic for WriteError {
     /// The file the error is about, if it names one.
-    pub fn path(&self) -> Option<&Path> {
+    fn path(&self) -> Option<&Path> {
         match self {
             WriteError::Read { path, .. }
             | WriteError::Write { path, .. }
@@ -89,7 +99,7 @@ impl WriteError {
 
     /// What the user can do next, in terms of files and directories (a caller that knows
     /// its flags says it in those).
-    pub fn hint(&self) -> Option<&'static str> {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Read { source, .. } => Some(read_hint(source)),
             Self::Write { source, .. } => Some(write_hint(source)),

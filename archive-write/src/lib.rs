@@ -25,6 +25,7 @@ mod identity;
 mod input;
 mod member;
 mod metadata;
+mod names;
 mod options;
 mod output_hash;
 mod pipe;
@@ -44,7 +45,10 @@ pub use error::{WriteAction, WriteError};
 pub use identity::IdentityCache;
 pub use input::{kind_of, open_regular, Links};
 pub use member::{from_io, to_io, MemberSource};
-pub use metadata::normalize_dist_name;
+pub use names::{
+    check_variant_label, file_name_form, fold_separators, normalize, DistName, NameError, PlatformTag, Version,
+    WheelFileName,
+};
 pub use options::{BuildTime, Generator, Reuse, TarballCompression, WheelCompression};
 pub use previous::Ignored;
 pub use progress::{Progress, Silent};
@@ -103,16 +107,18 @@ pub struct EntryPoint {
 
 #[derive(Clone, Debug)]
 pub struct WheelSpec {
+    /// The wheel's file name: its distribution and version (which `metadata` names too),
+    /// its platform tag and, for a variant wheel, its label. The writer spells nothing of
+    /// it itself.
+    pub file_name: WheelFileName,
     pub metadata: CoreMetadata,
     /// Named in the `WHEEL` file, and part of every member's codec fingerprint.
     pub generator: Generator,
-    /// e.g. `linux_x86_64` or `manylinux_2_28_x86_64`.
-    pub platform_tag: String,
     /// Where the wheel's root installs (`Root-Is-Purelib`).
     pub root: WheelRoot,
-    /// A variant wheel (PEP 825): its label and `.dist-info/variant.json`; `None` for a
-    /// wheel without a variant label.
-    pub variant: Option<WheelVariant>,
+    /// A variant wheel's `.dist-info/variant.json` (PEP 825, draft), whose content the
+    /// caller renders: present exactly when the file name carries a label.
+    pub variant_json: Option<Vec<u8>>,
     pub entry_points: Vec<EntryPoint>,
     /// Any order; the writer sorts by name (dist-info last).
     pub members: Vec<Member>,
@@ -159,15 +165,6 @@ pub enum WheelRoot {
     Platlib,
     /// Pure Python (`py3-none-any`): `Root-Is-Purelib: true`.
     Purelib,
-}
-
-/// What makes a wheel a variant wheel (PEP 825, draft): the label that ends its file name
-/// (`…-linux_x86_64-{label}.whl`, `^[0-9a-z_.]+$`) and the `variant.json` its
-/// `.dist-info` carries, whose content the caller renders.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WheelVariant {
-    pub label: String,
-    pub variant_json: Vec<u8>,
 }
 
 #[derive(Clone, Debug)]
@@ -285,7 +282,7 @@ pub struct StagedFile {
     staged: atomic::Staged,
 }
 
-/// Writes `{name}-{version}-py3-none-{platform}.whl` into a temp file in `dest_dir`.
+/// Writes the wheel `spec.file_name` names into a temp file in `dest_dir`.
 ///
 /// Members are compressed on rayon's global pool in bounded chunks, so one call already
 /// uses every core; call it from outside the pool (it works from inside, by running pool
@@ -334,7 +331,7 @@ pub fn commit(files: Vec<StagedFile>) -> Result<Vec<WrittenFile>, WriteError> {
     Ok(written)
 }
 
-/// Writes `{name}-{version}-py3-none-{platform}.whl` into `dest_dir` atomically: a wheel
+/// Writes the wheel `spec.file_name` names into `dest_dir` atomically: a wheel
 /// on its own, outside a packaging run (see [`stage_wheel`]).
 pub fn write_wheel(
     dest_dir: &Path,
@@ -387,11 +384,11 @@ pub fn write_tarball(out: &mut dyn io::Write, spec: &TarballSpec, name: &Path) -
 #[cfg(test)]
 pub(crate) fn demo_wheel_spec(members: Vec<Member>) -> WheelSpec {
     WheelSpec {
+        file_name: "demo-1.0-py3-none-linux_x86_64.whl".parse().expect("a wheel file name"),
         generator: Generator { name: "test", version: "1" },
         metadata: CoreMetadata { name: "demo".into(), version: "1.0".into(), ..CoreMetadata::default() },
-        platform_tag: "linux_x86_64".into(),
         root: WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: Vec::new(),
         members,
         inventory: None,

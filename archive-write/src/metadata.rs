@@ -1,5 +1,6 @@
 //! The text files of a wheel's `.dist-info` and of an sdist: METADATA / PKG-INFO (core
-//! metadata 2.1), WHEEL, `entry_points.txt`, and the name normalisation of file names.
+//! metadata 2.1), WHEEL, `entry_points.txt`. How names are spelled in file names is
+//! `names`'.
 //!
 //! Owns: how metadata is spelled. Does not own: what the metadata says (the caller's).
 
@@ -9,30 +10,6 @@ use super::{CoreMetadata, EntryPoint, Generator, WheelRoot, WriteError};
 /// installers (uv) may trust an sdist's PKG-INFO instead of asking its build backend, and
 /// an sdist may compute its requirements at install time (SPEC §3).
 const METADATA_VERSION: &str = "2.1";
-
-/// The distribution name as wheel and sdist file names spell it: lower case, each run of
-/// `-`, `_`, `.` replaced by one `_`.
-pub fn normalize_dist_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut in_run = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !in_run {
-                out.push('_');
-            }
-            in_run = true;
-        } else {
-            out.extend(c.to_lowercase());
-            in_run = false;
-        }
-    }
-    out
-}
-
-/// The version as file names spell it (a local version's `-` cannot appear there).
-pub fn file_name_version(version: &str) -> String {
-    version.replace('-', "_")
-}
 
 /// Refuses names and versions that cannot be spelled in a file name or a header line.
 pub fn check_metadata(metadata: &CoreMetadata) -> Result<(), WriteError> {
@@ -95,17 +72,14 @@ pub fn render_core_metadata(metadata: &CoreMetadata) -> Result<Vec<u8>, WriteErr
     Ok(out.into_bytes())
 }
 
-/// The WHEEL file (PEP 427).
-pub fn render_wheel_file(generator: Generator, platform_tag: &str, root: WheelRoot) -> Vec<u8> {
+/// The WHEEL file (PEP 427); `tag` is the wheel's `{python}-{abi}-{platform}`.
+pub fn render_wheel_file(generator: Generator, tag: &str, root: WheelRoot) -> Vec<u8> {
     let Generator { name, version } = generator;
     let purelib = match root {
         WheelRoot::Platlib => "false",
         WheelRoot::Purelib => "true",
     };
-    format!(
-        "Wheel-Version: 1.0\nGenerator: {name} {version}\nRoot-Is-Purelib: {purelib}\nTag: py3-none-{platform_tag}\n"
-    )
-    .into_bytes()
+    format!("Wheel-Version: 1.0\nGenerator: {name} {version}\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n").into_bytes()
 }
 
 /// `entry_points.txt`: one section per group, groups and names sorted.
@@ -137,34 +111,9 @@ pub fn render_entry_points(entry_points: &[EntryPoint]) -> Result<Vec<u8>, Write
     Ok(out.into_bytes())
 }
 
-/// Refuses a variant label PEP 825 does not allow (`^[0-9a-z_.]+$`).
-pub fn check_variant_label(label: &str) -> Result<(), WriteError> {
-    if label.is_empty()
-        || !label.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'_' | b'.'))
-    {
-        return Err(WriteError::Invalid { reason: format!("variant label {label:?} is not a valid label") });
-    }
-    Ok(())
-}
-
-/// Refuses a platform tag that would break the file name or the WHEEL file.
-pub fn check_platform_tag(platform_tag: &str) -> Result<(), WriteError> {
-    if platform_tag.is_empty() || !platform_tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
-        return Err(WriteError::Invalid { reason: format!("platform tag {platform_tag:?} is not a valid tag") });
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalizes_names_like_wheel_file_names() {
-        assert_eq!(normalize_dist_name("my-sdk-libraries-family110X-all"), "my_sdk_libraries_family110x_all");
-        assert_eq!(normalize_dist_name("A.b--C__d"), "a_b_c_d");
-        assert_eq!(normalize_dist_name("plain"), "plain");
-    }
 
     #[test]
     fn renders_metadata_in_field_order() {
@@ -214,15 +163,5 @@ mod tests {
         assert_eq!(text, "[console_scripts]\na = pkg:a\nb = pkg:b\n\n[plugins]\nns = my_plugin\n");
         assert!(render_entry_points(&[entry("a]b", "x", "m")]).is_err());
         assert!(render_entry_points(&[entry("g", "x", "m\n[other]")]).is_err());
-    }
-
-    #[test]
-    fn variant_labels_are_what_pep_825_allows() {
-        for label in ["x86_64_v3", "sm_90a", "1.2"] {
-            assert!(check_variant_label(label).is_ok(), "{label}");
-        }
-        for label in ["", "Sm90a", "sm_90a-x", "a/b"] {
-            assert!(check_variant_label(label).is_err(), "{label}");
-        }
     }
 }

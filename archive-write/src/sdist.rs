@@ -13,14 +13,15 @@ use tar::{EntryType, Header};
 use super::atomic::AtomicFile;
 use super::member::check_member_name;
 use super::member::from_io;
-use super::metadata::{file_name_version, normalize_dist_name, render_core_metadata};
+use super::metadata::render_core_metadata;
+use super::names::{file_name_form, file_name_version};
 use super::{ArchiveOptions, ReuseCounts, SdistFile, SdistSpec, StagedFile, WriteError, WrittenFile};
 
 /// The sdist's top directory, `{name}-{version}` (PEP 625: the normalised name), and every
 /// file under it, PKG-INFO included, sorted and checked: what the archive holds, and what
 /// a tree lays out as a directory.
 pub fn sdist_layout(spec: &SdistSpec) -> Result<(String, Vec<SdistFile>), WriteError> {
-    let stem = format!("{}-{}", normalize_dist_name(&spec.metadata.name), file_name_version(&spec.metadata.version));
+    let stem = format!("{}-{}", file_name_form(&spec.metadata.name), file_name_version(&spec.metadata.version));
     let pkg_info = render_core_metadata(&spec.metadata)?;
     let mut files = vec![SdistFile { name: "PKG-INFO".to_owned(), bytes: pkg_info, executable: false }];
     files.extend(spec.files.iter().cloned());

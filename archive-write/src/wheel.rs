@@ -19,10 +19,8 @@ use super::codec::fingerprint;
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
 use super::identity::{read_from, IdentityCache};
 use super::member::{check_member_name, from_io, known_len, open_member};
-use super::metadata::{
-    check_platform_tag, check_variant_label, file_name_version, normalize_dist_name, render_core_metadata,
-    render_entry_points, render_wheel_file,
-};
+use super::metadata::{render_core_metadata, render_entry_points, render_wheel_file};
+use super::names::DistName;
 use super::output_hash::{Hashed, HashedSoFar, HashingWriter};
 use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
@@ -31,7 +29,7 @@ use super::zip::{EntryHeader, ZipWriter};
 use super::{tar, ArchiveOptions, ListedMember, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use super::{Progress, Reuse, TarballCompression, WheelCompression};
 
-/// The names a wheel's files derive from its metadata.
+/// The names a wheel's files derive from its file name.
 pub struct WheelNames {
     /// `{name}-{version}` as file names spell it.
     pub stem: String,
@@ -40,24 +38,28 @@ pub struct WheelNames {
 }
 
 impl WheelNames {
+    /// The names of `spec`'s wheel, once its metadata is checked and agrees with its file
+    /// name: the same distribution (PEP 503) and version, and a label exactly when it has a
+    /// `variant.json`.
     pub fn new(spec: &WheelSpec) -> Result<WheelNames, WriteError> {
         super::metadata::check_metadata(&spec.metadata)?;
-        check_platform_tag(&spec.platform_tag)?;
-        let stem =
-            format!("{}-{}", normalize_dist_name(&spec.metadata.name), file_name_version(&spec.metadata.version));
-        // PEP 825: the label follows the platform tag; the python tag (`py3`) never starts
-        // with a digit, so the name cannot be read as one with a build tag.
-        let label = match &spec.variant {
-            Some(variant) => {
-                check_variant_label(&variant.label)?;
-                format!("-{}", variant.label)
-            }
-            None => String::new(),
-        };
+        let file_name = &spec.file_name;
+        if DistName::new(&spec.metadata.name)? != file_name.name || spec.metadata.version != file_name.version.as_str()
+        {
+            let reason = format!(
+                "the wheel file name {file_name} does not name {} {}, the distribution its metadata describes",
+                spec.metadata.name, spec.metadata.version
+            );
+            return Err(WriteError::Invalid { reason });
+        }
+        if file_name.variant.is_some() != spec.variant_json.is_some() {
+            let reason = format!("{file_name}: a variant wheel has a label and a variant.json, others neither");
+            return Err(WriteError::Invalid { reason });
+        }
         Ok(WheelNames {
-            file_name: format!("{stem}-py3-none-{}{label}.whl", spec.platform_tag),
-            dist_info: format!("{stem}.dist-info"),
-            stem,
+            file_name: file_name.to_string(),
+            dist_info: file_name.dist_info_dir(),
+            stem: file_name.stem(),
         })
     }
 
@@ -90,10 +92,10 @@ pub fn ordered_members(spec: &WheelSpec, names: &WheelNames) -> Result<Vec<Membe
     let dist_info_prefix = format!("{}/", names.dist_info);
     let mut generated = vec![
         (format!("{}/METADATA", names.dist_info), render_core_metadata(&spec.metadata)?),
-        (format!("{}/WHEEL", names.dist_info), render_wheel_file(spec.generator, &spec.platform_tag, spec.root)),
+        (format!("{}/WHEEL", names.dist_info), render_wheel_file(spec.generator, &spec.file_name.tag(), spec.root)),
     ];
-    if let Some(variant) = &spec.variant {
-        generated.push((format!("{}/variant.json", names.dist_info), variant.variant_json.clone()));
+    if let Some(variant_json) = &spec.variant_json {
+        generated.push((format!("{}/variant.json", names.dist_info), variant_json.clone()));
     }
     if !spec.entry_points.is_empty() {
         generated.push((format!("{}/entry_points.txt", names.dist_info), render_entry_points(&spec.entry_points)?));

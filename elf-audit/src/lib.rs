@@ -1,19 +1,22 @@
 //! What a release gate and a platform-tag choice read from ELF files, and nothing else:
 //! headers, program headers, the dynamic section and the symbol versions a file needs,
 //! read from a bounded window of each file; the glibc arithmetic on those versions; and
-//! auditwheel's manylinux policies (PEP 599/600) as data; and the layout a Windows loader
+//! auditwheel's manylinux policies (PEP 599/600) as data; the [`Architecture`] of a platform
+//! tag or an ELF file, the one table of machines; and the layout a Windows loader
 //! requires of a PE file (`pe_layout`), which the packager and the gate both check.
 //!
 //! Owns: reading, never writing. Must not know: how files are edited (`elf-rpath`, whose
 //! output this crate reads, so the two share no code, not even the ELF numbers: those are
 //! goblin's), packages, or what a finding means to a release.
 
+mod architecture;
 mod glibc;
 mod parse;
 mod pe_layout;
 mod policy;
 mod window;
 
+pub use architecture::Architecture;
 pub use glibc::{is_system_library, tag_glibc_minor, VersionNeeds, SYSTEM_LIBRARIES};
 pub use parse::{
     arch_name, elf_identity, parse_elf, ElfFile, ElfIdentity, Segment, ELF_MAGIC, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC,

@@ -417,19 +417,9 @@ fn read_verneed(window: &ElfWindow, fields: Fields, elf: &mut ElfFile, vaddr: u6
     }
 }
 
-/// The wheel platform architecture name for an `e_machine`.
+/// The wheel platform architecture name for an `e_machine` ([`Architecture`]'s).
 pub fn arch_name(machine: u16, little_endian: bool) -> Option<&'static str> {
-    Some(match machine {
-        3 => "i686",
-        40 => "armv7l",
-        62 => "x86_64",
-        183 => "aarch64",
-        21 if little_endian => "ppc64le",
-        21 => "ppc64",
-        22 => "s390x",
-        243 => "riscv64",
-        _ => return None,
-    })
+    crate::Architecture::from_elf(machine, little_endian).map(crate::Architecture::as_str)
 }
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ mod symbols;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
+
 use parse::{ElfFile, DF_1_PIE, DT_FLAGS_1, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, ET_DYN, ET_EXEC};
 use source::{FileSource, Source};
 pub use splice::{BytePatch, EditStrategy, RpathEdit, SplicedReader};
@@ -97,18 +99,18 @@ pub enum ElfError {
     },
 }
 
-impl ElfError {
-    /// The file the error is about.
-    pub fn path(&self) -> &Path {
+impl Diagnostic for ElfError {
+    /// The file the error is about: every one names it.
+    fn path(&self) -> Option<&Path> {
         match self {
             ElfError::Malformed { path, .. }
             | ElfError::Unsupported { path, .. }
             | ElfError::Read { path, .. }
-            | ElfError::Write { path, .. } => path,
+            | ElfError::Write { path, .. } => Some(path),
         }
     }
 
-    pub fn hint(&self) -> Option<&'static str> {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Malformed { .. } => {
                 Some("the file is truncated or corrupt: rebuild it, and report its build if a fresh one is too")

@@ -16,6 +16,8 @@ mod windows;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
+
 pub use layout::{DEEP_DEVICE_FILE, DEVICE_TARGET_IDS, KPACK_HOLE_END, LEGACY_FAMILIES, OWNER_SHARED_TARGET_IDS};
 pub use synthetic::{write_synthetic, SyntheticOptions, SyntheticSummary};
 pub use windows::MINGW_GCC;
@@ -62,9 +64,16 @@ pub enum ExampleError {
     },
 }
 
-impl ExampleError {
+impl Diagnostic for ExampleError {
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Self::OutputNotEmpty { path } | Self::Tool { path, .. } | Self::Io { path, .. } => Some(path),
+            Self::NoCompiler { .. } | Self::Layout { .. } => None,
+        }
+    }
+
     /// What the user can do next. The CLI prints it as `hint: ...`.
-    pub fn hint(&self) -> Option<&'static str> {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::OutputNotEmpty { .. } => Some("choose a new directory, or remove this one first"),
             Self::NoCompiler { .. } => Some("install a C compiler (apt-get install gcc) or set CC"),

@@ -23,7 +23,7 @@ use crate::config::{
 };
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
-use crate::identity::{self, PackageRole, PlatformTags, WheelFileName};
+use crate::identity::{self, PackageRole, PlatformTags};
 use crate::identity_cache::{load_identities, save_identities};
 use crate::launcher::LauncherTemplate;
 use crate::manylinux;
@@ -35,7 +35,8 @@ use crate::sbom;
 use crate::variants;
 use crate::write::{
     self, ArchiveOptions, CoreMetadata, EntryPoint, Generator, Member, MemberData, SdistFile, SdistSpec, StagedFile,
-    TarEntry, TarEntryKind, TarEntrySource, TarTotals, TarballSpec, WheelRoot, WheelSpec, WriteError,
+    TarEntry, TarEntryKind, TarEntrySource, TarTotals, TarballSpec, Version, WheelFileName, WheelRoot, WheelSpec,
+    WriteError,
 };
 
 /// One output file in the summary table.
@@ -148,7 +149,7 @@ impl Run<'_> {
     fn generated_sbom(&self, distribution: &str, requires_dist: &[String]) -> Option<write::Inventory> {
         let provenance = sbom::Provenance::new(self.third_party.clone());
         matches!(self.config.sbom, Sbom::Write { .. })
-            .then(|| sbom::inventory(distribution, &self.plan.version, provenance, requires_dist.to_vec()))
+            .then(|| sbom::inventory(distribution, self.plan.version.as_str(), provenance, requires_dist.to_vec()))
     }
 }
 
@@ -254,13 +255,15 @@ fn stage_variants(run: &Run<'_>, options: &ArchiveOptions) -> Result<Vec<Staged>
             data: MemberData::Bytes(Arc::new(file.bytes)),
             executable: file.executable,
         });
+        let label = wheel.variant.as_ref().map(|(label, _)| label.as_str());
         let inventory = run.generated_sbom(&wheel.distribution, &wheel.requires_dist);
         let spec = WheelSpec {
+            file_name: identity::wheel_file_name(&wheel.distribution, &run.plan.version, &wheel.platform_tag, label)
+                .map_err(WriteError::from)?,
             metadata: core_metadata(&wheel.distribution, &run.plan.version, wheel.requires_dist),
             generator: GENERATOR,
-            platform_tag: wheel.platform_tag,
             root: wheel.root,
-            variant: wheel.variant,
+            variant_json: wheel.variant.map(|(_, json)| json),
             entry_points: wheel.python.entry_points,
             members: members.collect(),
             inventory,
@@ -285,7 +288,7 @@ fn remove_stale(
     progress: &dyn Progress,
 ) -> Result<(), WriteError> {
     let produced = outputs.iter().map(|output| output.file_name.clone()).collect();
-    let removed = crate::stale::remove_stale_archives(output_dir, &plan.version, &produced)?;
+    let removed = crate::stale::remove_stale_archives(output_dir, plan.version.as_str(), &produced)?;
     for path in removed {
         progress.warn(&format!("removed {}: an earlier run's package this run no longer produces", path.display()));
     }
@@ -433,11 +436,12 @@ fn wheel_spec(
         members.push(Member { name, data: MemberData::Tarball(Arc::new(spec)), executable: false });
     }
     Ok(WheelSpec {
+        file_name: identity::wheel_file_name(&names.distribution, &plan.version, platform_tag, None)
+            .map_err(WriteError::from)?,
         metadata: core_metadata(&names.distribution, &plan.version, package.requires_dist.clone()),
         generator: GENERATOR,
-        platform_tag: platform_tag.clone(),
         root: WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: python_part.entry_points,
         members,
         inventory: run.sbom(package, tarball_member.as_deref()),
@@ -445,10 +449,10 @@ fn wheel_spec(
 }
 
 /// The METADATA of one of our wheels.
-fn core_metadata(distribution: &str, version: &str, requires_dist: Vec<String>) -> CoreMetadata {
+fn core_metadata(distribution: &str, version: &Version, requires_dist: Vec<String>) -> CoreMetadata {
     CoreMetadata {
         name: distribution.to_owned(),
-        version: version.to_owned(),
+        version: version.to_string(),
         summary: format!("{SUMMARY}: {distribution}"),
         requires_dist,
         requires_python: Some(REQUIRES_PYTHON.to_owned()),
@@ -536,7 +540,7 @@ fn sdist_spec(plan: &Plan) -> SdistSpec {
     SdistSpec {
         metadata: CoreMetadata {
             name: plan.dist_info.names(&PackageRole::Meta).distribution,
-            version: plan.version.clone(),
+            version: plan.version.to_string(),
             summary: SUMMARY.to_owned(),
             requires_python: Some(REQUIRES_PYTHON.to_owned()),
             license: Some(LICENSE.to_owned()),
@@ -557,7 +561,7 @@ fn check_complete(plan: &Plan, output_dir: &Path, outputs: &[OutputReport]) -> R
     let version = &plan.version;
     let written: Vec<WheelFileName> = outputs
         .iter()
-        .filter_map(|output| WheelFileName::parse(&output.file_name))
+        .filter_map(|output| output.file_name.parse::<WheelFileName>().ok())
         .filter(|wheel| wheel.version == *version)
         .collect();
     let mut required = vec![PackageRole::Core, PackageRole::Libraries { family: None }];
@@ -568,7 +572,7 @@ fn check_complete(plan: &Plan, output_dir: &Path, outputs: &[OutputReport]) -> R
     let mut missing: BTreeSet<String> = required
         .iter()
         .map(|role| plan.dist_info.names(role).file_name_form())
-        .filter(|distribution| !written.iter().any(|wheel| wheel.distribution == *distribution))
+        .filter(|distribution| !written.iter().any(|wheel| wheel.name.as_str() == distribution))
         .map(|distribution| format!("{distribution}-{version}-*.whl"))
         .collect();
     let sdist = format!("{}-{version}.tar.gz", plan.dist_info.names(&PackageRole::Meta).file_name_form());

@@ -83,12 +83,10 @@ impl PlatformTag {
 
     /// The machine whose ELF files get the RPATH treatment: the tag's, or under `auto`
     /// the host's (whose files a build made here are).
-    pub fn machine(&self) -> crate::platform::TargetMachine {
+    pub fn machine(&self) -> elf_audit::Architecture {
         match self {
-            PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => {
-                crate::platform::TargetMachine::from_platform_tag(tag)
-            }
-            PlatformTag::Manylinux => crate::platform::TargetMachine::host(),
+            PlatformTag::Fixed(tag) | PlatformTag::Default(tag) => crate::platform::machine_of_tag(tag),
+            PlatformTag::Manylinux => crate::platform::host_machine(),
         }
     }
 }

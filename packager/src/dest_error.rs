@@ -7,6 +7,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
+
 /// Why a destination cannot be used, in words, each with what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum DestinationError {
@@ -36,20 +38,20 @@ pub enum DestinationError {
     },
 }
 
-impl DestinationError {
-    pub fn path(&self) -> &Path {
-        match self {
+impl Diagnostic for DestinationError {
+    fn path(&self) -> Option<&Path> {
+        Some(match self {
             DestinationError::DanglingSymlink { path, .. }
             | DestinationError::SymlinkInside { path, .. }
             | DestinationError::NotADirectory { path, .. }
             | DestinationError::Create { path, .. }
             | DestinationError::LockNotAFile { path, .. }
             | DestinationError::Lock { path, .. } => path,
-        }
+        })
     }
 
-    pub fn hint(&self) -> &'static str {
-        match self {
+    fn hint(&self) -> Option<&'static str> {
+        Some(match self {
             DestinationError::DanglingSymlink { .. } => {
                 "create the directory it points to, remove the symlink, or pass another --dest-dir"
             }
@@ -61,7 +63,7 @@ impl DestinationError {
                 "remove it (a run creates its lock file itself and removes it when it ends), or pass another --dest-dir"
             }
             DestinationError::Create { source, .. } | DestinationError::Lock { source, .. } => dest_dir_hint(source),
-        }
+        })
     }
 }
 

@@ -18,6 +18,8 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
+use diagnostic::Diagnostic;
+
 use crate::config::Destination;
 
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +59,8 @@ pub enum OverlapError {
     },
 }
 
-impl OverlapError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for OverlapError {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             OverlapError::Unresolvable { .. } => {
                 Some("check that each directory on the way to that path may be read (and is not a symlink loop)")
@@ -71,12 +73,12 @@ impl OverlapError {
     }
 
     /// The destination the error is about: what the user can change.
-    pub fn path(&self) -> &Path {
-        match self {
+    fn path(&self) -> Option<&Path> {
+        Some(match self {
             OverlapError::Same { dest_dir, .. } | OverlapError::DestInsideArtifacts { dest_dir, .. } => dest_dir,
             OverlapError::ArtifactsInsideOutput { output_dir, .. } => output_dir,
             OverlapError::Unresolvable { path, .. } => path,
-        }
+        })
     }
 }
 

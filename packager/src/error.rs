@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
+
 use crate::catalog::CatalogError;
 use crate::dest_error::{dest_dir_hint, DestinationError};
 use crate::dest_overlap::OverlapError;
@@ -45,9 +47,9 @@ pub enum Error {
     Locked { dest_dir: PathBuf, lock: PathBuf },
 }
 
-impl Error {
+impl Diagnostic for Error {
     /// What the user can do next, printed by the CLI as `hint: ...`.
-    pub fn hint(&self) -> Option<&'static str> {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Error::Catalog(error) => error.hint(),
             Error::Plan(error) => error.hint(),
@@ -56,13 +58,30 @@ impl Error {
             Error::Write(error) => write_hint(error),
             Error::Tag(error) => error.hint(),
             Error::Variants(error) => error.hint(),
-            Error::Destination(error) => Some(error.hint()),
+            Error::Destination(error) => error.hint(),
             Error::Overlap(error) => error.hint(),
             Error::Locked { .. } => Some("wait for that run to finish, or pass another --dest-dir"),
             Error::MalformedPe { .. } => Some(
                 "the file is truncated or corrupt: rebuild the artifact or remove the file from it, \
                  and report the build if a fresh one has it too",
             ),
+        }
+    }
+
+    /// The file or directory the error is about, if it names one (CI annotations point at it).
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Error::Catalog(error) => error.path(),
+            Error::Plan(error) => error.path(),
+            Error::Elf(error) => error.path(),
+            Error::Launcher(error) => error.path(),
+            Error::Write(error) => error.path(),
+            Error::Tag(error) => error.path(),
+            Error::Variants(error) => error.path(),
+            Error::Destination(error) => error.path(),
+            Error::Overlap(error) => error.path(),
+            Error::Locked { lock, .. } => Some(lock),
+            Error::MalformedPe { path, .. } => Some(path),
         }
     }
 }
@@ -96,74 +115,6 @@ fn write_hint(error: &WriteError) -> Option<&'static str> {
             Some("something modified the artifacts during packaging: rerun when the build has finished")
         }
         _ => error.hint(),
-    }
-}
-
-impl Error {
-    /// The file or directory the error is about, if it names one (CI annotations point at it).
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            Error::Catalog(error) => error.path(),
-            Error::Plan(error) => error.path(),
-            Error::Elf(error) => Some(error.path()),
-            Error::Launcher(error) => error.path(),
-            Error::Write(error) => error.path(),
-            Error::Tag(error) => error.path(),
-            Error::Variants(VariantsError::LegacyBuild { artifacts_dir }) => Some(artifacts_dir),
-            Error::Variants(_) => None,
-            Error::Destination(error) => Some(error.path()),
-            Error::Overlap(error) => Some(error.path()),
-            Error::Locked { lock, .. } => Some(lock),
-            Error::MalformedPe { path, .. } => Some(path),
-        }
-    }
-}
-
-impl CatalogError {
-    /// The file or directory the error is about, if it names one.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            CatalogError::MissingArtifactsDir { path }
-            | CatalogError::ArtifactsDirIsAFile { path }
-            | CatalogError::NotAnArtifactsDir { path }
-            | CatalogError::TherockDirNotACheckout { path }
-            | CatalogError::MissingBuildManifest { path }
-            | CatalogError::BadBuildManifest { path, .. }
-            | CatalogError::BadDistInfo { path, .. }
-            | CatalogError::PrefixEscapes { path, .. }
-            | CatalogError::NonUtf8Name { path }
-            | CatalogError::BadPath { path, .. }
-            | CatalogError::NotACheckout { path }
-            | CatalogError::MissingCheckoutArtifacts { path }
-            | CatalogError::BadCheckoutFile { path, .. }
-            | CatalogError::Read { path, .. }
-            | CatalogError::BadFamilyName { path, .. }
-            | CatalogError::UnexpectedArtifact { path, .. }
-            | CatalogError::NotATargetId { path, .. } => Some(path),
-            CatalogError::KindClash(clash) => Some(&clash.second_path),
-            CatalogError::BadGlob { .. } => None,
-        }
-    }
-}
-
-impl PlanError {
-    /// The file or directory the error is about, if it names one.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            PlanError::NoProfiler { dir } => Some(dir),
-            PlanError::IncompleteOutput { output_dir, .. } => Some(output_dir),
-            _ => None,
-        }
-    }
-}
-
-impl LauncherError {
-    /// The file the error is about, if it names one.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            LauncherError::Read { path, .. } => Some(path),
-            _ => None,
-        }
     }
 }
 

@@ -1,17 +1,16 @@
 //! Package identity (SPEC §2, the package table): which package of a build a plan entry is
 //! (its [`PackageRole`], with the family or device target it is for), the names that role
 //! gives it in a build ([`PackageNames`]: distribution, pure Python package, platform
-//! directory), wheel file names ([`WheelFileName`], parsed and displayed here only), and
-//! PEP 503 name normalisation ([`normalize_name`]). Every name of a package is derived
-//! here, once: nothing else spells `rocm-sdk-…` or joins a platform directory to a member
-//! path by hand.
+//! directory). Every name of a package is derived here, once: nothing else spells
+//! `rocm-sdk-…` or joins a platform directory to a member path by hand. How a name is
+//! spelled in a file name (the wheel file name, PEP 503 normalisation) is the archive
+//! writer's `WheelFileName` and `normalize`, the one definition of each on the writer side.
 //!
 //! Owns: the naming rules. Does not own: what a package holds (`plan`), the Python files
 //! that read the same names at run time (`python`, whose tests compare both), or how an
 //! archive writer escapes a name in a file name (`archive-write`).
 
 mod variants;
-mod wheel_file_name;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,7 +23,6 @@ pub use variants::{
     device_variants_distribution, gfx_arch_value, parse_variants_json_file_name, variants_json_file_name, VariantLabel,
     VARIANT_PROVIDER_DISTRIBUTION, VARIANT_PROVIDER_PACKAGE,
 };
-pub use wheel_file_name::WheelFileName;
 
 /// One package of a build (SPEC §2 package table), with what it is for.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -170,7 +168,7 @@ impl PackageNames {
 
     /// The distribution as wheel and sdist file names spell it: `rocm_sdk_core`.
     pub fn file_name_form(&self) -> String {
-        file_name_form(&self.distribution)
+        archive_write::file_name_form(&self.distribution)
     }
 }
 
@@ -186,7 +184,7 @@ pub struct WheelNames {
 impl WheelNames {
     /// The distribution as wheel file names spell it: `rocm_sdk_core`.
     pub fn file_name_form(&self) -> String {
-        file_name_form(&self.distribution)
+        archive_write::file_name_form(&self.distribution)
     }
 }
 
@@ -252,39 +250,23 @@ pub fn target_identifier(name: &str) -> String {
 /// TheRock's spelling without feature suffixes (`gfx110X-all` stays `gfx110X-all`,
 /// `gfx90a:xnack+` → `gfx90a`). The reference keeps the case, and downstream code hard-codes
 /// `_rocm_sdk_libraries_gfx110X_all/lib` (SPEC §2 "Names"); wheel file names are
-/// normalised apart from this ([`file_name_form`]).
+/// normalised apart from this ([`PackageNames::file_name_form`]).
 pub fn target_dist_segment(name: &str) -> String {
     let base = name.split(':').next().unwrap_or(name).trim();
-    fold_separators(base)
+    archive_write::fold_separators(base)
 }
 
-/// PEP 503 normalisation: lower case, each run of `-`, `_` and `.` becomes one `-`. What an
-/// index and a requirement compare names by.
-pub fn normalize_name(name: &str) -> String {
-    fold_separators(name).chars().flat_map(char::to_lowercase).collect()
-}
-
-/// Each run of `-`, `_` and `.` as one `-`, the case kept.
-fn fold_separators(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut in_separator = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !in_separator {
-                out.push('-');
-            }
-            in_separator = true;
-        } else {
-            out.push(c);
-            in_separator = false;
-        }
-    }
-    out
-}
-
-/// The form a distribution name takes in file names (PEP 427/625): normalised, `-` → `_`.
-pub fn file_name_form(name: &str) -> String {
-    normalize_name(name).replace('-', "_")
+/// The file name of one of our wheels: the distribution, the run's version, the platform
+/// tag chosen for it and a variant wheel's label, through the writer's one constructor.
+pub fn wheel_file_name(
+    distribution: &str,
+    version: &archive_write::Version,
+    platform_tag: &str,
+    label: Option<&str>,
+) -> Result<archive_write::WheelFileName, archive_write::NameError> {
+    let name = archive_write::DistName::new(distribution)?;
+    let platform = archive_write::PlatformTag::new(platform_tag)?;
+    archive_write::WheelFileName::new(name, version.clone(), platform, label)
 }
 
 #[cfg(test)]
@@ -338,14 +320,6 @@ mod tests {
         assert_eq!(target_dist_segment("gfx90a:sramecc+:xnack-"), "gfx90a");
         assert_eq!(target_dist_segment("gfx110X-all"), "gfx110X-all");
         assert_eq!(target_dist_segment("gfx94X-dcgpu"), "gfx94X-dcgpu");
-    }
-
-    #[test]
-    fn normalizes_names() {
-        assert_eq!(normalize_name("rocm-sdk-core"), "rocm-sdk-core");
-        assert_eq!(normalize_name("rocm_sdk_libraries_gfx110X_all"), "rocm-sdk-libraries-gfx110x-all");
-        assert_eq!(normalize_name("A.-_b"), "a-b");
-        assert_eq!(file_name_form("rocm-sdk-libraries-gfx110X-all"), "rocm_sdk_libraries_gfx110x_all");
     }
 
     #[test]

@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
+
 pub use html::{render_flat_page, render_project_page, render_root_page};
 
 /// One distribution file found under `dist/`.
@@ -67,21 +69,21 @@ pub enum IndexError {
     DuplicateName { file_name: String, first: PathBuf, second: PathBuf },
 }
 
-impl IndexError {
+impl Diagnostic for IndexError {
     /// The file the error is about, for CI annotations.
-    pub fn path(&self) -> &Path {
-        match self {
+    fn path(&self) -> Option<&Path> {
+        Some(match self {
             IndexError::NotADirectory { path }
             | IndexError::Read { path, .. }
             | IndexError::Write { path, .. }
             | IndexError::BadMetadata { path, .. }
             | IndexError::NonUtf8Name { path } => path,
             IndexError::DuplicateName { second, .. } => second,
-        }
+        })
     }
 
     /// What the user can do next.
-    pub fn hint(&self) -> Option<&'static str> {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             IndexError::NotADirectory { .. } => {
                 Some("pass the dist/ directory under the --dest-dir of `cargo xtask package`")

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use diagnostic::Diagnostic;
+
 use crate::config::PackageConfig;
 use crate::plan::{Plan, PlannedFile};
 
@@ -28,8 +30,16 @@ pub enum LauncherError {
     },
 }
 
-impl LauncherError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for LauncherError {
+    /// The file the error is about, if it names one.
+    fn path(&self) -> Option<&Path> {
+        match self {
+            LauncherError::Read { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::Compile { .. } => Some("install a C compiler (gcc or clang), or set CC"),
             _ => None,

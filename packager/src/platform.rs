@@ -3,118 +3,72 @@
 //! RPATH treatment; everything else (AMDGPU code objects, an aarch64 or i386 library in an
 //! x86_64 wheel) is data, copied untouched.
 //!
-//! Owns: the platform tag → ELF machine table and the host fallback. Does not own: what
-//! happens to a foreign file (`plan`).
+//! Owns: which [`Architecture`] a run's platform tag means, the host fallback, and the
+//! host's default tag. Does not own: the table of architectures (`elf-audit`'s
+//! [`Architecture`], the one every crate reads), what happens to a foreign file (`plan`).
 
+use elf_audit::Architecture;
 use elf_rpath::ElfInfo;
 
 /// `e_machine` of AMDGPU code objects: never ours to edit (SPEC §6). No wheel platform runs
-/// them, so [`TargetMachine::can_run`] keeps them (with every other machine's files) out of
-/// the RPATH treatment, and the build's operating system is told without them.
+/// them, so [`can_run`] keeps them (with every other machine's files) out of the RPATH
+/// treatment, and the build's operating system is told without them.
 pub const EM_AMDGPU: u16 = 224;
 
-/// `e_machine`, class and byte order of the ELF files a wheel's platform runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TargetMachine {
-    pub machine: u16,
-    pub is_64: bool,
-    pub little_endian: bool,
+/// SPEC §2: without `ROCM_SDK_WHEEL_PLATFORM_TAG` the tag is the host's, `linux_x86_64`;
+/// on a host no wheel is built for, the machine is this one.
+const DEFAULT_ARCHITECTURE: Architecture = Architecture::X86_64;
+
+/// The machine of a wheel platform tag: `linux_x86_64`, `manylinux_2_28_aarch64`, or a
+/// compressed tag set (`manylinux_2_17_x86_64.manylinux2014_x86_64`, whose first tag
+/// decides). A tag without a known architecture falls back to the host's machine.
+pub fn machine_of_tag(platform_tag: &str) -> Architecture {
+    Architecture::of_platform_tags(platform_tag).unwrap_or_else(host_machine)
 }
 
-/// The architecture part of wheel platform tags (PEP 600 / `uname -m`) and what it means
-/// in ELF terms. `ppc64le` is listed before `ppc64`, though neither name ends the other.
-const ARCHITECTURES: &[(&str, TargetMachine)] = &[
-    ("x86_64", TargetMachine { machine: 62, is_64: true, little_endian: true }),
-    ("aarch64", TargetMachine { machine: 183, is_64: true, little_endian: true }),
-    ("ppc64le", TargetMachine { machine: 21, is_64: true, little_endian: true }),
-    ("ppc64", TargetMachine { machine: 21, is_64: true, little_endian: false }),
-    ("s390x", TargetMachine { machine: 22, is_64: true, little_endian: false }),
-    ("riscv64", TargetMachine { machine: 243, is_64: true, little_endian: true }),
-    ("loongarch64", TargetMachine { machine: 258, is_64: true, little_endian: true }),
-    ("i686", TargetMachine { machine: 3, is_64: false, little_endian: true }),
-    ("i386", TargetMachine { machine: 3, is_64: false, little_endian: true }),
-    ("armv7l", TargetMachine { machine: 40, is_64: false, little_endian: true }),
-];
+/// The machine this packager runs on, in wheel terms.
+pub fn host_machine() -> Architecture {
+    Architecture::host().unwrap_or(DEFAULT_ARCHITECTURE)
+}
 
-/// SPEC §2: without `ROCM_SDK_WHEEL_PLATFORM_TAG` the tag is the host's, `linux_x86_64`.
-const DEFAULT_ARCHITECTURE: &str = "x86_64";
-
-impl TargetMachine {
-    /// The machine of a wheel platform tag: `linux_x86_64`, `manylinux_2_28_aarch64`, or a
-    /// compressed tag set (`manylinux_2_17_x86_64.manylinux2014_x86_64`, whose first tag
-    /// decides). A tag without a known architecture falls back to the host's machine.
-    pub fn from_platform_tag(platform_tag: &str) -> TargetMachine {
-        platform_tag.split('.').find_map(architecture_of).unwrap_or_else(TargetMachine::host)
-    }
-
-    /// The machine this packager runs on, in wheel terms.
-    pub fn host() -> TargetMachine {
-        let name = match std::env::consts::ARCH {
-            "x86" => "i686",
-            "arm" => "armv7l",
-            "powerpc64" if cfg!(target_endian = "little") => "ppc64le",
-            other => other,
-        };
-        architecture_of(name)
-            .or_else(|| architecture_of(DEFAULT_ARCHITECTURE))
-            .expect("the default architecture is in the table")
-    }
-
-    /// The architecture's name in platform tags (`x86_64`, `aarch64`, `i686`).
-    pub fn arch_name(&self) -> &'static str {
-        ARCHITECTURES
-            .iter()
-            .find(|(_, machine)| machine == self)
-            .map(|(name, _)| *name)
-            .expect("every TargetMachine comes from the table")
-    }
-
-    /// Whether `info` was built for this machine: same `e_machine`, class and byte order.
-    /// The packager edits only such files; the rest (AMDGPU code objects, another CPU's
-    /// libraries) it copies unchanged (SPEC §6).
-    pub fn can_run(&self, info: &ElfInfo) -> bool {
-        info.machine == self.machine && info.is_64 == self.is_64 && info.little_endian == self.little_endian
+/// The host's platform tag, the default of a Linux build (SPEC §2, §7): `linux_` and the
+/// architecture as Python names it (`linux_i686`, `linux_ppc64le`; Rust's own names for
+/// those machines, `x86` and `powerpc64`, are no platform tags). A machine no wheel is
+/// built for keeps the name Rust gives it, as `uname -m` would.
+pub fn host_platform_tag() -> String {
+    match Architecture::host() {
+        Some(architecture) => format!("linux_{architecture}"),
+        None => format!("linux_{}", std::env::consts::ARCH),
     }
 }
 
-/// The architecture a single platform tag ends with (`linux_x86_64` → x86_64).
-fn architecture_of(tag: &str) -> Option<TargetMachine> {
-    ARCHITECTURES.iter().find_map(|(name, machine)| {
-        let matches = tag == *name || tag.strip_suffix(name).is_some_and(|rest| rest.ends_with('_'));
-        matches.then_some(*machine)
-    })
+/// Whether `info` was built for `machine`: same `e_machine`, class and byte order. The
+/// packager edits only such files; the rest (AMDGPU code objects, another CPU's
+/// libraries) it copies unchanged (SPEC §6).
+pub fn can_run(machine: Architecture, info: &ElfInfo) -> bool {
+    info.machine == machine.elf_machine()
+        && info.is_64 == machine.is_64()
+        && info.little_endian == machine.is_little_endian()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn check(platform_tag: &str, expect: (u16, bool, bool)) {
-        let machine = TargetMachine::from_platform_tag(platform_tag);
-        assert_eq!((machine.machine, machine.is_64, machine.little_endian), expect, "{platform_tag}");
-    }
-
-    #[test]
-    fn platform_tags_name_their_machine() {
-        check("linux_x86_64", (62, true, true));
-        check("manylinux_2_28_x86_64", (62, true, true));
-        check("manylinux2014_aarch64", (183, true, true));
-        check("musllinux_1_2_aarch64", (183, true, true));
-        check("manylinux_2_17_ppc64le", (21, true, true));
-        check("manylinux_2_17_ppc64", (21, true, false));
-        check("manylinux_2_17_s390x", (22, true, false));
-        check("manylinux1_i686", (3, false, true));
-        check("linux_armv7l", (40, false, true));
-        check("manylinux_2_17_aarch64.manylinux2014_aarch64", (183, true, true));
-    }
-
     #[test]
     fn unknown_tags_fall_back_to_the_host() {
         for tag in ["any", "linux", "linux_sparc64", "", "x86_64_linux", "linux_xx86_64"] {
-            assert_eq!(TargetMachine::from_platform_tag(tag), TargetMachine::host(), "{tag:?}");
+            assert_eq!(machine_of_tag(tag), host_machine(), "{tag:?}");
         }
-        // Where the host's Rust name is also its wheel name (x86_64, aarch64), they agree.
-        let host_tag = format!("linux_{}", std::env::consts::ARCH);
-        assert_eq!(TargetMachine::from_platform_tag(&host_tag), TargetMachine::host());
+        assert_eq!(machine_of_tag("manylinux_2_17_ppc64le"), Architecture::Ppc64le);
+    }
+
+    /// The default tag names the host as Python does, and reads back as the host's machine.
+    #[test]
+    fn the_host_tag_is_pythons_and_names_the_host() {
+        let tag = host_platform_tag();
+        assert_eq!(machine_of_tag(&tag), host_machine(), "{tag}");
+        assert_eq!(Architecture::of_platform_tag(&tag), Architecture::host(), "{tag}");
+        assert!(!tag.ends_with("_x86") && !tag.ends_with("_powerpc64"), "{tag}");
     }
 }

@@ -47,7 +47,7 @@ impl Report {
         }
         let reuse = outputs.iter().fold(ReuseCounts::default(), |total, output| total.plus(output.reuse));
         Report {
-            version: plan.version.clone(),
+            version: plan.version.to_string(),
             kpack_split: plan.kpack_split,
             reuse,
             outputs,

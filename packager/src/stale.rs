@@ -17,15 +17,20 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::identity::{is_our_distribution, parse_variants_json_file_name, WheelFileName};
+use archive_write::WheelFileName;
+
+use crate::identity::{is_our_distribution, parse_variants_json_file_name};
 use crate::write::{WriteAction, WriteError};
 
 /// Our wheels in `dest` of `version` for the operating system of `produced`, that are not
 /// among `produced` (file names this run committed), sorted.
 pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -> Result<Vec<PathBuf>, WriteError> {
     let list_error = |source| WriteError::io(WriteAction::List, dest, source);
-    let windows: BTreeSet<bool> =
-        produced.iter().filter_map(|name| WheelFileName::parse(name)).map(|wheel| wheel.is_windows()).collect();
+    let windows: BTreeSet<bool> = produced
+        .iter()
+        .filter_map(|name| name.parse::<WheelFileName>().ok())
+        .map(|wheel| wheel.platform.is_windows())
+        .collect();
     let mut stale = Vec::new();
     for entry in std::fs::read_dir(dest).map_err(list_error)? {
         let entry = entry.map_err(list_error)?;
@@ -42,9 +47,11 @@ pub fn stale_archives(dest: &Path, version: &str, produced: &BTreeSet<String>) -
             }
         } else {
             // A build tag is never ours: such a wheel was made by another tool.
-            let Some(wheel) = WheelFileName::parse(name).filter(|wheel| wheel.build.is_none()) else { continue };
-            let ours = is_our_distribution(&wheel.distribution) && wheel.version == version;
-            if !ours || !windows.contains(&wheel.is_windows()) {
+            let Some(wheel) = name.parse::<WheelFileName>().ok().filter(|wheel| wheel.build.is_none()) else {
+                continue;
+            };
+            let ours = is_our_distribution(wheel.name.as_str()) && wheel.version.as_str() == version;
+            if !ours || !windows.contains(&wheel.platform.is_windows()) {
                 continue;
             }
         }

@@ -14,7 +14,9 @@
 
 mod metadata;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use diagnostic::Diagnostic;
 
 use crate::build_os::BuildOs;
 use crate::config::{DeviceVariants, OutputMode, PackageConfig};
@@ -22,7 +24,7 @@ use crate::identity::{self, PackageRole, PlatformTags, VariantLabel};
 use crate::plan::{version::release_specifier, Plan};
 use crate::python::{self, PythonPart};
 use crate::targets::Target;
-use crate::write::{WheelRoot, WheelVariant};
+use crate::write::WheelRoot;
 
 pub use metadata::{render_index, render_variant_json, SCHEMA_URL};
 
@@ -45,8 +47,15 @@ pub enum VariantsError {
     BadLabel { target: String },
 }
 
-impl VariantsError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for VariantsError {
+    fn path(&self) -> Option<&Path> {
+        match self {
+            VariantsError::LegacyBuild { artifacts_dir } => Some(artifacts_dir),
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::LegacyBuild { .. } => Some(
                 "package a kpack-split build (its `base` artifact sets KPACK_SPLIT_ARTIFACTS), or leave out --variants: \
@@ -106,7 +115,7 @@ pub fn plan_variants(plan: &Plan, config: &PackageConfig) -> Result<Option<Varia
             Ok(DeviceVariant { owner: owner.clone(), label })
         })
         .collect::<Result<_, VariantsError>>()?;
-    Ok(Some(VariantSet { version: plan.version.clone(), variants }))
+    Ok(Some(VariantSet { version: plan.version.to_string(), variants }))
 }
 
 /// A wheel of the variant outputs, for `assemble` to give core metadata and write.
@@ -116,7 +125,8 @@ pub struct VariantWheel {
     pub requires_dist: Vec<String>,
     pub platform_tag: String,
     pub root: WheelRoot,
-    pub variant: Option<WheelVariant>,
+    /// A variant wheel's label and its `variant.json` (PEP 825); `None` for the provider.
+    pub variant: Option<(VariantLabel, Vec<u8>)>,
     pub python: PythonPart,
 }
 
@@ -142,10 +152,7 @@ pub fn variant_outputs(set: &VariantSet, plan: &Plan, tags: &PlatformTags) -> Re
             requires_dist: vec![format!("{device}{}", release_specifier(&set.version))],
             platform_tag,
             root: WheelRoot::Platlib,
-            variant: Some(WheelVariant {
-                label: variant.label.as_str().to_owned(),
-                variant_json: render_variant_json(set, variant),
-            }),
+            variant: Some((variant.label.clone(), render_variant_json(set, variant))),
             python: PythonPart::default(),
         });
     }

@@ -47,8 +47,8 @@ pub(crate) struct Archive {
     pub devel: Vec<DevelTree>,
     /// METADATA (wheel) or PKG-INFO (sdist) headers.
     pub headers: Vec<(String, String)>,
-    /// The sdist's `rocm_sdk/_dist_info.py`.
-    pub dist_info_py: Option<String>,
+    /// The sdist's `rocm_sdk/_dist_info_data.py`: the constants the packager generated.
+    pub dist_info_data: Option<String>,
     /// A wheel's `{dist-info}/variant.json` (PEP 825): its member path and text.
     pub variant_json: Option<(String, String)>,
     pub findings: Findings,
@@ -71,7 +71,7 @@ impl Archive {
             elf_scope: ElfScope::new(),
             devel: Vec::new(),
             headers: Vec::new(),
-            dist_info_py: None,
+            dist_info_data: None,
             variant_json: None,
             findings: Findings::default(),
         }
@@ -131,15 +131,15 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
     if let Some(distribution) = distribution {
         for tree in &archive.devel {
             let package = tree.member.rsplit_once('/').map_or("", |(dir, _)| dir);
-            let dist_info_py = texts.get(&format!("{package}/_dist_info.py")).map(String::as_str);
-            check_platform_dir(&archive.file, &distribution, dist_info_py, tree, &mut archive.findings);
+            let dist_info_data = texts.get(&format!("{package}/_dist_info_data.py")).map(String::as_str);
+            check_platform_dir(&archive.file, &distribution, dist_info_data, tree, &mut archive.findings);
         }
         check_wheel_platform_dir(&archive.file, &distribution, &digests, &texts, &mut archive.findings);
     }
     archive
 }
 
-/// A wheel with a pure package (`{package}/_dist_info.py`) installs its native files under
+/// A wheel with a pure package (`{package}/_dist_info_data.py`) installs its native files under
 /// one platform directory, `_` + METADATA's `Name:` with `-` and `.` as `_` + the nonce:
 /// where `get_py_package_name()` looks, and where downstream code hard-codes it
 /// (`_rocm_sdk_libraries_gfx110X_all/lib`, SPEC §2 "Names"). Device wheels have no pure
@@ -151,10 +151,11 @@ fn check_wheel_platform_dir(
     texts: &BTreeMap<String, String>,
     findings: &mut Findings,
 ) {
-    let Some(dist_info_py) = texts.iter().find(|(name, _)| is_package_dist_info(name)).map(|(_, text)| text) else {
+    let Some(dist_info_data) = texts.iter().find(|(name, _)| is_package_dist_info_data(name)).map(|(_, text)| text)
+    else {
         return;
     };
-    let expected = super::devel::platform_dir_name(distribution, Some(dist_info_py));
+    let expected = super::devel::platform_dir_name(distribution, Some(dist_info_data));
     let mut tops: Vec<&str> = digests
         .keys()
         .filter_map(|name| name.split_once('/').map(|(first, _)| first))
@@ -219,9 +220,10 @@ fn is_dist_info_text(name: &str) -> bool {
     }
 }
 
-/// A package's own `{package}/_dist_info.py` (its nonce names the devel platform directory).
-fn is_package_dist_info(name: &str) -> bool {
-    name.split_once('/').is_some_and(|(dir, file)| file == "_dist_info.py" && !dir.ends_with(".dist-info"))
+/// A package's own `{package}/_dist_info_data.py`, the constants the packager generated
+/// for it (its nonce names the platform directories).
+fn is_package_dist_info_data(name: &str) -> bool {
+    name.split_once('/').is_some_and(|(dir, file)| file == "_dist_info_data.py" && !dir.ends_with(".dist-info"))
 }
 
 fn read_wheel_member(
@@ -260,7 +262,7 @@ fn read_wheel_member(
     let streamed = if devel_tar || devel_xz {
         read_devel_member(&mut member, devel_xz, &file, &name, archive)
     } else {
-        stream_member(&mut member, true, is_dist_info_text(&name) || is_package_dist_info(&name))
+        stream_member(&mut member, true, is_dist_info_text(&name) || is_package_dist_info_data(&name))
     };
     let streamed = match streamed {
         Ok(streamed) => streamed,
@@ -458,14 +460,14 @@ fn read_sdist_entries(opened: std::fs::File, archive: &mut Archive) -> io::Resul
         }
         let depth = trimmed.matches('/').count();
         let wanted_text =
-            (depth == 1 && trimmed.ends_with("/PKG-INFO")) || trimmed.ends_with("/rocm_sdk/_dist_info.py");
+            (depth == 1 && trimmed.ends_with("/PKG-INFO")) || trimmed.ends_with("/rocm_sdk/_dist_info_data.py");
         let streamed = stream_member(&mut entry, false, wanted_text)?;
         if let Some(text) = streamed.text {
             let text = String::from_utf8_lossy(&text).into_owned();
             if trimmed.ends_with("/PKG-INFO") && depth == 1 {
                 pkg_info = Some(text);
             } else {
-                archive.dist_info_py = Some(text);
+                archive.dist_info_data = Some(text);
             }
         }
     }

@@ -233,16 +233,16 @@ fn check_shape(file: &str, tree: &DevelTree, findings: &mut Findings) {
 /// The tarball's top-level directory must be the platform directory the runtime expands
 /// into: `_` + the devel wheel's distribution name as METADATA spells it, with `-` and `.`
 /// as `_`, + the build's nonce (SPEC §2, the `--version-suffix`), read from the wheel's own
-/// `_dist_info.py` when it has one.
+/// `_dist_info_data.py` when it has one.
 pub(crate) fn check_platform_dir(
     file: &str,
     distribution: &str,
-    dist_info_py: Option<&str>,
+    dist_info_data: Option<&str>,
     tree: &DevelTree,
     findings: &mut Findings,
 ) {
     let Some(top) = &tree.top else { return };
-    let expected = platform_dir_name(distribution, dist_info_py);
+    let expected = platform_dir_name(distribution, dist_info_data);
     if *top != expected {
         let message = format!(
             "devel tarball's top-level directory `{}` is not the package's platform directory `{expected}`, \
@@ -254,13 +254,13 @@ pub(crate) fn check_platform_dir(
 }
 
 /// `_` + a distribution name as METADATA spells it, with `-` and `.` as `_`, + the nonce of
-/// the package's `_dist_info.py` (SPEC §2, platform directory).
-pub(crate) fn platform_dir_name(distribution: &str, dist_info_py: Option<&str>) -> String {
-    let nonce = dist_info_py.and_then(nonce_of).unwrap_or_default();
+/// the package's `_dist_info_data.py` (SPEC §2, platform directory).
+pub(crate) fn platform_dir_name(distribution: &str, dist_info_data: Option<&str>) -> String {
+    let nonce = dist_info_data.and_then(nonce_of).unwrap_or_default();
     format!("_{}{nonce}", distribution.replace(['-', '.'], "_"))
 }
 
-/// `PY_PACKAGE_SUFFIX_NONCE` of a `_dist_info.py`: a quoted string of letters, digits and
+/// `PY_PACKAGE_SUFFIX_NONCE` of a `_dist_info_data.py`: a quoted string of letters, digits and
 /// `_` (anything else is no nonce this reader trusts).
 fn nonce_of(text: &str) -> Option<String> {
     let line = text.lines().find_map(|line| line.strip_prefix("PY_PACKAGE_SUFFIX_NONCE"))?;

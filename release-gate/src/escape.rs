@@ -1,6 +1,10 @@
 //! Text from the packages (link targets, names) made safe to print: control characters as
 //! escapes, so a hostile name cannot rewrite the terminal or forge a line of the report.
 //!
+//! A deliberate second copy of the packager's `escape`: the gate shares no code with what
+//! it judges (README, Architecture), so a name the writer lets through unescaped cannot
+//! reach the gate's report unescaped too.
+//!
 //! Owns: the escaping. Does not own: what is reported (`report`).
 
 /// `text` with every control character escaped (`\n`, `\t`, `\u{1b}`); the rest as is.

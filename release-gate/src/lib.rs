@@ -39,6 +39,7 @@ mod zip_index;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -76,8 +77,14 @@ pub enum VerifyError {
     },
 }
 
-impl VerifyError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for VerifyError {
+    fn path(&self) -> Option<&Path> {
+        match self {
+            VerifyError::NotADirectory { path } | VerifyError::Read { path, .. } => Some(path),
+        }
+    }
+
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::NotADirectory { .. } => {
                 Some("point --dist at the dist/ directory under the --dest-dir of `cargo xtask package`")

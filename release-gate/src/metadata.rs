@@ -1,6 +1,6 @@
 //! Names, versions, tags and metadata files: wheel and sdist file names (PEP 427/491/625),
 //! PEP 440 versions, METADATA / PKG-INFO / WHEEL headers, `Requires-Dist` pins, and the
-//! target list of a `rocm` sdist's `_dist_info.py`.
+//! target list of a `rocm` sdist's `_dist_info_data.py`.
 //!
 //! Owns: parsing these texts leniently and judging one package's metadata against its
 //! file name. Does not own: reading archives (`archive`), cross-package rules (`set`).
@@ -253,7 +253,7 @@ pub(crate) fn check_core_metadata(
     }
 }
 
-/// The strings of `AVAILABLE_TARGET_FAMILIES = [...]` in a `_dist_info.py`, read leniently
+/// The strings of `AVAILABLE_TARGET_FAMILIES = [...]` in a `_dist_info_data.py`, read leniently
 /// (any bracket kind, either quote, trailing commas), without running Python.
 pub(crate) fn available_target_families(source: &str) -> Option<Vec<String>> {
     let start = source.find("AVAILABLE_TARGET_FAMILIES")?;

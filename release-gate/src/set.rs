@@ -89,7 +89,7 @@ fn check_offered(archives: &[Archive], findings: &mut Findings) {
     for sdist in
         archives.iter().filter(|archive| archive.kind == ArchiveKind::Sdist && archive.name.as_deref() == Some("rocm"))
     {
-        let Some(families) = sdist.dist_info_py.as_deref().and_then(available_target_families) else { continue };
+        let Some(families) = sdist.dist_info_data.as_deref().and_then(available_target_families) else { continue };
         let mut offered: Vec<String> = families.iter().map(|family| file_name_form(family)).collect();
         offered.extend(families.iter().map(|family| file_name_form(Target::from_target_id(family).as_str())));
         offered.extend(families.iter().map(|family| device_wheel_target(family)));
@@ -129,8 +129,8 @@ fn device_wheel_target(target: &str) -> String {
 /// wheel: no install selects it (SPEC §2).
 fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
     let Some(target) = name.strip_prefix("rocm_sdk_device_") else { return };
-    let owned: Vec<(String, String)> =
-        owner_overrides().into_iter().filter(|(listed, _)| file_name_form(listed) == target).collect();
+    let owned: Vec<(&String, &String)> =
+        owner_overrides().iter().filter(|(listed, _)| file_name_form(listed) == target).collect();
     for (listed, owner) in owned {
         findings.violation(
             &wheel.file,
@@ -139,7 +139,7 @@ fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
             format!(
                 "the payload of {listed} ships in its owner's wheel, rocm_sdk_device_{} (target_owners.json), \
                  never in a wheel of its own",
-                file_name_form(&owner)
+                file_name_form(owner)
             ),
         );
     }
@@ -272,12 +272,12 @@ fn check_kpack_completeness(archives: &[Archive], findings: &mut Findings) {
             );
             continue;
         };
-        let Some(targets) = sdist.dist_info_py.as_deref().and_then(available_target_families) else {
+        let Some(targets) = sdist.dist_info_data.as_deref().and_then(available_target_families) else {
             findings.violation(
                 &sdist.file,
                 None,
                 Check::Completeness,
-                "cannot read AVAILABLE_TARGET_FAMILIES from rocm_sdk/_dist_info.py",
+                "cannot read AVAILABLE_TARGET_FAMILIES from rocm_sdk/_dist_info_data.py",
             );
             continue;
         };

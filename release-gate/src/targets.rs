@@ -6,9 +6,11 @@
 //! packager's. Does not own: which wheels a set must have (`set`).
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 /// The contract's owner table (SPEC §2): data, the one copy the packager ships too. The gate
-/// reads it with its own code.
+/// reads it with its own code (a deliberate second reader: the gate must not trust the
+/// packager's), once per process.
 const OWNER_TABLE: &str = include_str!("../../packager/python/common/target_owners.json");
 
 #[derive(serde::Deserialize)]
@@ -16,10 +18,19 @@ struct OwnerTable {
     owners: BTreeMap<String, String>,
 }
 
-/// Target → owner, for the targets that do not own their own package. A table that does
-/// not parse (a broken build of the gate) lists nothing, and the gate's own test fails.
-pub(crate) fn owner_overrides() -> BTreeMap<String, String> {
-    serde_json::from_str::<OwnerTable>(OWNER_TABLE).map(|table| table.owners).unwrap_or_default()
+/// The table, parsed on first use. It is compiled in, so it parses in every build or in
+/// none: `the_owner_table_parses` below fails the gate's tests on a table that does not,
+/// and no build that passed them can meet a parse error at run time (an empty table here
+/// would quietly judge every merged target's wheel missing).
+static OWNERS: LazyLock<BTreeMap<String, String>> = LazyLock::new(|| {
+    serde_json::from_str::<OwnerTable>(OWNER_TABLE)
+        .map(|table| table.owners)
+        .expect("target_owners.json is compiled in and parsed by this module's tests, so it is valid")
+});
+
+/// Target → owner, for the targets that do not own their own package.
+pub(crate) fn owner_overrides() -> &'static BTreeMap<String, String> {
+    &OWNERS
 }
 
 /// A base GPU ISA, lower-case, without feature suffixes: `gfx90a`.
@@ -39,9 +50,24 @@ impl Target {
 
     /// The target whose device wheel carries this one's payload.
     pub fn owner(&self) -> Target {
-        match owner_overrides().remove(&self.0) {
-            Some(owner) => Target(owner),
+        match owner_overrides().get(&self.0) {
+            Some(owner) => Target(owner.clone()),
             None => self.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table compiled in parses, and is not empty: a broken or emptied table fails here,
+    /// not in a release pipeline.
+    #[test]
+    fn the_owner_table_parses() {
+        let owners = serde_json::from_str::<OwnerTable>(OWNER_TABLE).expect("target_owners.json parses").owners;
+        assert_eq!(owner_overrides(), &owners);
+        assert_eq!(Target::from_target_id("gfx1250-strict").owner().as_str(), "gfx1250");
+        assert_eq!(Target::from_target_id("gfx90a:xnack+").owner().as_str(), "gfx90a");
     }
 }

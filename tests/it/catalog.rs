@@ -5,6 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use diagnostic::Diagnostic;
 use packager::catalog::{Catalog, CatalogError, EntryKind, FileStamp, Glob, Selection, BUILD_MANIFEST};
 use packager::RelPath;
 

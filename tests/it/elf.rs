@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{ensure, Context};
+use diagnostic::Diagnostic;
 use packager::elf::{self, EditStrategy, ElfKind, RpathEdit, SplicedReader};
 
 use crate::support;

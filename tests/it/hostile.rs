@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use diagnostic::Diagnostic;
 use packager::PackageConfig;
 
 /// The bundled legacy example in a temp dir, packaged into `dist/` beside it.
@@ -61,7 +62,7 @@ impl Example {
 
     /// The install tree of a core artifact: its files go into `rocm-sdk-core` (and devel).
     pub fn core_stage(&self) -> PathBuf {
-        self.artifacts.join("core-runtime_lib_generic/core/ROCR-Runtime/stage")
+        packager_tests::fixtures::core_stage(&self.artifacts)
     }
 
     pub fn dist(&self) -> PathBuf {

@@ -7,24 +7,15 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
+
+use packager_tests::fixtures::names_but_the_lock;
 
 use super::disk::Tmpfs;
 use super::{full_text, Example};
 
 const OURS: &str = ".tmp-archive-write-";
-
-/// Names in `dir` but the lock.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs_err::read_dir(dir)
-        .expect("read dest")
-        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|name| name != ".rocm-packager.lock")
-        .collect();
-    names.sort();
-    names
-}
 
 #[test]
 fn taking_the_lock_removes_only_our_marked_temp_files() {
@@ -43,7 +34,7 @@ fn taking_the_lock_removes_only_our_marked_temp_files() {
     fs_err::write(&stale, "half").expect("write");
 
     example.package().expect("packages");
-    let left = names(&dest);
+    let left = names_but_the_lock(&dest);
     for kept in [".upload.tmp-123", ".cache.tmp-dir", &format!(".x{OURS}unmarked"), &format!(".y{OURS}link")] {
         assert!(left.iter().any(|name| name == kept), "{kept} was removed: {left:?}");
     }
@@ -66,7 +57,7 @@ fn the_lock_file_is_not_opened_through_a_symlink() {
     let text = full_text(&error);
     assert!(text.contains(&lock.display().to_string()), "{text}");
     assert!(!target.exists(), "the link was followed: {text}");
-    assert_eq!(names(&dest), Vec::<String>::new(), "{text}");
+    assert_eq!(names_but_the_lock(&dest), Vec::<String>::new(), "{text}");
 }
 
 /// The identity cache beside `dist/` is read like an old wheel (SPEC §8): a symlink
@@ -95,7 +86,7 @@ fn the_identity_cache_is_not_read_or_written_through_a_symlink() {
 /// Every tree in `dir` by name, each as its files (relative path → bytes) and symlinks.
 fn trees(dir: &Path) -> BTreeMap<String, BTreeMap<String, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    for name in names(dir) {
+    for name in names_but_the_lock(dir) {
         let mut files = BTreeMap::new();
         walk(&dir.join(&name), "", &mut files);
         out.insert(name, files);
@@ -167,20 +158,8 @@ fn trees_on_a_full_disk_leave_the_earlier_trees_as_they_were() {
     assert!(before == trees(&out), "a tree changed or a temp tree was left: {text}");
     tmpfs.resize("128m");
     packager::package(&config, &packager::Silent).expect("a rerun with room succeeds");
-    let after = names(&out);
+    let after = names_but_the_lock(&out);
     assert_eq!(after, before.keys().cloned().collect::<Vec<_>>());
-}
-
-const SWAP_CHILD_ENV: &str = "PACKAGER_TEST_HOSTILE_SWAP_DIRS";
-
-/// The child's half of the test below: one `--no-build-packages` run.
-#[test]
-fn fault_child_lays_out_trees() {
-    let Some(dirs) = std::env::var_os(SWAP_CHILD_ENV) else { return };
-    let dirs = PathBuf::from(dirs);
-    let mut config = crate::support::package_config(&dirs.join("artifacts"), &dirs.join("trees"));
-    config.output = packager::config::OutputMode::Trees;
-    packager::package(&config, &packager::Silent).expect("the child's run");
 }
 
 /// A tree is whole when its RECORD (wheels) or PKG-INFO (the sdist) is there and every
@@ -216,25 +195,26 @@ fn sigkill_while_trees_are_swapped_leaves_every_tree_whole() {
     let mut config = crate::support::package_config(&example.artifacts, &example.temp.path().join("trees"));
     config.output = packager::config::OutputMode::Trees;
     let trees_dir = config.output_dir();
-    let exe = std::env::current_exe().expect("test binary");
     let child = || {
-        Command::new(&exe)
-            .args(["hostile::dest::fault_child_lays_out_trees", "--exact", "--test-threads=1"])
-            .env(SWAP_CHILD_ENV, example.temp.path())
+        Command::new(env!("CARGO_BIN_EXE_fault-child"))
+            .arg("trees")
+            .arg(example.temp.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the child")
     };
     assert!(child().wait().expect("wait").success(), "the first run");
-    let stems = names(&trees_dir);
+    let stems = names_but_the_lock(&trees_dir);
     // Each later run changes every devel tree, so the swap replaces them.
     let mut caught = false;
     for attempt in 0..20 {
         add_devel_headers(&example, 3000 + attempt, 64);
         let mut running = child();
         let aside = loop {
-            if let Some(name) = names(&trees_dir).into_iter().find(|name| name.contains(&format!(".old{OURS}"))) {
+            if let Some(name) =
+                names_but_the_lock(&trees_dir).into_iter().find(|name| name.contains(&format!(".old{OURS}")))
+            {
                 break Some(name);
             }
             if running.try_wait().expect("poll").is_some() {
@@ -259,10 +239,10 @@ fn sigkill_while_trees_are_swapped_leaves_every_tree_whole() {
             if root.exists() {
                 assert_whole(&root);
             } else {
-                let aside = names(&trees_dir)
+                let aside = names_but_the_lock(&trees_dir)
                     .into_iter()
                     .find(|name| name.starts_with(&format!(".{stem}.old{OURS}")))
-                    .unwrap_or_else(|| panic!("{stem} is gone: {:?}", names(&trees_dir)));
+                    .unwrap_or_else(|| panic!("{stem} is gone: {:?}", names_but_the_lock(&trees_dir)));
                 assert_whole(&trees_dir.join(aside));
             }
         }
@@ -270,7 +250,7 @@ fn sigkill_while_trees_are_swapped_leaves_every_tree_whole() {
     }
     assert!(caught, "no run was caught mid-swap in 20 attempts");
     assert!(child().wait().expect("wait").success(), "the rerun");
-    assert_eq!(names(&trees_dir), stems, "the rerun removes what the killed run left");
+    assert_eq!(names_but_the_lock(&trees_dir), stems, "the rerun removes what the killed run left");
     for stem in &stems {
         assert_whole(&trees_dir.join(stem));
     }

@@ -5,36 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use packager_tests::fixtures::{add_noise, names_but_the_lock};
+
 use super::{full_text, Example};
 use crate::support::run;
-
-/// Writes `len` bytes that do not compress into the core artifact, so the core wheel
-/// is about that big.
-fn add_noise(example: &Example, len: usize) -> PathBuf {
-    let dir = example.core_stage().join("share/hostile");
-    fs_err::create_dir_all(&dir).expect("mkdir");
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let noise: Vec<u8> = (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect();
-    let path = dir.join("noise.bin");
-    fs_err::write(&path, noise).expect("write noise");
-    path
-}
-
-/// Names in `dir` other than the lock file.
-fn leftovers(dir: &Path) -> Vec<String> {
-    fs_err::read_dir(dir)
-        .expect("read dest")
-        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|name| name != ".rocm-packager.lock")
-        .collect()
-}
 
 /// A tmpfs mounted for the test; unmounted when dropped, also when an assert fails.
 pub(super) struct Tmpfs(pub(super) PathBuf);
@@ -63,7 +37,7 @@ fn a_full_destination_fails_cleanly_and_a_rerun_succeeds() {
     let is_root = unsafe { libc::geteuid() } == 0;
     if is_root {
         let example = Example::new();
-        add_noise(&example, 4 << 20);
+        add_noise(&example.artifacts, 4 << 20);
         let tmpfs = Tmpfs::mount(&example.temp.path().join("small"), "2m");
         let mut config = example.config();
         config.dest_dir = tmpfs.0.clone();
@@ -71,43 +45,14 @@ fn a_full_destination_fails_cleanly_and_a_rerun_succeeds() {
         let text = full_text(&error);
         assert!(text.contains("destination is full"), "{text}");
         assert!(text.contains(&config.output_dir().display().to_string()), "{text}");
-        assert_eq!(leftovers(&config.output_dir()), Vec::<String>::new(), "{text}");
+        assert_eq!(names_but_the_lock(&config.output_dir()), Vec::<String>::new(), "{text}");
         tmpfs.resize("64m");
         let report = packager::package(&config, &packager::Silent).expect("a rerun with room succeeds");
-        assert_eq!(leftovers(&config.output_dir()).len(), report.outputs.len());
+        assert_eq!(names_but_the_lock(&config.output_dir()).len(), report.outputs.len());
     }
 
+    // In every case: a file size limit stands in for a full disk, in a process of its own.
     let temp = tempfile::tempdir().expect("tempdir");
-    let exe = std::env::current_exe().expect("test binary");
-    let out = run(Command::new(exe)
-        .args(["hostile::disk::fault_child_packages_past_its_file_size_limit", "--exact", "--nocapture"])
-        .args(["--test-threads=1"])
-        .env(FSIZE_CHILD_ENV, temp.path()));
+    let out = run(Command::new(env!("CARGO_BIN_EXE_fault-child")).arg("package-past-size-limit").arg(temp.path()));
     assert!(out.contains("CHILD-OK"), "{out}");
-}
-
-const FSIZE_CHILD_ENV: &str = "PACKAGER_TEST_HOSTILE_FSIZE_DIR";
-
-/// The child's half of the test above: no file it writes may pass 1 MiB, as if the disk
-/// were full, so the 4 MiB core wheel fails midway.
-#[test]
-fn fault_child_packages_past_its_file_size_limit() {
-    let Some(dir) = std::env::var_os(FSIZE_CHILD_ENV) else { return };
-    let dir = PathBuf::from(dir);
-    let example = Example { temp: tempfile::tempdir_in(&dir).expect("tempdir"), artifacts: dir.join("artifacts") };
-    crate::support::write_example(&dir, false);
-    add_noise(&example, 4 << 20);
-    let config = example.config();
-    // SAFETY: plain libc calls before the packager starts its threads.
-    unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-        let limit = libc::rlimit { rlim_cur: 1 << 20, rlim_max: libc::RLIM_INFINITY };
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
-    }
-    let error = packager::package(&config, &packager::Silent).expect_err("the size limit fails the run");
-    let text = full_text(&error);
-    assert!(text.contains(&config.output_dir().display().to_string()), "{text}");
-    assert!(text.contains("File too large"), "{text}");
-    assert_eq!(leftovers(&config.output_dir()), Vec::<String>::new(), "{text}");
-    println!("CHILD-OK");
 }

@@ -45,10 +45,11 @@ fn hostile_family_directory_names_are_refused() {
     }
 }
 
-/// Runs `python3` in `dir` importing `dir/_dist_info.py`, and returns the named values as
-/// JSON. The import happens for real: any code that escaped a literal would run.
+/// Runs `python3` in `dir` importing `dir/rocm_sdk_core/_dist_info.py` (which imports the
+/// generated `_dist_info_data.py` beside it), and returns the named values as JSON. The
+/// import happens for real: any code that escaped a literal would run.
 fn import_dist_info(dir: &Path, names: &[&str]) -> serde_json::Value {
-    let script = "import json, sys\nsys.path.insert(0, '.')\nimport _dist_info\n\
+    let script = "import json, sys\nsys.path.insert(0, '.')\nfrom rocm_sdk_core import _dist_info\n\
                   print(json.dumps([getattr(_dist_info, name) for name in sys.argv[1:]]))\n";
     let output = Command::new("python3")
         .args(["-c", script])
@@ -74,10 +75,13 @@ fn hostile_family_flags_round_trip_through_the_packaged_dist_info() {
         .find(|path| path.to_string_lossy().contains("rocm_sdk_core-"))
         .expect("core wheel");
     let members = zip_members(&wheel);
-    let source = &members["rocm_sdk_core/_dist_info.py"];
     let dir = example.temp.path().join("import");
-    fs_err::create_dir_all(&dir).expect("mkdir");
-    fs_err::write(dir.join("_dist_info.py"), source).expect("write");
+    let package = dir.join("rocm_sdk_core");
+    fs_err::create_dir_all(&package).expect("mkdir");
+    fs_err::write(package.join("__init__.py"), "").expect("write");
+    for name in ["_dist_info.py", "_dist_info_data.py"] {
+        fs_err::write(package.join(name), &members[&format!("rocm_sdk_core/{name}")]).expect("write");
+    }
     let values = import_dist_info(&dir, &["LINUX_TARGET_FAMILIES", "WINDOWS_TARGET_FAMILIES", "DEFAULT_TARGET_FAMILY"]);
     let mut linux: Vec<&str> = PAYLOADS.to_vec();
     linux.sort_unstable();

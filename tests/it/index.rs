@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use diagnostic::Diagnostic;
+
 use crate::support;
 
 fn pip(venv: &Path) -> Command {
@@ -150,7 +152,7 @@ fn a_file_that_is_not_a_package_is_an_error_naming_it() {
     let temp = tempfile::tempdir().expect("test step");
     fs_err::write(temp.path().join("broken-1.0-py3-none-any.whl"), b"not a zip").expect("test step");
     let error = packager::index::write_index(temp.path()).expect_err("must fail");
-    assert_eq!(error.path(), temp.path().join("broken-1.0-py3-none-any.whl"));
+    assert_eq!(error.path(), Some(temp.path().join("broken-1.0-py3-none-any.whl").as_path()));
     assert!(error.to_string().starts_with("no package metadata in "), "{error}");
     assert!(!temp.path().join("index.html").exists());
 }

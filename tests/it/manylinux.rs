@@ -8,6 +8,7 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
 
+use diagnostic::Diagnostic;
 use packager::config::PlatformTag;
 use release_gate::Check;
 

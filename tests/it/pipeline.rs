@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
+use diagnostic::Diagnostic;
 use packager::config::PackageGroup;
 
 use crate::support::{self, Warnings};
@@ -85,6 +86,7 @@ fn only_jobs_merged_equal_the_full_run() {
             merged.keys().collect::<Vec<_>>(),
             "kpack_split={kpack_split}: the merged jobs wrote other files than the full run"
         );
+        assert!(full.len() >= 5, "kpack_split={kpack_split}: {:?}", full.keys());
         for (name, bytes) in &full {
             assert!(merged[name] == *bytes, "kpack_split={kpack_split}: {name} differs from the full run's");
         }
@@ -183,21 +185,21 @@ fn add_with_parents(nodes: &mut BTreeMap<String, Node>, name: String, node: Node
     nodes.insert(name, node);
 }
 
-/// The `_dist_info.py` constant `name` as written (a Python literal), from `source`.
+/// The `_dist_info_data.py` constant `name` as written (a Python literal), from `source`.
 fn constant<'s>(source: &'s str, name: &str) -> &'s str {
     let prefix = format!("{name} = ");
     source
         .lines()
         .find_map(|line| line.strip_prefix(prefix.as_str()))
-        .unwrap_or_else(|| panic!("{name} is not in _dist_info.py:\n{source}"))
+        .unwrap_or_else(|| panic!("{name} is not in _dist_info_data.py:\n{source}"))
 }
 
-/// `rocm_sdk/_dist_info.py` of the `rocm` sdist in `dist`.
+/// `rocm_sdk/_dist_info_data.py` of the `rocm` sdist in `dist`.
 fn sdist_dist_info(dist: &Path) -> String {
     let nodes = sdist_nodes(&dist.join(format!("rocm-{VERSION}.tar.gz")));
-    match nodes.get(&format!("rocm-{VERSION}/rocm_sdk/_dist_info.py")) {
+    match nodes.get(&format!("rocm-{VERSION}/rocm_sdk/_dist_info_data.py")) {
         Some(Node::File { bytes, .. }) => String::from_utf8(bytes.clone()).expect("UTF-8 source"),
-        other => panic!("no _dist_info.py file in the sdist: {other:?}"),
+        other => panic!("no _dist_info_data.py file in the sdist: {other:?}"),
     }
 }
 

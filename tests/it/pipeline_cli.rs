@@ -1,5 +1,5 @@
 //! The `xtask` binary on the example of each mode: `--plan --json` describes the packages
-//! the real run writes (and writes nothing), and the family flags reach `_dist_info.py`
+//! the real run writes (and writes nothing), and the family flags reach `_dist_info_data.py`
 //! with the default SPEC §2 asks for.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -170,7 +170,7 @@ fn family_flags_reach_dist_info() {
         let flags = ["--only", "meta,core", "--linux-amdgpu-families", linux, "--windows-amdgpu-families", windows];
         package(temp.path(), &build.artifacts, temp.path(), &flags);
         let core = wheel_members(&wheel_of(&dest, "rocm_sdk_core"));
-        let core_dist_info = String::from_utf8(core["rocm_sdk_core/_dist_info.py"].clone()).expect("UTF-8 source");
+        let core_dist_info = String::from_utf8(core["rocm_sdk_core/_dist_info_data.py"].clone()).expect("UTF-8 source");
         let sdist_source = sdist_dist_info(&dest);
         // The available families are still the build's, whatever the flags name.
         let normal_run = sdist_dist_info(&build.dist);

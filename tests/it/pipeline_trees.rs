@@ -53,7 +53,7 @@ fn trees_hold_exactly_what_the_archives_hold() {
         let top = format!("rocm-{VERSION}/");
         let sdist: BTreeMap<String, Node> =
             sdist.into_iter().filter_map(|(name, node)| Some((name.strip_prefix(&top)?.to_owned(), node))).collect();
-        for name in ["PKG-INFO", "pyproject.toml", "rocm_sdk/_dist_info.py"] {
+        for name in ["PKG-INFO", "pyproject.toml", "rocm_sdk/_dist_info.py", "rocm_sdk/_dist_info_data.py"] {
             assert!(matches!(sdist.get(name), Some(Node::File { .. })), "the sdist has no {name}");
         }
         assert_same_tree(&trees.join(format!("rocm-{VERSION}")), &sdist, &format!("rocm-{VERSION}.tar.gz"));

@@ -209,51 +209,7 @@ pub fn assert_success(output: &std::process::Output, what: &str) {
     );
 }
 
-/// The bundled example (legacy or kpack-split) written under `dir/artifacts`. Without
-/// `llvm-mc` and `ld.lld` the generator leaves the AMDGPU code objects out and warns; the
-/// tests count on them, so that warning (it names the tools) fails here, not later as a
-/// missing file or a wrong count.
-pub fn write_example(dir: &Path, kpack_split: bool) -> PathBuf {
-    let artifacts = dir.join("artifacts");
-    let summary = example_artifacts::write_example(&artifacts, &example_artifacts::ExampleOptions { kpack_split })
-        .expect("generate the bundled example");
-    assert!(summary.warnings.is_empty(), "the example is incomplete: {}", summary.warnings.join("; "));
-    artifacts
-}
-
-/// A `PackageConfig` as the CLI would make it for `artifacts` → `--dest-dir dest`, with
-/// defaults: archives land in `dest/dist/` (SPEC §2).
-pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig {
-    use packager::config::{FamilyRequest, OutputMode};
-    packager::PackageConfig {
-        artifacts_dir: artifacts.to_path_buf(),
-        dest_dir: dest.to_path_buf(),
-        version: "7.12.0.dev0".to_owned(),
-        version_suffix: String::new(),
-        platform_tag: packager::config::PlatformTag::Fixed(format!("linux_{}", std::env::consts::ARCH)),
-        build_os: None,
-        build_time: packager::BuildTime::DEFAULT,
-        started: std::time::SystemTime::now(),
-        output: OutputMode::Archives(archive_settings()),
-        absolute_rpath: packager::config::AbsoluteRpath::Remove,
-        variants: packager::config::DeviceVariants::Off,
-        sbom: packager::config::Sbom::Write { checkout: None },
-        only: Vec::new(),
-        families: FamilyRequest::default(),
-        scratch_dir: None,
-    }
-}
-
-/// The CLI's default archive settings: deflate level 6, an uncompressed devel tarball,
-/// reuse of unchanged members.
-pub fn archive_settings() -> packager::config::ArchiveSettings {
-    use packager::config::{ArchiveSettings, DevelTarballCompression, Reuse, WheelCompression};
-    ArchiveSettings {
-        wheel_compression: WheelCompression::Deflate { level: 6 },
-        devel_tarball_compression: DevelTarballCompression::None,
-        reuse: Reuse::FromPrevious,
-    }
-}
+pub use packager_tests::fixtures::{archive_settings, package_config, write_example};
 
 /// Generates the example in `dir` and packages it with `--dest-dir dir`; returns the dist
 /// dir, `dir/dist`.

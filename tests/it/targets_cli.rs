@@ -131,12 +131,12 @@ fn same_dist_whatever_the_directory_order() {
 fn advertised_targets(dist: &Path) -> String {
     let sdist = dist.join(format!("rocm-{VERSION}.tar.gz"));
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(fs_err::File::open(&sdist).expect("open sdist")));
-    let wanted = format!("rocm-{VERSION}/rocm_sdk/_dist_info.py");
+    let wanted = format!("rocm-{VERSION}/rocm_sdk/_dist_info_data.py");
     for entry in archive.entries().expect("read sdist") {
         let mut entry = entry.expect("sdist member");
         if entry.path().expect("member path").to_string_lossy() == wanted {
             let mut text = String::new();
-            std::io::Read::read_to_string(&mut entry, &mut text).expect("read _dist_info.py");
+            std::io::Read::read_to_string(&mut entry, &mut text).expect("read _dist_info_data.py");
             let line =
                 text.lines().find(|line| line.starts_with("AVAILABLE_TARGET_FAMILIES = ")).expect("the constant");
             return line.trim_start_matches("AVAILABLE_TARGET_FAMILIES = ").to_owned();

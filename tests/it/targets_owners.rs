@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use diagnostic::Diagnostic;
 use packager::config::PackageGroup;
 use release_gate::{verify_dist, Check};
 

@@ -217,7 +217,7 @@ fn write_sdist(path: &Path, targets: &str) {
     let dist_info = format!("__version__ = \"{VERSION}\"\nAVAILABLE_TARGET_FAMILIES = [{targets}]\n");
     let members = [
         (format!("{top}/PKG-INFO"), pkg_info.into_bytes()),
-        (format!("{top}/rocm_sdk/_dist_info.py"), dist_info.into_bytes()),
+        (format!("{top}/rocm_sdk/_dist_info_data.py"), dist_info.into_bytes()),
     ];
     fs_err::create_dir_all(path.parent().expect("sdist dir")).expect("create sdist dir");
     let gz = flate2::write::GzEncoder::new(fs_err::File::create(path).expect("create sdist"), Default::default());

@@ -102,7 +102,7 @@ fn one_wheel_of_another_version() {
 fn platform_directory_spelled_otherwise_than_the_name() {
     let fixture = fixture();
     let mut wheels = default_wheels(&fixture);
-    rewrite_member(&mut wheels, CORE_WHEEL, "rocm_sdk_core/_dist_info.py", "PY_PACKAGE_SUFFIX_NONCE = ''\n");
+    rewrite_member(&mut wheels, CORE_WHEEL, "rocm_sdk_core/_dist_info_data.py", "PY_PACKAGE_SUFFIX_NONCE = ''\n");
     let report = verify(&fixture, &wheels);
     assert_eq!(violations(&report), [], "the core wheel's own directory is `_rocm_sdk_core`");
     rewrite_member(&mut wheels, CORE_WHEEL, "_ROCM_sdk_core/__init__.py", "");

@@ -8,41 +8,10 @@ mod sdist;
 mod zip64;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use packager::config::{BuildTime, WheelCompression};
-use packager::write::{ArchiveOptions, CoreMetadata, EntryPoint, Member, MemberData, WheelSpec};
+use packager::write::{EntryPoint, WheelSpec};
 
-pub fn options() -> ArchiveOptions<'static> {
-    ArchiveOptions {
-        compression: WheelCompression::Deflate { level: 6 },
-        build_time: BuildTime::DEFAULT,
-        reuse: packager::config::Reuse::FromPrevious,
-        identities: None,
-    }
-}
-
-pub fn metadata(name: &str) -> CoreMetadata {
-    CoreMetadata {
-        name: name.into(),
-        version: "1.2.0.dev0".into(),
-        summary: "A test package".into(),
-        requires_dist: Vec::new(),
-        requires_python: Some(">=3.8".into()),
-        license: Some("MIT".into()),
-        provides_extra: Vec::new(),
-        description: Some("# Demo\n\nBuilt by the packager's tests.\n".into()),
-    }
-}
-
-pub fn bytes(name: &str, text: &str) -> Member {
-    Member { name: name.into(), data: MemberData::Bytes(Arc::new(text.as_bytes().to_vec())), executable: false }
-}
-
-pub fn file(name: &str, path: &Path, executable: bool) -> Member {
-    let len = fs_err::metadata(path).expect("stat fixture").len();
-    Member { name: name.into(), data: packager::member::file(std::sync::Arc::from(path), len, None), executable }
-}
+pub use packager_tests::wheels::{bytes, file, file_name, metadata, options};
 
 /// A wheel with a Python package, a console script, a compiled executable, a multi-chunk
 /// data file read from disk, and a multi-chunk archive of compressed code (as a kpack
@@ -61,11 +30,11 @@ pub fn demo_spec(fixtures: &Path) -> WheelSpec {
     let kpack = fixtures.join("kernels.kpack");
     fs_err::write(&kpack, compressed_code()).expect("write the archive");
     WheelSpec {
+        file_name: file_name("demo-pkg"),
         metadata: metadata("demo-pkg"),
         generator: packager::GENERATOR,
-        platform_tag: "linux_x86_64".into(),
         root: packager::write::WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: vec![EntryPoint { group: packager::write::CONSOLE_SCRIPTS.into(), name: "demo-hello".into(), target: "demo_pkg.cli:main".into() }],
         members: vec![
             bytes("demo_pkg/cli.py", "import subprocess, pathlib, sys\n\ndef main():\n    exe = pathlib.Path(__file__).parent / 'bin' / 'hello'\n    sys.exit(subprocess.call([str(exe)]))\n"),

@@ -6,6 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use diagnostic::Diagnostic;
+
 use crate::support;
 
 const DLL: &str = "core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll";

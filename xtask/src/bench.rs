@@ -7,7 +7,7 @@
 //! change from the wheels there (SPEC §8). Optionally runs the reference packager on the
 //! same tree.
 //!
-//! Owns: orchestrating runs, caching generated trees under `target/bench/`, `--json`. Does
+//! Owns: orchestrating runs, caching generated trees under `bench/` of cargo's target directory, `--json`. Does
 //! not own: generating the tree (`example_artifacts::write_synthetic`), the table (`render`).
 
 mod alternate;
@@ -67,7 +67,8 @@ pub struct BenchArgs {
     /// Print the results as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Where generated trees are cached and runs write [default: target/bench].
+    /// Where generated trees are cached and runs write [default: `bench` in cargo's target
+    /// directory, as `cargo metadata` reports it]
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
 }
@@ -147,7 +148,10 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
     if let Some(checkout) = &args.reference {
         reference_script(checkout)?;
     }
-    let work_dir = args.work_dir.clone().unwrap_or_else(|| crate::workspace_root().join("target/bench"));
+    let work_dir = match &args.work_dir {
+        Some(dir) => dir.clone(),
+        None => crate::target_dir::target_dir()?.join("bench"),
+    };
     fs_err::create_dir_all(&work_dir)?;
     let work_dir = fs_err::canonicalize(&work_dir)?;
     let sizes: Vec<u64> = match args.sizes {

@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use diagnostic::Diagnostic;
 use packager::elf::{self, ElfError, ElfInfo, ElfKind};
 
 use crate::Output;

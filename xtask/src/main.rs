@@ -11,14 +11,17 @@ mod package;
 mod progress;
 mod signals;
 mod summary;
+mod target_dir;
 mod verify;
 mod verify_dist;
+mod verify_python;
 mod verify_tools;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
+use diagnostic::Diagnostic;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", version, about = "Turn ROCm build artifacts into installable Python packages")]
@@ -107,39 +110,53 @@ impl std::fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
+impl Diagnostic for CliError {
+    fn hint(&self) -> Option<&'static str> {
+        Some(self.hint)
+    }
+}
+
 /// The workspace root (xtask lives one level below it).
 pub fn workspace_root() -> std::path::PathBuf {
     let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }
 
-/// `error: …`, each `caused by: …`, then `hint: …` from the first library error that has one.
+/// `error: …`, each `caused by: …`, then `hint: …` from the first error in the chain that
+/// has one.
 fn report_error(error: &anyhow::Error) {
     // One line, outermost context first, so a CI log grep shows the whole story.
     eprintln!("error: {error:#}");
-    let hint = error.chain().find_map(|cause| cause.downcast_ref::<CliError>().map(|e| e.hint));
-    let hint = hint.or_else(|| {
-        error.chain().find_map(|cause| cause.downcast_ref::<packager::Error>().and_then(packager::Error::hint))
-    });
-    let hint = hint.or_else(|| {
-        error.chain().find_map(|cause| cause.downcast_ref::<packager::catalog::CatalogError>().and_then(|e| e.hint()))
-    });
-    let hint = hint.or_else(|| {
-        error.chain().find_map(|cause| cause.downcast_ref::<example_artifacts::ExampleError>().and_then(|e| e.hint()))
-    });
-    let hint = hint.or_else(|| {
-        error.chain().find_map(|cause| cause.downcast_ref::<release_gate::VerifyError>().and_then(|e| e.hint()))
-    });
-    let hint = hint.or_else(|| {
-        error.chain().find_map(|cause| cause.downcast_ref::<packager::index::IndexError>().and_then(|e| e.hint()))
-    });
     // Every error ends with a hint: one the libraries did not word is said from the
     // operating system's reason, and failing that in general words.
-    let hint = hint.unwrap_or_else(|| fallback_hint(error));
+    let hint = diagnostics(error).find_map(|diagnostic| diagnostic.hint()).unwrap_or_else(|| fallback_hint(error));
     eprintln!("\nhint: {hint}");
     if std::env::var_os("GITHUB_ACTIONS").is_some_and(|value| value == "true") {
         eprintln!("{}", github_annotation(error, std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from).as_deref()));
     }
+}
+
+/// Views an error of the chain as a [`Diagnostic`] when it is of one known type.
+type AsDiagnostic = for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Diagnostic>;
+
+/// The errors in the chain that are [`Diagnostic`]s, outermost first. anyhow keeps each
+/// error as its own type, so this is the one place that names the error types the
+/// commands can meet: each library's top-level error, and the CLI's own.
+fn diagnostics(error: &anyhow::Error) -> impl Iterator<Item = &dyn Diagnostic> {
+    fn as_diagnostic<'a, E: Diagnostic + 'static>(
+        cause: &'a (dyn std::error::Error + 'static),
+    ) -> Option<&'a dyn Diagnostic> {
+        cause.downcast_ref::<E>().map(|error| error as &dyn Diagnostic)
+    }
+    let known: [AsDiagnostic; 6] = [
+        as_diagnostic::<CliError>,
+        as_diagnostic::<packager::Error>,
+        as_diagnostic::<packager::catalog::CatalogError>,
+        as_diagnostic::<packager::index::IndexError>,
+        as_diagnostic::<release_gate::VerifyError>,
+        as_diagnostic::<example_artifacts::ExampleError>,
+    ];
+    error.chain().filter_map(move |cause| known.iter().find_map(|as_known| as_known(cause)))
 }
 
 /// A hint from the first I/O error in the chain, by its reason.
@@ -179,23 +196,7 @@ fn github_annotation(error: &anyhow::Error, workspace: Option<&Path>) -> String 
 
 /// The first path any error in the chain names.
 fn error_path(error: &anyhow::Error) -> Option<&Path> {
-    error.chain().find_map(|cause| {
-        if let Some(error) = cause.downcast_ref::<packager::Error>() {
-            error.path()
-        } else if let Some(error) = cause.downcast_ref::<packager::catalog::CatalogError>() {
-            error.path()
-        } else if let Some(error) = cause.downcast_ref::<packager::index::IndexError>() {
-            Some(error.path())
-        } else if let Some(error) = cause.downcast_ref::<release_gate::VerifyError>() {
-            match error {
-                release_gate::VerifyError::NotADirectory { path } | release_gate::VerifyError::Read { path, .. } => {
-                    Some(path.as_path())
-                }
-            }
-        } else {
-            None
-        }
-    })
+    diagnostics(error).find_map(|diagnostic| diagnostic.path())
 }
 
 /// Workflow-command escaping: `%`, CR and LF always; `:` and `,` too in a property value.
@@ -226,5 +227,22 @@ mod tests {
         );
         let plain = anyhow::anyhow!("100% broken\nline two");
         assert_eq!(github_annotation(&plain, None), "::error title=cargo xtask::100%25 broken%0Aline two");
+    }
+
+    /// Each library's error is asked the same two questions through [`Diagnostic`]: the
+    /// gate's and the example generator's name their file as the packager's do.
+    #[test]
+    fn every_library_error_gives_its_hint_and_path() {
+        let gate = anyhow::Error::new(release_gate::VerifyError::NotADirectory { path: PathBuf::from("/w/dist") })
+            .context("verifying /w/dist");
+        assert_eq!(error_path(&gate), Some(Path::new("/w/dist")));
+        let hint = diagnostics(&gate).find_map(|diagnostic| diagnostic.hint());
+        assert!(hint.is_some_and(|hint| hint.contains("--dist")), "{hint:?}");
+        let example =
+            anyhow::Error::new(example_artifacts::ExampleError::OutputNotEmpty { path: PathBuf::from("/w/ex") });
+        assert_eq!(error_path(&example), Some(Path::new("/w/ex")));
+        let cli = anyhow::Error::new(CliError { message: "no".to_owned(), hint: "do this" });
+        assert_eq!(diagnostics(&cli).find_map(|diagnostic| diagnostic.hint()), Some("do this"));
+        assert_eq!(diagnostics(&anyhow::anyhow!("plain")).count(), 0);
     }
 }

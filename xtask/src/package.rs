@@ -25,7 +25,7 @@ use crate::Output;
 #[derive(clap::Args)]
 pub struct PackageArgs {
     /// The artifacts directory of a TheRock build [default: build/artifacts of the checkout;
-    /// outside a checkout, the bundled example generated under target/]
+    /// outside a checkout, the bundled example generated in cargo's target directory]
     #[arg(long, value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
     /// The TheRock checkout (found by walking up from the current directory if not given).
@@ -269,7 +269,7 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
         build_os: args.build_os.as_deref().and_then(BuildOs::parse),
         platform_tag: match &args.platform_tag {
             Some(tag) => PlatformTag::parse(tag),
-            None => PlatformTag::Default(host_platform_tag()),
+            None => PlatformTag::Default(packager::platform::host_platform_tag()),
         },
         build_time: build_time()?,
         started: std::time::SystemTime::now(),
@@ -359,16 +359,12 @@ pub fn build_time() -> anyhow::Result<BuildTime> {
     }
 }
 
-fn host_platform_tag() -> String {
-    format!("linux_{}", std::env::consts::ARCH)
-}
-
 fn split_list(text: Option<&str>) -> Vec<String> {
     text.unwrap_or("").split([',', ';']).map(str::trim).filter(|part| !part.is_empty()).map(str::to_owned).collect()
 }
 
 /// Outside a TheRock checkout, the first command still does the real job: on the bundled
-/// example, generated under target/.
+/// example, generated in cargo's target directory (`cargo metadata` says where).
 ///
 /// Every run generates it anew (so an edited example takes effect), into a temp dir beside
 /// its final place, then renames it there. A tree in place is never changed: another run
@@ -377,7 +373,7 @@ fn split_list(text: Option<&str>) -> Vec<String> {
 /// tree, and a run that finds its tree already placed (another run got there first, with
 /// the same content) keeps that one and drops its own. No lock is needed.
 fn generate_example(output: Output) -> anyhow::Result<PathBuf> {
-    let target = crate::workspace_root().join("target");
+    let target = crate::target_dir::target_dir()?;
     fs_err::create_dir_all(&target)?;
     if !output.quiet {
         eprintln!(

@@ -48,6 +48,7 @@ struct Stage {
 
 const STAGES: &[Stage] = &[
     Stage { name: "rustfmt --check", slow: false, run: fmt },
+    Stage { name: "ruff and mypy (packager/python)", slow: false, run: python_checks },
     Stage { name: "clippy -D warnings", slow: true, run: clippy },
     Stage { name: "cargo test (Rust and Python tests)", slow: false, run: test },
     Stage {
@@ -62,6 +63,7 @@ pub fn run(args: VerifyArgs, output: Output) -> anyhow::Result<ExitCode> {
         return crate::verify_dist::run(dist, args.json, output);
     }
     crate::verify_tools::ensure(args.quick)?;
+    crate::verify_python::ensure_venv(&crate::verify_python::lint_dir(&crate::target_dir::target_dir()?))?;
     if args.check_tools {
         println!("verify: every tool the stages need is installed");
         return Ok(ExitCode::SUCCESS);
@@ -111,6 +113,13 @@ fn closing_lines(passed: usize, failed: &[&str], tally: &Tally) -> String {
 fn fmt(sh: &Shell, _root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
     cmd!(sh, "cargo fmt --all -- --check").run()?;
     Ok(())
+}
+
+/// ruff and mypy over the Python the packages ship and its tests (`verify_python`).
+fn python_checks(_sh: &Shell, root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
+    let lint = crate::verify_python::lint_dir(&crate::target_dir::target_dir()?);
+    let bin = crate::verify_python::ensure_venv(&lint)?;
+    crate::verify_python::check(&bin, &root.join("packager/python"), &lint.join("cache"))
 }
 
 /// Cargo's own `Checking …` lines stay on: a first run checks for a minute or more, and a
@@ -230,8 +239,9 @@ fn count_before(text: &str, label: &str) -> usize {
 
 /// Packages the bundled example with this very binary, installs it into a fresh venv with
 /// pip (no index), and runs the installed `rocm-sdk test`.
-fn round_trip(sh: &Shell, root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
-    let work = root.join("target/verify");
+fn round_trip(sh: &Shell, _root: &Path, _tally: &mut Tally) -> anyhow::Result<()> {
+    let target_dir = crate::target_dir::target_dir()?;
+    let work = target_dir.join("verify");
     if work.exists() {
         fs_err::remove_dir_all(&work)?;
     }
@@ -250,7 +260,6 @@ fn round_trip(sh: &Shell, root: &Path, _tally: &mut Tally) -> anyhow::Result<()>
     cmd!(sh, "cargo run --quiet --package xtask -- verify --dist {dist}").run()?;
     // Standard checkers, from the test suite's tools venv (made by `cargo test`). Duplicate
     // files (identical launchers, headers) and payload outside importable paths are by design.
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
     let tools = target_dir.join("tmp/venv/bin");
     let mut archives: Vec<PathBuf> = fs_err::read_dir(&dist)?
         .filter_map(Result::ok)
@@ -286,6 +295,20 @@ mod tests {
             "lib.rs - f (line 3)",
         ];
         assert_eq!(results, TestResults { passed: 5, failed: failed.map(str::to_owned).to_vec() });
+    }
+
+    /// The Python tests' harness (`tests/python/main.rs`, libtest-mimic) ends a failing run
+    /// as libtest does; a traceback's indented lines are not taken for names.
+    #[test]
+    fn a_failing_python_test_is_named() {
+        let text = "running 2 tests\n.F\nfailures:\n\n---- test_x::T::test_fails ----\n\
+                    Traceback (most recent call last):\n  File \"tests/test_x.py\", line 11, in test_fails\n\
+                    \x20   self.assertEqual(1, 2)\nAssertionError: 1 != 2\n\nStdout:\nsaid\n\n\n\n\
+                    failures:\n    test_x::T::test_fails\n\n\
+                    test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.54s\n\n\
+                    error: test failed, to rerun pass `-p packager-tests --test python`\n";
+        let failed = ["cargo test -p packager-tests --test python test_x::T::test_fails".to_owned()];
+        assert_eq!(read_test_results(text), TestResults { passed: 1, failed: failed.to_vec() });
     }
 
     #[test]

@@ -26,8 +26,12 @@ fn bench_reports_sane_fields() {
     assert!(number("/input/n_symlinks") > 20.0);
     assert_eq!(number("/input/n_large_libraries"), 5.0);
     assert_eq!(run["package"]["success"], true, "{}", run["package"]["error"]);
-    assert!(number("/package/wall_seconds") > 0.0);
-    assert!(number("/package/user_seconds") + number("/package/sys_seconds") > 0.0);
+    // Times are measured, not asserted: what can be checked is that each ratio and rate
+    // below is the quotient of the times and sizes reported beside it (a field computed
+    // from the wrong run, or left at zero, fails here).
+    let wall = number("/package/wall_seconds");
+    let cpu = number("/package/user_seconds") + number("/package/sys_seconds");
+    assert!(wall.is_finite() && wall > 0.0 && cpu.is_finite() && cpu > 0.0, "wall {wall} cpu {cpu}");
     // The child's own peak, not ours: a packaging run needs a few MiB at least.
     assert!(number("/package/peak_rss_bytes") > 4.0 * 1048576.0);
     let dist = number("/dist_bytes");
@@ -37,11 +41,20 @@ fn bench_reports_sane_fields() {
     for floor in ["/libdeflate_floor", "/floor", "/zlib6"] {
         assert_eq!(number(&format!("{floor}/input_bytes")), payload, "{floor}");
         assert!(number(&format!("{floor}/compressed_bytes")) < payload, "{floor}");
-        assert!(number(&format!("{floor}/wall_seconds")) > 0.0, "{floor}");
     }
+    let quotient = |pointer: &str, expected: f64| {
+        let reported = number(pointer);
+        assert!((reported - expected).abs() <= 1e-9 * expected.abs().max(1.0), "{pointer}: {reported} != {expected}");
+    };
+    quotient("/libdeflate_ratio", wall / number("/libdeflate_floor/wall_seconds").max(1e-9));
+    quotient("/floor_ratio", wall / number("/floor/wall_seconds").max(1e-9));
+    let gib = payload / f64::from(1u32 << 30);
+    quotient("/seconds_per_gib", wall / gib);
+    quotient("/cpu_seconds_per_gib", cpu / gib);
     assert!(run["libdeflate_floor"]["codec"].as_str().is_some_and(|codec| codec.starts_with("libdeflate 6")));
     assert!(run["zlib6"]["codec"].as_str().is_some_and(|codec| codec.starts_with("zlib 6")));
-    assert!(number("/libdeflate_ratio") > 0.0 && number("/floor_ratio") > 0.0 && number("/ideal_floor_ratio") > 0.0);
+    let ideal = number("/ideal_floor_ratio");
+    assert!(ideal.is_finite() && ideal > 0.0, "{ideal}");
     // The same quotient, up to the last bit JSON's decimal form may round.
     let dist_to_zlib6 = dist / number("/zlib6/compressed_bytes");
     assert!((number("/dist_to_zlib6") - dist_to_zlib6).abs() <= 1e-12 * dist_to_zlib6, "{dist_to_zlib6}");
@@ -49,13 +62,13 @@ fn bench_reports_sane_fields() {
     let pairs = run["alternation"]["pairs"].as_array().expect("alternation pairs");
     assert_eq!(pairs.len(), 2);
     for pair in pairs {
-        for field in ["floor_wall_seconds", "package_wall_seconds", "ratio", "cpu_ratio"] {
-            assert!(pair[field].as_f64().is_some_and(|value| value > 0.0), "{field}: {pair}");
-        }
+        let field = |name: &str| pair[name].as_f64().unwrap_or_else(|| panic!("{name}: {pair}"));
+        let ratio = field("package_wall_seconds") / field("floor_wall_seconds").max(1e-9);
+        assert!((field("ratio") - ratio).abs() <= 1e-9 * ratio.max(1.0), "{pair}");
+        assert!(field("cpu_ratio").is_finite() && field("cpu_ratio") > 0.0, "{pair}");
     }
     let ratios: Vec<f64> = pairs.iter().filter_map(|pair| pair["ratio"].as_f64()).collect();
     assert!((number("/alternation/median_ratio") - (ratios[0] + ratios[1]) / 2.0).abs() < 1e-9);
-    assert!(number("/seconds_per_gib") > 0.0 && number("/cpu_seconds_per_gib") > 0.0);
     assert!(run["reference"].is_null());
 
     // The reruns into the cold run's destination: the cold run reuses nothing; with

@@ -114,3 +114,22 @@ fn a_checkout_not_built_yet_is_an_error_naming_build_artifacts() {
         assert!(!dest.exists(), "nothing written");
     }
 }
+
+/// Outside a checkout, the bundled example is generated where cargo keeps its target
+/// directory for this workspace (`cargo metadata` says so), here moved by
+/// `CARGO_TARGET_DIR`, not under the workspace's `target/`.
+#[test]
+fn outside_a_checkout_the_example_goes_to_cargos_target_dir() {
+    let temp = tempfile::tempdir().expect("test step");
+    let target = temp.path().join("elsewhere");
+    let dest = temp.path().join("packages");
+    let output = run(xtask(temp.path()).args(["package", "--dest-dir"]).arg(&dest).env("CARGO_TARGET_DIR", &target));
+    let note = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(note.contains(&format!("generated under {}", target.display())), "{note}");
+    let generated: Vec<String> =
+        visible_files(&target).into_iter().filter(|name| name.starts_with("example-artifacts-")).collect();
+    assert_eq!(generated.len(), 1, "{:?}", visible_files(&target));
+    let dist = visible_files(&dest.join("dist"));
+    assert!(dist.len() > 3, "the example's wheels and sdist: {dist:?}");
+    assert_eq!(versions(&dist), vec!["7.12.0.dev0"; dist.len()]);
+}

@@ -194,14 +194,18 @@ fn check_crate(crate_dir: &str) -> Vec<String> {
 
 /// Each workspace crate (by directory) and the workspace crates it may depend on, in any
 /// dependency section. A new crate needs a row; a new edge needs a reason.
+///
+/// `diagnostic` (the one trait every library error implements) sits below them all and
+/// depends on nothing.
 const ALLOWED: &[(&str, &[&str])] = &[
-    ("xtask", &["packager", "release-gate", "example-artifacts"]),
-    ("packager", &["elf-rpath", "archive-write", "elf-audit"]),
-    ("release-gate", &["elf-audit"]),
+    ("xtask", &["packager", "release-gate", "example-artifacts", "diagnostic"]),
+    ("packager", &["elf-rpath", "archive-write", "elf-audit", "diagnostic"]),
+    ("release-gate", &["elf-audit", "diagnostic"]),
     ("elf-audit", &[]),
-    ("elf-rpath", &[]),
-    ("archive-write", &[]),
-    ("example-artifacts", &[]),
+    ("elf-rpath", &["diagnostic"]),
+    ("archive-write", &["diagnostic"]),
+    ("example-artifacts", &["diagnostic"]),
+    ("diagnostic", &[]),
 ];
 
 /// What must never be reachable from a crate, directly or through others: the gate shares
@@ -273,9 +277,16 @@ fn crates_point_one_way() {
 #[test]
 fn no_module_imports_in_a_circle() {
     let mut problems = Vec::new();
-    for crate_dir in
-        ["packager", "elf-rpath", "archive-write", "elf-audit", "release-gate", "example-artifacts", "xtask"]
-    {
+    for crate_dir in [
+        "packager",
+        "elf-rpath",
+        "archive-write",
+        "elf-audit",
+        "release-gate",
+        "example-artifacts",
+        "xtask",
+        "diagnostic",
+    ] {
         problems.extend(check_crate(crate_dir));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -1,14 +1,16 @@
 //! Style checks that run with `cargo test` (as rust-analyzer's tidy does): every library,
-//! CLI and test source file says what it owns in a `//!` doc and stays under 600 lines, no
-//! comment cites an issue number, and the bottom crates speak their own domain only.
+//! CLI and test source file says what it owns in a `//!` doc (a Python module in its
+//! docstring) and stays under 600 lines, no comment cites an issue number, and the bottom
+//! crates speak their own domain only.
 
 use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 600;
 
 /// Every crate's sources and the tests.
-const SOURCE_DIRS: [&str; 10] = [
+const SOURCE_DIRS: [&str; 11] = [
     "packager/src",
+    "diagnostic/src",
     "elf-rpath/src",
     "archive-write/src",
     "elf-audit/src",
@@ -39,19 +41,39 @@ fn sources_have_module_docs_and_stay_small() {
     for dir in SOURCE_DIRS {
         rust_files(&root.join(dir), &mut files);
     }
+    assert!(files.len() > 30, "found only {} source files", files.len());
+    let problems = doc_and_length_problems(&files, |text| text.trim_start().starts_with("//!"), "no `//!` module doc");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The Python we ship and its tests are held to the same rules: each module says what it
+/// is in its docstring (a type stub too), and stays under the same length.
+#[test]
+fn python_modules_have_docstrings_and_stay_small() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let mut files = Vec::new();
+    source_files(&root.join("packager/python"), &mut files);
+    files.retain(|file| file.extension().is_some_and(|ext| ext == "py" || ext == "pyi"));
+    assert!(files.len() > 30, "found only {} Python files", files.len());
+    let has_docstring = |text: &str| text.starts_with("\"\"\"");
+    let problems = doc_and_length_problems(&files, has_docstring, "no module docstring on its first line");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Each of `files` without its module doc (`has_doc` says), or longer than [`MAX_LINES`].
+fn doc_and_length_problems(files: &[PathBuf], has_doc: impl Fn(&str) -> bool, no_doc: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    for file in &files {
+    for file in files {
         let text = std::fs::read_to_string(file).expect("read source");
-        if !text.trim_start().starts_with("//!") {
-            problems.push(format!("{}: no `//!` module doc", file.display()));
+        if !has_doc(&text) {
+            problems.push(format!("{}: {no_doc}", file.display()));
         }
         let lines = text.lines().count();
         if lines > MAX_LINES {
             problems.push(format!("{}: {lines} lines (split it before {MAX_LINES})", file.display()));
         }
     }
-    assert!(files.len() > 30, "found only {} source files", files.len());
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    problems
 }
 
 /// The bottom crates (ELF surgery, archive writing) speak their own domain only: no word of
@@ -110,13 +132,13 @@ fn no_comment_cites_an_issue_number() {
     assert!(problems.is_empty(), "say the reason, or cite SPEC §N:\n{}", problems.join("\n"));
 }
 
-/// Rust and Python sources under `dir`.
+/// Rust and Python sources (and Python type stubs) under `dir`.
 fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read_dir").filter_map(Result::ok) {
         let path = entry.path();
         if path.is_dir() {
             source_files(&path, out);
-        } else if path.extension().is_some_and(|ext| ext == "rs" || ext == "py") {
+        } else if path.extension().is_some_and(|ext| ext == "rs" || ext == "py" || ext == "pyi") {
             out.push(path);
         }
     }

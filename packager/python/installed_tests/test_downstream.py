@@ -26,6 +26,8 @@ import tempfile
 import unittest
 import warnings
 from pathlib import Path
+from types import ModuleType
+from typing import ClassVar
 
 SITE = Path(sysconfig.get_paths()["purelib"])
 FAMILY = os.environ.get("ROCM_DOWNSTREAM_FAMILY", "")
@@ -77,19 +79,21 @@ def capture(*args: str) -> str:
     return output.strip()
 
 
-def run_python(code: str) -> subprocess.CompletedProcess:
+def run_python(code: str) -> "subprocess.CompletedProcess[str]":
     """`code` in a fresh interpreter of this venv (the process a framework starts)."""
-    return subprocess.run(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
 
 
-def mapped_paths(pid: str = "self") -> list:
+def mapped_paths(pid: str = "self") -> list[str]:
     with open("/proc/%s/maps" % pid, encoding="utf-8") as maps:
         return [line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6]
 
 
 class DownstreamTest(unittest.TestCase):
+    # Imported in setUpClass, so that an import error is a failing test, not a crash.
+    rocm_sdk: ClassVar[ModuleType]
+    di: ClassVar[ModuleType]
+
     @classmethod
     def setUpClass(cls) -> None:
         import rocm_sdk
@@ -119,7 +123,9 @@ class DownstreamTest(unittest.TestCase):
         self.assertTrue(targets, arch)
         for target in targets:
             self.assertRegex(target, r"^gfx[0-9a-z-]+$")
-        core = Path(importlib.import_module(self.di.ALL_PACKAGES["core"].get_py_package_name()).__file__).parent
+        core_init = importlib.import_module(self.di.ALL_PACKAGES["core"].get_py_package_name()).__file__
+        assert core_init is not None, "core's platform package has no __init__.py"
+        core = Path(core_init).parent
         with open(core / "share" / "therock" / "dist_info.json", encoding="utf-8") as file:
             self.assertEqual(arch, json.load(file)["dist_amdgpu_targets"].replace(" ", ","))
 

@@ -1,13 +1,15 @@
 """Builds synthetic installations of the shipped Python code, without built wheels.
 
-A test gets a temporary site-packages holding `rocm_sdk`, `rocm_sdk_core` (with a
-`_dist_info.py` made from a hand-built constants header and the real static body), their
+A test gets a temporary site-packages holding `rocm_sdk`, `rocm_sdk_core` (with the real
+`_dist_info.py` and a hand-built `_dist_info_data.py` of constants beside it), their
 platform directories, and `.dist-info` directories with RECORD files, the way pip leaves
 them. Code under test runs in a subprocess with that directory on `sys.path` and a clean
 environment, so the test process's own environment never changes.
 """
 
+import importlib.util
 import io
+import itertools
 import json
 import os
 import shutil
@@ -15,30 +17,42 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import types
 import unittest
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+# What tests pass as a path: a `Path` or a string.
+PathArg = Union[str, "os.PathLike[str]"]
+# A finished child process whose output was read as text.
+Completed = subprocess.CompletedProcess[str]
 
 PYTHON_ROOT = Path(__file__).resolve().parent.parent
-BODY = (PYTHON_ROOT / "common" / "_dist_info_body.py").read_text(encoding="utf-8")
-# The owner table, as the packager renders it into every `_dist_info.py` (SPEC §2).
-TARGET_OWNERS = json.loads((PYTHON_ROOT / "common" / "target_owners.json").read_text(encoding="utf-8"))["owners"]
+# The static module every pure package ships; its constants are generated per package.
+DIST_INFO = PYTHON_ROOT / "meta" / "rocm_sdk" / "_dist_info.py"
+# The owner table, as the packager renders it into every `_dist_info_data.py` (SPEC §2).
+_OWNER_TABLE = (PYTHON_ROOT / "common" / "target_owners.json").read_text(encoding="utf-8")
+TARGET_OWNERS: dict[str, str] = json.loads(_OWNER_TABLE)["owners"]
 VERSION = "7.12.0.dev0"
 
 
-def dist_info_source(
-    families=("gfx110X-all", "gfx94X-dcgpu"),
-    kpack=False,
-    default=None,
-    linux=(),
-    windows=(),
-    logical="meta",
-    this_family=None,
-    version=VERSION,
-    nonce="",
-    devel_target_specific=False,
-):
+def dist_info_data_source(
+    families: Iterable[str] = ("gfx110X-all", "gfx94X-dcgpu"),
+    kpack: bool = False,
+    default: Optional[str] = None,
+    linux: Iterable[str] = (),
+    windows: Iterable[str] = (),
+    logical: str = "meta",
+    this_family: Optional[str] = None,
+    version: str = VERSION,
+    nonce: str = "",
+    devel_target_specific: bool = False,
+) -> str:
+    """A `_dist_info_data.py` of these constants, as the packager would write it (Python's
+    own literals here, the packager's escaping being its own tests' business)."""
     families = sorted(families)
-    constants = [
+    constants: list[tuple[str, object]] = [
         ("__version__", version),
         ("PY_PACKAGE_SUFFIX_NONCE", nonce),
         ("KPACK_SPLIT", kpack),
@@ -52,28 +66,54 @@ def dist_info_source(
         ("THIS_TARGET_FAMILY", this_family),
         ("THIS_PACKAGE_LOGICAL_NAME", logical),
     ]
-    header = "".join("%s = %r\n" % pair for pair in constants)
-    return header + "\n" + BODY
+    return '"""Constants of a test build."""\n\n' + "".join("%s = %r\n" % pair for pair in constants)
 
 
-def load_dist_info(**options):
-    """A `_dist_info` module object built in memory."""
-    import types
+_LOADED = itertools.count()
 
-    module = types.ModuleType("_dist_info_under_test")
-    exec(compile(dist_info_source(**options), "_dist_info.py", "exec"), module.__dict__)
+
+def load_dist_info(**options: Any) -> types.ModuleType:
+    """The real `_dist_info` module over constants built in memory, imported as a module of
+    a package of its own (each call a new one), so tracebacks point into its source."""
+    package = "_dist_info_under_test_%d" % next(_LOADED)
+    parent = types.ModuleType(package)
+    parent.__path__ = []
+    sys.modules[package] = parent
+    data = types.ModuleType(package + "._dist_info_data")
+    exec(compile(dist_info_data_source(**options), "_dist_info_data.py", "exec"), data.__dict__)
+    sys.modules[data.__name__] = data
+    spec = importlib.util.spec_from_file_location(package + "._dist_info", DIST_INFO)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
     return module
+
+
+def write_dist_info(package_dir: PathArg, **options: Any) -> None:
+    """`_dist_info.py` and a `_dist_info_data.py` of `options` in `package_dir`, as the
+    packager gives every pure package."""
+    write(Path(package_dir) / "_dist_info.py", DIST_INFO.read_text(encoding="utf-8"))
+    write(Path(package_dir) / "_dist_info_data.py", dist_info_data_source(**options))
+
+
+def write_dist_info_package(root: PathArg, **options: Any) -> Path:
+    """A package `shipped` under `root` holding only `_dist_info`; returns `root`, the
+    directory to put on `sys.path` before `import shipped._dist_info`."""
+    write(Path(root) / "shipped" / "__init__.py", "")
+    write_dist_info(Path(root) / "shipped", **options)
+    return Path(root)
 
 
 # Recorded KFD topology trees, shaped like the kernel's (see kfd_topologies/README.md).
 TOPOLOGIES = Path(__file__).resolve().parent / "kfd_topologies"
 
 
-def clean_env(extra=None, path_dirs=()):
+def clean_env(extra: Optional[Mapping[str, str]] = None, path_dirs: Iterable[str] = ()) -> dict[str, str]:
     """An environment without ROCM_SDK_*, with a PATH that finds no offload-arch and the
     recorded topology of a machine without a GPU, whatever GPUs this machine has."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ROCM_SDK_")}
-    env["PATH"] = os.pathsep.join(list(path_dirs) + ["/usr/bin", "/bin"])
+    env["PATH"] = os.pathsep.join([*list(path_dirs), "/usr/bin", "/bin"])
     env["ROCM_SDK_KFD_TOPOLOGY"] = str(TOPOLOGIES / "cpu_only")
     env.pop("PYTHONPATH", None)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -82,25 +122,30 @@ def clean_env(extra=None, path_dirs=()):
     return env
 
 
-def run_python(code, site=None, env=None, args=(), check=False):
+def run_python(
+    code: str,
+    site: Optional[PathArg] = None,
+    env: Optional[Mapping[str, str]] = None,
+    args: Iterable[object] = (),
+    check: bool = False,
+) -> Completed:
     """Runs `python -c code` (with `site` first on sys.path); returns CompletedProcess."""
     env = dict(env if env is not None else clean_env())
     if site is not None:
         env["PYTHONPATH"] = str(site)
     result = subprocess.run(
         [sys.executable, "-c", code] + [str(arg) for arg in args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         stdin=subprocess.DEVNULL,
         env=env,
-        universal_newlines=True,
+        text=True,
     )
     if check and result.returncode != 0:
         raise AssertionError("python failed (%d):\n%s\n%s" % (result.returncode, result.stdout, result.stderr))
     return result
 
 
-def write(path, text, mode=0o644):
+def write(path: PathArg, text: Union[str, bytes], mode: int = 0o644) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode("utf-8") if isinstance(text, str) else text
@@ -109,7 +154,7 @@ def write(path, text, mode=0o644):
     return path
 
 
-def add_dist(site, name, version, relpaths):
+def add_dist(site: PathArg, name: str, version: str, relpaths: Sequence[str]) -> Path:
     """A pip-style `.dist-info` for `name` whose RECORD lists `relpaths`."""
     folder = "%s-%s.dist-info" % (name.replace("-", "_"), version)
     write(Path(site) / folder / "METADATA", "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
@@ -117,17 +162,19 @@ def add_dist(site, name, version, relpaths):
     return write(Path(site) / folder / "RECORD", "\n".join(record) + "\n")
 
 
-def copy_tree(source, destination):
-    shutil.copytree(str(source), str(destination), ignore=shutil.ignore_patterns("__pycache__"))
+def copy_tree(source: PathArg, destination: PathArg) -> None:
+    """Copies shipped sources as the packager ships them: no caches, and no `.pyi`, which
+    only the type check reads."""
+    shutil.copytree(str(source), str(destination), ignore=shutil.ignore_patterns("__pycache__", "*.pyi"))
 
 
-def install_pure(site, source_dir, package, **options):
-    """Copies a shipped pure package and gives it a generated `_dist_info.py`."""
+def install_pure(site: PathArg, source_dir: PathArg, package: str, **options: Any) -> None:
+    """Copies a shipped pure package and gives it `_dist_info` with generated constants."""
     copy_tree(source_dir, Path(site) / package)
-    write(Path(site) / package / "_dist_info.py", dist_info_source(**options))
+    write_dist_info(Path(site) / package, **options)
 
 
-def make_site(root, with_core=True, **options):
+def make_site(root: PathArg, with_core: bool = True, **options: Any) -> Path:
     """A site-packages with rocm_sdk (and core) installed; returns its path."""
     site = Path(root) / "site-packages"
     site.mkdir(parents=True)
@@ -140,7 +187,7 @@ def make_site(root, with_core=True, **options):
     return site
 
 
-def compile_shared_library(path, source="int rocm_test_symbol(void) { return 42; }\n"):
+def compile_shared_library(path: PathArg, source: str = "int rocm_test_symbol(void) { return 42; }\n") -> Path:
     """A real shared library built with the system C compiler."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,16 +198,21 @@ def compile_shared_library(path, source="int rocm_test_symbol(void) { return 42;
         subprocess.run(
             [compiler, "-shared", "-fPIC", "-o", str(path), str(c_file)],
             check=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
         )
     return path
 
 
-def tar_bytes(entries, compression=""):
+# A tarball member: (name, kind, payload); kind "file" or "exe" (payload: bytes), "dir"
+# (no payload) or "link" (payload: the target).
+TarEntry = tuple[str, str, Any]
+
+
+def tar_bytes(entries: Iterable[TarEntry], compression: str = "") -> bytes:
     """A tarball from `[(name, kind, payload)]`: kind "file" (bytes), "exe", "dir", "link"."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w" + (":" + compression if compression else "")) as archive:
+    modes: dict[str, Literal["w", "w:xz"]] = {"": "w", "xz": "w:xz"}
+    with tarfile.open(fileobj=buffer, mode=modes[compression]) as archive:
         for name, kind, payload in entries:
             info = tarfile.TarInfo(name)
             if kind == "dir":
@@ -181,7 +233,7 @@ def tar_bytes(entries, compression=""):
 class TempDirTest(unittest.TestCase):
     """Gives each test `self.tmp`, removed afterwards."""
 
-    def setUp(self):
+    def setUp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory()
         self.tmp = Path(self._tmp.name)
         self.addCleanup(self._tmp.cleanup)

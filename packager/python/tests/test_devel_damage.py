@@ -19,13 +19,13 @@ from tests.test_devel import DEVEL, GOOD_TREE, DevelSite, listing
 BIG = [(DEVEL + "/share/big%d.bin" % index, "file", os.urandom(256 * 1024)) for index in range(8)]
 
 
-def record_hash(data):
+def record_hash(data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return "sha256=" + digest
 
 
 class DamagedTarballTest(DevelSite):
-    def assert_refused_untouched(self, result, *needles):
+    def assert_refused_untouched(self, result: support.Completed, *needles: str) -> None:
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertNotIn("Traceback", result.stderr)
         self.assertEqual(len([line for line in result.stderr.splitlines() if line]), 1, result.stderr)
@@ -34,7 +34,7 @@ class DamagedTarballTest(DevelSite):
         self.assertTrue(self.tarball.exists(), "a damaged tarball is kept, so a reinstall can retry")
         self.assertFalse((self.site / DEVEL).exists(), "nothing of the tree was written")
 
-    def test_a_tarball_cut_short_is_refused(self):
+    def test_a_tarball_cut_short_is_refused(self) -> None:
         # Cut inside a member, and exactly after a member (where tarfile stops quietly).
         for label in ("mid-member", "at a header"):
             with self.subTest(label):
@@ -46,10 +46,12 @@ class DamagedTarballTest(DevelSite):
                 self.tarball.write_bytes(data[:cut])
                 before = listing(self.site)
                 result = self.init()
-                self.assert_refused_untouched(result, "is damaged", str(self.tarball), "--force-reinstall --no-cache-dir rocm-sdk-devel")
+                self.assert_refused_untouched(
+                    result, "is damaged", str(self.tarball), "--force-reinstall --no-cache-dir rocm-sdk-devel"
+                )
                 self.assertEqual(listing(self.site), before)
 
-    def test_the_tarball_must_match_its_record_hash(self):
+    def test_the_tarball_must_match_its_record_hash(self) -> None:
         self.make(tree=GOOD_TREE + BIG)
         data = self.tarball.read_bytes()
         rows = self.record.read_text().replace(
@@ -67,7 +69,7 @@ class DamagedTarballTest(DevelSite):
         self.assertEqual(self.init().returncode, 0)
         self.assertFalse(self.tarball.exists())
 
-    def test_the_hint_names_the_family_devel_package(self):
+    def test_the_hint_names_the_family_devel_package(self) -> None:
         self.make()
         self.tarball.write_bytes(self.tarball.read_bytes()[:1024])
         code = (
@@ -79,7 +81,7 @@ class DamagedTarballTest(DevelSite):
         result = support.run_python(code, site=self.site, args=[self.tarball])
         self.assertIn("pip install --force-reinstall --no-cache-dir rocm-sdk-devel-gfx110x-all", result.stdout)
 
-    def test_a_cut_or_garbage_xz_tarball_gives_one_line(self):
+    def test_a_cut_or_garbage_xz_tarball_gives_one_line(self) -> None:
         for label in ("cut", "garbage"):
             with self.subTest(label):
                 self.tmp = self.tmp / label
@@ -92,23 +94,27 @@ class DamagedTarballTest(DevelSite):
 
 
 class FailedExpansionTest(DevelSite):
-    def test_bad_members_are_refused_before_anything_is_written(self):
-        cases = {
+    def test_bad_members_are_refused_before_anything_is_written(self) -> None:
+        cases: dict[str, list[support.TarEntry]] = {
             "empty link": [(DEVEL + "/__init__.py", "file", b""), (DEVEL + "/lib/libx.so", "link", "")],
-            "under a file": [(DEVEL + "/__init__.py", "file", b""), (DEVEL + "/a", "file", b"x"), (DEVEL + "/a/b", "file", b"y")],
+            "under a file": [
+                (DEVEL + "/__init__.py", "file", b""),
+                (DEVEL + "/a", "file", b"x"),
+                (DEVEL + "/a/b", "file", b"y"),
+            ],
             "link to its own directory": [(DEVEL + "/__init__.py", "file", b""), (DEVEL + "/lib/up", "link", "..")],
         }
         for result in self.each_refused(cases, lambda: self.site):
             self.assertNotIn("Errno", result.stderr)
 
-    def assert_failed_cleanly(self, result):
+    def assert_failed_cleanly(self, result: support.Completed) -> None:
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertNotIn("Traceback", result.stderr)
         self.assertIn("cannot expand the devel tree: writing %s" % (self.site / DEVEL), result.stderr)
         self.assertFalse((self.site / DEVEL).exists(), "the partial tree was removed")
         self.assertTrue(self.tarball.exists(), "the tarball stays for a retry")
 
-    def test_a_file_size_limit_midway_removes_the_partial_tree(self):
+    def test_a_file_size_limit_midway_removes_the_partial_tree(self) -> None:
         # Stands in for a full disk wherever a tmpfs cannot be mounted: writes past the
         # limit fail with EFBIG as they would with ENOSPC.
         self.make(tree=GOOD_TREE + BIG)
@@ -124,9 +130,11 @@ class FailedExpansionTest(DevelSite):
         self.assertIn("File too large", result.stderr)
         self.assertEqual(self.init().returncode, 0, "a retry without the limit succeeds")
 
-    def test_a_full_tmpfs_midway_removes_the_partial_tree(self):
+    def test_a_full_tmpfs_midway_removes_the_partial_tree(self) -> None:
         if os.geteuid() != 0 or shutil.which("mount") is None:
-            print("skipped: mounting a tmpfs needs root and mount(8); the file size limit test covers it", file=sys.stderr)
+            print(
+                "skipped: mounting a tmpfs needs root and mount(8); the file size limit test covers it", file=sys.stderr
+            )
             return
         small = self.tmp / "small"
         small.mkdir()
@@ -142,7 +150,7 @@ class FailedExpansionTest(DevelSite):
         self.assertIn("No space left on device", result.stderr)
         self.assertIn("free space", result.stderr)
 
-    def test_pip_uninstall_removes_a_half_expanded_tree(self):
+    def test_pip_uninstall_removes_a_half_expanded_tree(self) -> None:
         # A real venv, so that pip treats the site as its own environment.
         env_dir = self.tmp / "venv"
         venv.EnvBuilder(with_pip=False).create(str(env_dir))
@@ -151,7 +159,7 @@ class FailedExpansionTest(DevelSite):
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             stdout=subprocess.PIPE,
             check=True,
-            universal_newlines=True,
+            text=True,
         ).stdout.strip()
         self.tmp = self.tmp / "under"
         self.tmp.mkdir()
@@ -181,9 +189,11 @@ class FailedExpansionTest(DevelSite):
             [sys.executable, "-m", "pip", "--python", str(python), "uninstall", "-y", "rocm-sdk-devel"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            universal_newlines=True,
+            text=True,
             env=support.clean_env(),
         )
-        self.assertEqual(uninstall.returncode, 0, "pip is needed by this test (apt-get install python3-pip):\n" + uninstall.stdout)
+        self.assertEqual(
+            uninstall.returncode, 0, "pip is needed by this test (apt-get install python3-pip):\n" + uninstall.stdout
+        )
         self.assertFalse((self.site / DEVEL).exists(), uninstall.stdout)
         self.assertFalse((self.site / "rocm_sdk_devel").exists(), uninstall.stdout)

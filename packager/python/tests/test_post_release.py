@@ -5,6 +5,8 @@ pre releases match only themselves."""
 import json
 import shutil
 import unittest
+from pathlib import Path
+from typing import Any
 
 from tests import support
 from tests.test_backend import BackendSupport
@@ -12,7 +14,7 @@ from tests.test_runtime import PROBE
 
 
 class SameReleaseTest(unittest.TestCase):
-    def test_which_versions_are_one_release(self):
+    def test_which_versions_are_one_release(self) -> None:
         info = support.load_dist_info()
         cases = [
             ("7.12.0", "7.12.0.post1", True),
@@ -29,7 +31,7 @@ class SameReleaseTest(unittest.TestCase):
             self.assertEqual(info.same_release(first, second), same, (first, second))
             self.assertEqual(info.same_release(second, first), same, (second, first))
 
-    def test_specifiers_admit_the_release(self):
+    def test_specifiers_admit_the_release(self) -> None:
         info = support.load_dist_info()
         self.assertEqual(info.release_specifier("7.12.0"), ">=7.12.0,==7.12.0.*")
         self.assertEqual(info.release_specifier("7.12.0.post1"), ">=7.12.0,==7.12.0.*")
@@ -38,7 +40,7 @@ class SameReleaseTest(unittest.TestCase):
 
 
 class PostReleaseRequirementsTest(BackendSupport):
-    def test_a_final_sdist_admits_post_releases_of_its_packages(self):
+    def test_a_final_sdist_admits_post_releases_of_its_packages(self) -> None:
         for version in ("7.12.0", "7.12.0.post1"):
             root = self.make_sdist_tree(families=["gfx90a"], kpack=True, version=version)
             requires, extras = self.call(root, "requirements", env={"ROCM_SDK_TARGET_FAMILY": "gfx90a"})
@@ -50,13 +52,17 @@ class PostReleaseRequirementsTest(BackendSupport):
 
 
 class PostReleaseVersionCheckTest(support.TempDirTest):
-    def probe(self, site, expression):
+    def probe(self, site: Path, expression: str) -> Any:
         code = PROBE + "print(json.dumps(attempt(lambda: %s)))\n" % expression
         return json.loads(support.run_python(code, site=site, check=True).stdout)
 
-    def check(self, installed, asked, matches):
-        site = support.make_site(self.tmp / installed / asked.replace("*", "x"), families=["gfx90a"], kpack=True, version=installed)
-        strict = self.probe(site, "rocm_sdk.initialize_process(check_version=%r, fail_on_version_mismatch=True)" % asked)
+    def check(self, installed: str, asked: str, matches: bool) -> None:
+        site = support.make_site(
+            self.tmp / installed / asked.replace("*", "x"), families=["gfx90a"], kpack=True, version=installed
+        )
+        strict = self.probe(
+            site, "rocm_sdk.initialize_process(check_version=%r, fail_on_version_mismatch=True)" % asked
+        )
         warned = self.probe(site, "rocm_sdk.initialize_process(check_version=%r)" % asked)
         if matches:
             self.assertEqual(strict, {"ok": "None", "warnings": []}, (installed, asked))
@@ -65,19 +71,23 @@ class PostReleaseVersionCheckTest(support.TempDirTest):
             self.assertEqual(strict.get("error"), "RuntimeError", (installed, asked, strict))
             self.assertEqual(len(warned["warnings"]), 1, (installed, asked, warned))
 
-    def test_check_version_treats_a_post_release_as_its_release(self):
+    def test_check_version_treats_a_post_release_as_its_release(self) -> None:
         self.check("7.12.0.post1", "7.12.0", True)
         self.check("7.12.0", "7.12.0.post1", True)
         self.check("7.12.0.post1", "7.12.0.post2", True)
         self.check("7.12.0.post1", "7.12.*", True)
 
-    def test_check_version_never_treats_another_release_or_a_dev_release_so(self):
+    def test_check_version_never_treats_another_release_or_a_dev_release_so(self) -> None:
         self.check("7.12.0.post1", "7.12.1", False)
         self.check("7.12.1", "7.12.0", False)
         self.check("7.12.0.dev0", "7.12.0", False)
         self.check("7.12.0", "7.12.0.dev0", False)
 
-    def test_a_compiled_pattern_sees_the_release(self):
+    def test_a_compiled_pattern_sees_the_release(self) -> None:
         site = support.make_site(self.tmp, families=["gfx90a"], kpack=True, version="7.12.0.post1")
-        result = self.probe(site, "rocm_sdk.initialize_process(check_version=__import__('re').compile(r'7\\.12\\.0'), fail_on_version_mismatch=True)")
+        result = self.probe(
+            site,
+            "rocm_sdk.initialize_process("
+            "check_version=__import__('re').compile(r'7\\.12\\.0'), fail_on_version_mismatch=True)",
+        )
         self.assertEqual(result, {"ok": "None", "warnings": []})

@@ -7,6 +7,7 @@ scripts in the venv's bin directory, real shared libraries built with cc.
 
 import subprocess
 import sys
+from pathlib import Path
 
 from tests import support
 from tests.test_devel import GOOD_TREE
@@ -32,7 +33,7 @@ SCRIPTS = {"hipcc": "hipcc", "rocminfo": "rocminfo"}
 
 
 class SelfTest(support.TempDirTest):
-    def setUp(self):
+    def setUp(self) -> None:
         super().setUp()
         venv = self.tmp / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -40,11 +41,15 @@ class SelfTest(support.TempDirTest):
         purelib = subprocess.check_output(
             [str(self.python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], universal_newlines=True
         ).strip()
-        self.site = support.Path(purelib)
+        self.site = Path(purelib)
         options = {"families": ["gfx1030", "gfx90a"], "kpack": True}
-        support.install_pure(self.site, support.PYTHON_ROOT / "meta" / "rocm_sdk", "rocm_sdk", logical="meta", **options)
+        support.install_pure(
+            self.site, support.PYTHON_ROOT / "meta" / "rocm_sdk", "rocm_sdk", logical="meta", **options
+        )
         support.add_dist(self.site, "rocm", support.VERSION, ["rocm_sdk/__init__.py"])
-        support.install_pure(self.site, support.PYTHON_ROOT / "core" / "rocm_sdk_core", "rocm_sdk_core", logical="core", **options)
+        support.install_pure(
+            self.site, support.PYTHON_ROOT / "core" / "rocm_sdk_core", "rocm_sdk_core", logical="core", **options
+        )
         core = self.site / "_rocm_sdk_core"
         support.write(core / "__init__.py", "")
         library = support.compile_shared_library(self.tmp / "libprobe.so")
@@ -59,7 +64,11 @@ class SelfTest(support.TempDirTest):
         )
         support.write(record.parent / "entry_points.txt", entry_points)
         for script, function in SCRIPTS.items():
-            wrapper = "#!%s\nimport sys\nfrom rocm_sdk_core._cli import %s\nsys.exit(%s())\n" % (self.python, function, function)
+            wrapper = "#!%s\nimport sys\nfrom rocm_sdk_core._cli import %s\nsys.exit(%s())\n" % (
+                self.python,
+                function,
+                function,
+            )
             support.write(venv / "bin" / script, wrapper, mode=0o755)
         # devel, with the tree of the devel tests
         support.install_pure(self.site, support.PYTHON_ROOT / "devel", "rocm_sdk_devel", logical="devel", **options)
@@ -68,31 +77,36 @@ class SelfTest(support.TempDirTest):
             self.site,
             "rocm-sdk-devel",
             support.VERSION,
-            ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py", "rocm_sdk_devel/_devel.tar"],
+            [
+                "rocm_sdk_devel/__init__.py",
+                "rocm_sdk_devel/_dist_info.py",
+                "rocm_sdk_devel/_dist_info_data.py",
+                "rocm_sdk_devel/_devel.tar",
+            ],
         )
 
-    def rocm_sdk_test(self):
+    def rocm_sdk_test(self) -> support.Completed:
         return subprocess.run(
             [str(self.python), "-m", "rocm_sdk", "test"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=support.clean_env(),
-            universal_newlines=True,
+            text=True,
         )
 
-    def test_sound_installation_passes(self):
+    def test_sound_installation_passes(self) -> None:
         result = self.rocm_sdk_test()
         self.assertEqual(result.returncode, 0, result.stdout)
         self.assertIn("devel_test", result.stdout)
         self.assertIn("skipping the libraries tests", result.stdout)
 
-    def test_missing_tool_fails(self):
+    def test_missing_tool_fails(self) -> None:
         (self.site / "_rocm_sdk_core" / "bin" / "rocminfo").unlink()
         result = self.rocm_sdk_test()
         self.assertEqual(result.returncode, 1, result.stdout)
         self.assertIn("rocm-sdk-core: cannot run rocminfo", result.stdout)
 
-    def test_unloadable_library_fails(self):
+    def test_unloadable_library_fails(self) -> None:
         support.write(self.site / "_rocm_sdk_core" / "lib" / "libbroken.so.1", b"not an ELF file")
         result = self.rocm_sdk_test()
         self.assertEqual(result.returncode, 1, result.stdout)

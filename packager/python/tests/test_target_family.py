@@ -7,6 +7,8 @@ directories, `.dist-info` with RECORD) and asks the shipped runtime in a subproc
 """
 
 import json
+from pathlib import Path
+from typing import Any, Optional
 
 from tests import support
 
@@ -30,35 +32,51 @@ print(json.dumps({
 """
 
 
-def identifier(family):
+def identifier(family: str) -> str:
     return family.lower().replace("-", "_")
 
 
 class TargetFamilyTest(support.TempDirTest):
-    def site(self, options):
+    options: dict[str, Any]
+
+    def site(self, options: dict[str, Any]) -> Path:
         self.options = options
         return support.make_site(self.tmp, **options)
 
-    def install_libraries(self, site, family):
+    def install_libraries(self, site: Path, family: str) -> Path:
         """A legacy `rocm-sdk-libraries-{family}` wheel, with its `libhipblas.so.1`."""
         name = identifier(family)
         support.install_pure(
-            site, support.PYTHON_ROOT / "libraries", "rocm_sdk_libraries_" + name, logical="libraries", this_family=family, **self.options
+            site,
+            support.PYTHON_ROOT / "libraries",
+            "rocm_sdk_libraries_" + name,
+            logical="libraries",
+            this_family=family,
+            **self.options,
         )
         # The platform directory keeps the family's spelling, as the reference's does (SPEC §2).
         platform = site / ("_rocm_sdk_libraries_" + family.replace("-", "_"))
         support.write(platform / "__init__.py", "")
         support.write(platform / "lib" / "libhipblas.so.1", b"\x7fELF")
-        support.add_dist(site, "rocm-sdk-libraries-" + family, support.VERSION, ["rocm_sdk_libraries_%s/__init__.py" % name])
+        support.add_dist(
+            site, "rocm-sdk-libraries-" + family, support.VERSION, ["rocm_sdk_libraries_%s/__init__.py" % name]
+        )
         return platform / "lib" / "libhipblas.so.1"
 
-    def install_devel(self, site, family):
+    def install_devel(self, site: Path, family: str) -> None:
         """A legacy multi-family `rocm-sdk-devel-{family}` wheel, not yet expanded."""
         name = identifier(family)
-        support.install_pure(site, support.PYTHON_ROOT / "devel", "rocm_sdk_devel_" + name, logical="devel", this_family=family, **self.options)
+        support.install_pure(
+            site,
+            support.PYTHON_ROOT / "devel",
+            "rocm_sdk_devel_" + name,
+            logical="devel",
+            this_family=family,
+            **self.options,
+        )
         support.add_dist(site, "rocm-sdk-devel-" + family, support.VERSION, ["rocm_sdk_devel_%s/__init__.py" % name])
 
-    def probe(self, site, env=None, gpu_lines=None):
+    def probe(self, site: Path, env: Optional[dict[str, str]] = None, gpu_lines: Optional[list[str]] = None) -> Any:
         path_dirs = []
         if gpu_lines is not None:
             bin_dir = self.tmp / "gpu-bin"
@@ -68,7 +86,7 @@ class TargetFamilyTest(support.TempDirTest):
         self.assertEqual(result.stderr, "", "the runtime must print nothing unless ROCM_SDK_VERBOSE=1")
         return json.loads(result.stdout)
 
-    def test_nothing_installed_is_detection_then_the_default(self):
+    def test_nothing_installed_is_detection_then_the_default(self) -> None:
         site = self.site(LEGACY)
         nothing = self.probe(site)
         self.assertEqual(nothing["installed"], [])
@@ -77,7 +95,7 @@ class TargetFamilyTest(support.TempDirTest):
         self.assertIn('pip install "rocm[libraries]"', nothing["hipblas"][2])
         self.assertEqual(self.probe(site, gpu_lines=["gfx942"])["runtime"], ["gfx94X-dcgpu", "detected"])
 
-    def test_the_installed_family_is_the_family_without_the_variable(self):
+    def test_the_installed_family_is_the_family_without_the_variable(self) -> None:
         site = self.site(LEGACY)
         library = self.install_libraries(site, "gfx94X-dcgpu")
         for gpu_lines in (None, ["gfx1100"]):
@@ -89,14 +107,14 @@ class TargetFamilyTest(support.TempDirTest):
             # The sdist's backend decides before anything is installed: its rule is unchanged.
             self.assertEqual(result["install_time"], ["gfx110X-all", "detected" if gpu_lines else "default"])
 
-    def test_an_installed_devel_wheel_alone_names_the_family(self):
+    def test_an_installed_devel_wheel_alone_names_the_family(self) -> None:
         site = self.site(LEGACY)
         self.install_devel(site, "gfx94X-dcgpu")
         result = self.probe(site)
         self.assertEqual(result["runtime"], ["gfx94X-dcgpu", "installed"])
         self.assertEqual(result["hipblas"][:2], ["error", "ModuleNotFoundError"])
 
-    def test_several_installed_need_a_gpu_or_the_variable(self):
+    def test_several_installed_need_a_gpu_or_the_variable(self) -> None:
         site = self.site(LEGACY)
         self.install_libraries(site, "gfx110X-all")
         gfx94 = self.install_libraries(site, "gfx94X-dcgpu")
@@ -115,7 +133,7 @@ class TargetFamilyTest(support.TempDirTest):
         self.assertEqual(chosen["runtime"], ["gfx94X-dcgpu", "environment"])
         self.assertEqual(chosen["hipblas"], [str(gfx94)])
 
-    def test_a_variable_naming_a_family_not_installed_is_an_error(self):
+    def test_a_variable_naming_a_family_not_installed_is_an_error(self) -> None:
         site = self.site(LEGACY)
         self.install_libraries(site, "gfx94X-dcgpu")
         for requested in ("gfx110X-all", "gfx1200"):
@@ -130,10 +148,10 @@ class TargetFamilyTest(support.TempDirTest):
         self.assertEqual(empty["runtime"], ["gfx94X-dcgpu", "environment"])
         self.assertEqual(empty["hipblas"][:2], ["error", "ModuleNotFoundError"])
 
-    def site_without_packages(self):
+    def site_without_packages(self) -> Path:
         return support.make_site(self.tmp / "empty", **self.options)
 
-    def test_kpack_split_device_wheels_name_the_target(self):
+    def test_kpack_split_device_wheels_name_the_target(self) -> None:
         site = self.site(KPACK)
         support.add_dist(site, "rocm-sdk-device-gfx90a", support.VERSION, ["_rocm_sdk_libraries/_device_gfx90a.py"])
         self.assertEqual(self.probe(site)["runtime"], ["gfx90a", "installed"])
@@ -151,16 +169,16 @@ class TargetFamilyTest(support.TempDirTest):
     # the environment cannot color, clear or rewrite the terminal through `rocm-sdk`.
     HOSTILE = "gfx110X-all\x1b[31m\rforged"
 
-    def run_command(self, site, words):
+    def run_command(self, site: Path, words: list[str]) -> support.Completed:
         code = "import rocm_sdk.__main__ as m, sys; sys.exit(m.main(%r))" % (words,)
         return support.run_python(code, site=site, env=support.clean_env({"ROCM_SDK_TARGET_FAMILY": self.HOSTILE}))
 
-    def assert_escaped(self, text):
+    def assert_escaped(self, text: str) -> None:
         self.assertNotIn("\x1b", text)
         self.assertNotIn("\r", text)
         self.assertIn("gfx110X-all\\x1b[31m\\rforged", text)
 
-    def test_a_family_from_the_environment_is_escaped_in_every_message(self):
+    def test_a_family_from_the_environment_is_escaped_in_every_message(self) -> None:
         installed = self.site(LEGACY)
         self.install_libraries(installed, "gfx94X-dcgpu")
         for site in (installed, self.site_without_packages()):
@@ -171,7 +189,8 @@ class TargetFamilyTest(support.TempDirTest):
                 self.assert_escaped(result.stderr)
         # The library API's exception says the same, escaped, to whoever prints it.
         result = support.run_python(
-            "import rocm_sdk._dist_info as di\ntry:\n    di.determine_target_family()\nexcept ValueError as e:\n    print(e)",
+            "import rocm_sdk._dist_info as di\n"
+            "try:\n    di.determine_target_family()\nexcept ValueError as e:\n    print(e)",
             site=installed,
             env=support.clean_env({"ROCM_SDK_TARGET_FAMILY": self.HOSTILE}),
             check=True,

@@ -5,6 +5,7 @@ wheel is in tests/it/variants.rs; these are the plugin's own rules."""
 
 import json
 import shutil
+from typing import Any
 
 from tests import support
 
@@ -24,7 +25,7 @@ print(json.dumps({"supported": supported, "all": every, "named": named}))
 
 
 class VariantProviderTest(support.TempDirTest):
-    def setUp(self):
+    def setUp(self) -> None:
         super().setUp()
         package = self.tmp / PACKAGE
         package.mkdir()
@@ -32,12 +33,12 @@ class VariantProviderTest(support.TempDirTest):
         shutil.copy(support.PYTHON_ROOT / "meta" / "rocm_sdk" / "_kfd_topology.py", package)
         shutil.copy(support.PYTHON_ROOT / "common" / "target_owners.json", package)
 
-    def ask(self, tree, named=""):
+    def ask(self, tree: str, named: str = "") -> Any:
         env = support.clean_env({"ROCM_SDK_KFD_TOPOLOGY": str(support.TOPOLOGIES / tree)})
         result = support.run_python(ASK, site=self.tmp, env=env, args=[named], check=True)
         return json.loads(result.stdout)
 
-    def test_each_recorded_machine_supports_its_gpus_targets(self):
+    def test_each_recorded_machine_supports_its_gpus_targets(self) -> None:
         cases = {
             "mi210_gfx90a": ["gfx90a"],
             "rx6800xt_gfx1030": ["gfx1030"],
@@ -48,7 +49,7 @@ class VariantProviderTest(support.TempDirTest):
             self.assertEqual(self.ask(tree)["supported"], [["gfx_arch", values, True]], tree)
         self.assertEqual(self.ask("cpu_only")["supported"], [])
 
-    def test_every_supported_value_is_a_valid_one(self):
+    def test_every_supported_value_is_a_valid_one(self) -> None:
         answer = self.ask("two_gpus_gfx90a_gfx1030")
         [(name, values, multi_value)] = answer["all"]
         self.assertEqual((name, multi_value), ("gfx_arch", True))
@@ -58,6 +59,6 @@ class VariantProviderTest(support.TempDirTest):
         for value in values:
             self.assertRegex(value, r"^[a-z0-9_.]+$")
 
-    def test_a_target_is_followed_by_its_owner_once(self):
+    def test_a_target_is_followed_by_its_owner_once(self) -> None:
         named = self.ask("cpu_only", named="gfx1250-strict,gfx90a,gfx1250,GFX90A")["named"]
         self.assertEqual(named, ["gfx1250_strict", "gfx1250", "gfx90a"])

@@ -212,6 +212,7 @@ impl MergedTree {
 mod tests {
     use super::*;
     use crate::catalog::Selection;
+    use diagnostic::Diagnostic;
     use std::os::unix::fs::symlink;
 
     fn artifact(root: &std::path::Path, name: &str, files: &[&str], links: &[(&str, &str)]) {

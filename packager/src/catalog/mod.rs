@@ -20,6 +20,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use diagnostic::Diagnostic;
+
 pub use glob::Glob;
 pub use manifest::{check_artifacts_dir, ARTIFACT_MANIFEST, DIST_INFO};
 pub use merged::MergedTree;
@@ -270,9 +272,34 @@ pub enum CatalogError {
     },
 }
 
-impl CatalogError {
+impl Diagnostic for CatalogError {
+    /// The file or directory the error is about, if it names one.
+    fn path(&self) -> Option<&Path> {
+        match self {
+            CatalogError::MissingArtifactsDir { path }
+            | CatalogError::ArtifactsDirIsAFile { path }
+            | CatalogError::NotAnArtifactsDir { path }
+            | CatalogError::TherockDirNotACheckout { path }
+            | CatalogError::MissingBuildManifest { path }
+            | CatalogError::BadBuildManifest { path, .. }
+            | CatalogError::BadDistInfo { path, .. }
+            | CatalogError::PrefixEscapes { path, .. }
+            | CatalogError::NonUtf8Name { path }
+            | CatalogError::BadPath { path, .. }
+            | CatalogError::NotACheckout { path }
+            | CatalogError::MissingCheckoutArtifacts { path }
+            | CatalogError::BadCheckoutFile { path, .. }
+            | CatalogError::Read { path, .. }
+            | CatalogError::BadFamilyName { path, .. }
+            | CatalogError::UnexpectedArtifact { path, .. }
+            | CatalogError::NotATargetId { path, .. } => Some(path),
+            CatalogError::KindClash(clash) => Some(&clash.second_path),
+            CatalogError::BadGlob { .. } => None,
+        }
+    }
+
     /// What the user can do next. The CLI prints it as `hint: ...`.
-    pub fn hint(&self) -> Option<&'static str> {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::MissingArtifactsDir { .. } | Self::ArtifactsDirIsAFile { .. } => {
                 Some("pass --artifact-dir pointing at a TheRock build's `artifacts` directory")

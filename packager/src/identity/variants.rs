@@ -3,9 +3,11 @@
 //! distribution.
 //!
 //! Owns: those names. Does not own: what the variant files say (`variants`), wheel file
-//! names in general (`wheel_file_name`).
+//! names in general (`archive-write`'s `WheelFileName`).
 
-use super::{distribution_stem, file_name_form};
+use archive_write::file_name_form;
+
+use super::distribution_stem;
 use crate::config::PackageGroup;
 use crate::targets::Target;
 

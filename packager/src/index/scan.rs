@@ -11,7 +11,9 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::{Index, IndexError, IndexedFile};
-use crate::identity::{normalize_name, parse_variants_json_file_name};
+use archive_write::normalize;
+
+use crate::identity::parse_variants_json_file_name;
 
 pub(super) fn scan(dist: &Path) -> Result<Index, IndexError> {
     if !dist.is_dir() {
@@ -40,7 +42,7 @@ pub(super) fn scan(dist: &Path) -> Result<Index, IndexError> {
             });
         }
         by_file_name.insert(file.file_name.clone(), file.clone());
-        projects.entry(normalize_name(&file.name)).or_default().push(file);
+        projects.entry(normalize(&file.name)).or_default().push(file);
     }
     for files in projects.values_mut() {
         files.sort_by(|a, b| a.file_name.cmp(&b.file_name).then_with(|| a.rel.cmp(&b.rel)));

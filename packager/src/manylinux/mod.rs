@@ -19,13 +19,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use diagnostic::Diagnostic;
+
 use rayon::prelude::*;
 
 use crate::identity::PlatformTags;
 use crate::launcher::LauncherTemplate;
 use crate::plan::{DevelEntry, PackagePlan, Plan, PlannedFile};
-use crate::platform::TargetMachine;
-use elf_audit::{self as policy, arch_name, elf_identity, parse_elf, ElfFile, ElfWindow, VersionNeeds};
+use elf_audit::{self as policy, arch_name, elf_identity, parse_elf, Architecture, ElfFile, ElfWindow, VersionNeeds};
 
 /// Most lines of needs an error lists before it says how many more there are.
 const MAX_LISTED: usize = 40;
@@ -46,8 +47,8 @@ pub enum TagError {
     Unreadable { path: PathBuf, reason: String },
 }
 
-impl TagError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for TagError {
+    fn hint(&self) -> Option<&'static str> {
         match self {
             TagError::OutsidePolicy { .. } => Some(
                 "ship those libraries in the build (add their artifacts) or link them statically; a plain tag \
@@ -62,7 +63,7 @@ impl TagError {
         }
     }
 
-    pub fn path(&self) -> Option<&Path> {
+    fn path(&self) -> Option<&Path> {
         match self {
             TagError::Unreadable { path, .. } => Some(path),
             _ => None,
@@ -109,7 +110,7 @@ pub fn choose_tags(
     packages: &[&PackagePlan],
     launcher: Option<&LauncherTemplate>,
 ) -> Result<PlatformTags, crate::Error> {
-    let host = TargetMachine::host();
+    let host = crate::platform::host_machine();
     let shipped: BTreeSet<&str> = plan
         .packages
         .iter()
@@ -143,7 +144,7 @@ pub fn choose_tags(
                 }
             }
         }
-        let tag = tag_for(&package.names.distribution, &needs, host.arch_name())?;
+        let tag = tag_for(&package.names.distribution, &needs, host.as_str())?;
         tags.insert(package.role.clone(), tag);
     }
     Ok(tags)
@@ -181,7 +182,7 @@ fn sources_of(package: &PackagePlan) -> Result<Vec<Source>, crate::Error> {
 /// other machines' files are data to the wheel's platform, as `verify --dist` treats them).
 fn read_host_elf(
     source: &Source,
-    host: TargetMachine,
+    host: Architecture,
     launcher: Option<&ElfFile>,
 ) -> Result<Option<(String, ElfFile)>, TagError> {
     let (member, path) = match source {
@@ -193,9 +194,9 @@ fn read_host_elf(
         return Ok(None);
     };
     let Some(identity) = elf_identity(window.head()) else { return Ok(None) };
-    let runs_here = identity.machine == host.machine
-        && identity.is_64 == host.is_64
-        && identity.little_endian == host.little_endian;
+    let runs_here = identity.machine == host.elf_machine()
+        && identity.is_64 == host.is_64()
+        && identity.little_endian == host.is_little_endian();
     if !runs_here {
         return Ok(None);
     }

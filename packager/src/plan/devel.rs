@@ -20,9 +20,9 @@ use crate::catalog::{ArtifactName, CatalogError, Entry, EntryKind, MergedTree, O
 use crate::config::{AbsoluteRpath, PackageGroup};
 use crate::elf::{self, EditStrategy};
 use crate::identity::PackageRole;
-use crate::platform::TargetMachine;
 use crate::relpath::RelPath;
 use crate::write::WriteError;
+use elf_audit::Architecture;
 
 /// The devel package of `family` (legacy multi-family) or the only one (`None`).
 /// `runtime` are the runtime packages planned so far.
@@ -136,7 +136,7 @@ pub struct DevelTree {
     /// Links to runtime files for SONAMEs the artifacts lack (decided by the planning walk).
     soname_links: BTreeMap<RelPath, DevelEntry>,
     absolute_rpath: AbsoluteRpath,
-    target: TargetMachine,
+    target: Architecture,
     /// What the planning walk found.
     pub planned: DevelSummary,
 }
@@ -326,7 +326,7 @@ impl DevelTree {
         let source = &entry.source;
         let copy = PlannedFile::Copy { source: source.clone(), len, executable, stamp };
         let elf = elf::read_elf(source).map_err(elf_error)?;
-        let Some(elf) = elf.filter(|info| self.target.can_run(info) && info.is_patchable()) else {
+        let Some(elf) = elf.filter(|info| crate::platform::can_run(self.target, info) && info.is_patchable()) else {
             return Ok(copy);
         };
         let Some(existing) = elf.search_path() else { return Ok(copy) };

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::elf::{self, ElfError, ElfInfo, ElfKind};
-use crate::platform::TargetMachine;
+use elf_audit::Architecture;
 
 #[derive(Clone, Debug, Default)]
 pub struct FileFacts {
@@ -71,11 +71,11 @@ pub struct FactCache {
     facts: HashMap<Arc<Path>, Arc<FileFacts>>,
     plain: Arc<FileFacts>,
     /// The wheels' machine: ELF files for any other are data.
-    target: TargetMachine,
+    target: Architecture,
 }
 
 impl FactCache {
-    pub fn new(target: TargetMachine) -> FactCache {
+    pub fn new(target: Architecture) -> FactCache {
         FactCache { facts: HashMap::new(), plain: Arc::default(), target }
     }
 
@@ -99,7 +99,7 @@ impl FactCache {
     }
 }
 
-fn inspect(path: &Path, target: TargetMachine) -> Result<FileFacts, crate::Error> {
+fn inspect(path: &Path, target: Architecture) -> Result<FileFacts, crate::Error> {
     let read = elf::read_elf(path)?;
     let shebang = if read.is_none() {
         let mut head = [0u8; 2];
@@ -118,6 +118,6 @@ fn inspect(path: &Path, target: TargetMachine) -> Result<FileFacts, crate::Error
     } else {
         false
     };
-    let elf = read.filter(|info| target.can_run(info));
+    let elf = read.filter(|info| crate::platform::can_run(target, info));
     Ok(FileFacts { elf, shebang })
 }

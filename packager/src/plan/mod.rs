@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use diagnostic::Diagnostic;
+
 use crate::build_os::BuildOs;
 use crate::catalog::{Artifact, Catalog, CatalogError, FileStamp, Override};
 use crate::config::{PackageConfig, PackageGroup};
@@ -65,8 +67,17 @@ pub enum PlanError {
     Invalid { message: String },
 }
 
-impl PlanError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Diagnostic for PlanError {
+    /// The file or directory the error is about, if it names one.
+    fn path(&self) -> Option<&Path> {
+        match self {
+            PlanError::NoProfiler { dir } => Some(dir),
+            PlanError::IncompleteOutput { output_dir, .. } => Some(output_dir),
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<&'static str> {
         match self {
             Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
             Self::BadVersionSuffix { .. } => {
@@ -290,7 +301,8 @@ impl serde::Serialize for PackagePlan {
 /// Every decision of a run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Plan {
-    pub version: String,
+    /// `--version`, parsed once (in normal form, SPEC §3).
+    pub version: archive_write::Version,
     /// Told from the build's binaries, or given (`--build-os`); SPEC §7.
     pub build_os: BuildOs,
     /// Why a build was told to be for Windows: its first PE file (no ELF file was found).
@@ -330,7 +342,7 @@ impl Plan {
 
 /// Decides every package of the build from the catalog.
 pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn Progress) -> Result<Plan, crate::Error> {
-    version::check_pep440(&config.version)
+    let version = version::parse_version(&config.version)
         .map_err(|reason| PlanError::BadVersion { version: config.version.clone(), reason })?;
     // The suffix ends every platform directory name, which Python imports as a module.
     if !config.version_suffix.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_') {
@@ -388,7 +400,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     overrides.sort_by(|a, b| a.rel.cmp(&b.rel));
     overrides.dedup();
     Ok(Plan {
-        version: config.version.clone(),
+        version,
         build_os,
         build_os_evidence: detected.pe_file,
         kpack_split: catalog.kpack_split(),

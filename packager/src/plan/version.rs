@@ -3,22 +3,29 @@
 //!
 //! Owns: the rule that `--version` is in normal form (SPEC §3), and which versions are one
 //! release (a post release is its release, SPEC §4). Parsing and the normal form are
-//! `pep440_rs`'s, the parser the release gate judges built file names with too, so the
+//! `pep440_rs`'s (through `archive-write`'s [`Version`], the one version type of the
+//! writer's side), the parser the release gate judges built file names with too, so the
 //! packager never writes a version the gate would flag.
 
-/// Checks that `version` is a PEP 440 version already in normal form (SPEC §3: every file
-/// name and `==` pin carries it as is). Returns the reason when it is not, naming the
-/// normal form when there is one (`07.1` → `use 7.1`).
-pub fn check_pep440(version: &str) -> Result<(), String> {
-    let parsed: pep440_rs::Version = version.parse().map_err(|error: pep440_rs::VersionParseError| {
-        format!("{error} (PEP 440 allows e.g. 7.12.0, 7.12.0rc1, 7.12.0.dev0, 7.12.0.post1+local)")
-    })?;
-    let normal = parsed.to_string();
-    if normal == version {
-        Ok(())
+use archive_write::Version;
+
+/// `version` parsed, once for the run, if it is a PEP 440 version already in normal form
+/// (SPEC §3: every file name and `==` pin carries it as is). Returns the reason when it is
+/// not, naming the normal form when there is one (`07.1` → `use 7.1`).
+pub fn parse_version(version: &str) -> Result<Version, String> {
+    let parsed = Version::parse(version)
+        .map_err(|error| format!("{error} (PEP 440 allows e.g. 7.12.0, 7.12.0rc1, 7.12.0.dev0, 7.12.0.post1+local)"))?;
+    if parsed.is_normal_form() {
+        Ok(parsed)
     } else {
-        Err(format!("not in normal form: use {normal}"))
+        Err(format!("not in normal form: use {}", parsed.pep440()))
     }
+}
+
+/// Whether `version` is a PEP 440 version in normal form ([`parse_version`]), for a caller
+/// that checks `--version` before anything else is read.
+pub fn check_pep440(version: &str) -> Result<(), String> {
+    parse_version(version).map(|_| ())
 }
 
 /// The final release a version in normal form belongs to when it is that release or a post

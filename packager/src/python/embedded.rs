@@ -1,8 +1,9 @@
 //! The `.py` files under `packager/python/`, compiled into the packager so a build never
 //! depends on the working directory. A test checks that no file there is left out.
 
-/// The static part of every `_dist_info.py`.
-pub const DIST_INFO_BODY: &str = include_str!("../../python/common/_dist_info_body.py");
+/// `_dist_info.py`, the same in every pure package (its constants are each package's
+/// generated `_dist_info_data.py`).
+pub const DIST_INFO: &str = include_str!("../../python/meta/rocm_sdk/_dist_info.py");
 
 /// The `rocm` sdist's `pyproject.toml` and in-tree build backend.
 pub const META_PYPROJECT: &str = include_str!("../../python/meta/pyproject.toml");
@@ -16,7 +17,7 @@ pub const KFD_TOPOLOGY: &str = include_str!("../../python/meta/rocm_sdk/_kfd_top
 pub const VARIANT_PROVIDER_INIT: &str =
     include_str!("../../python/variant_provider/rocm_sdk_variant_provider/__init__.py");
 
-/// The `rocm_sdk` package (paths relative to it), except the generated `_dist_info.py`.
+/// The `rocm_sdk` package (paths relative to it), except the generated `_dist_info_data.py`.
 pub const META_PACKAGE: &[(&str, &str)] = &[
     ("__init__.py", include_str!("../../python/meta/rocm_sdk/__init__.py")),
     ("__main__.py", include_str!("../../python/meta/rocm_sdk/__main__.py")),
@@ -24,6 +25,7 @@ pub const META_PACKAGE: &[(&str, &str)] = &[
     ("_devel_integrity.py", include_str!("../../python/meta/rocm_sdk/_devel_integrity.py")),
     ("_devel_tree.py", include_str!("../../python/meta/rocm_sdk/_devel_tree.py")),
     ("_device_links.py", include_str!("../../python/meta/rocm_sdk/_device_links.py")),
+    ("_dist_info.py", DIST_INFO),
     ("_doctor.py", include_str!("../../python/meta/rocm_sdk/_doctor.py")),
     ("_kfd_topology.py", KFD_TOPOLOGY),
     ("_record.py", include_str!("../../python/meta/rocm_sdk/_record.py")),

@@ -1,4 +1,4 @@
-//! Unit tests of the Python embedding and `_dist_info.py` rendering.
+//! Unit tests of the Python embedding and `_dist_info_data.py` rendering.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,22 +45,41 @@ fn kpack_info(targets: &[&str], nonce: &str) -> DistInfo {
     }
 }
 
+/// A package `shipped` under `dir` holding what a pure package of `role` carries of
+/// `_dist_info`: the static module and its generated constants. Returns `dir`, the
+/// directory to put on `sys.path`.
 fn write_dist_info(dir: &Path, role: &PackageRole, info: &DistInfo) -> PathBuf {
-    let path = dir.join("_dist_info.py");
-    fs_err::write(&path, render_dist_info(role, info)).expect("write _dist_info.py");
-    path
+    let package = dir.join("shipped");
+    fs_err::create_dir_all(&package).expect("create the package");
+    fs_err::write(package.join("__init__.py"), "").expect("write __init__.py");
+    for file in dist_info_files("shipped", role, info) {
+        fs_err::write(dir.join(&file.path), &file.bytes).expect("write the dist info");
+    }
+    dir.to_path_buf()
 }
 
-/// Parses, then executes the rendered file and prints the named values as JSON.
-const EVALUATE: &str = "import ast, json, sys\n\
-    source = open(sys.argv[1], encoding='utf-8').read()\n\
-    ast.parse(source)\n\
-    namespace = {'__name__': '_dist_info'}\n\
-    exec(compile(source, sys.argv[1], 'exec'), namespace)\n\
-    print(json.dumps([namespace[name] for name in sys.argv[2:]]))\n";
+/// Imports `shipped._dist_info` from the directory `sys.argv[1]` and prints the named
+/// attributes as JSON.
+const EVALUATE: &str = "import json, sys\n\
+    sys.path.insert(0, sys.argv[1])\n\
+    import shipped._dist_info as d\n\
+    print(json.dumps([getattr(d, name) for name in sys.argv[2:]]))\n";
 
 fn evaluate(path: &Path, names: &[&str]) -> serde_json::Value {
     let mut args = vec!["-c", EVALUATE, path.to_str().expect("UTF-8 temp path")];
+    args.extend_from_slice(names);
+    serde_json::from_str(&python(&args)).expect("JSON from python")
+}
+
+/// A module file `path` on its own (a device module) evaluated, its named values as JSON.
+fn evaluate_file(path: &Path, names: &[&str]) -> serde_json::Value {
+    const EXEC: &str = "import ast, json, sys\n\
+        source = open(sys.argv[1], encoding='utf-8').read()\n\
+        ast.parse(source)\n\
+        namespace = {'__name__': 'module'}\n\
+        exec(compile(source, sys.argv[1], 'exec'), namespace)\n\
+        print(json.dumps([namespace[name] for name in sys.argv[2:]]))\n";
+    let mut args = vec!["-c", EXEC, path.to_str().expect("UTF-8 temp path")];
     args.extend_from_slice(names);
     serde_json::from_str(&python(&args)).expect("JSON from python")
 }
@@ -107,9 +126,52 @@ fn injected_family_names_round_trip_through_python() {
     assert_eq!(values[2], serde_json::json!(info.version));
     assert_eq!(values[3], serde_json::json!(info.nonce));
     assert_eq!(values[4], serde_json::json!(evil[2]));
-    let source = render_dist_info(&PackageRole::Core, &info);
-    let header_end = source.find("# --- Static body").expect("body marker");
-    assert!(source[..header_end].is_ascii(), "the generated header is plain ASCII");
+    let source = render_dist_info_data(&PackageRole::Core, &info);
+    assert!(source.is_ascii(), "the generated module is plain ASCII");
+}
+
+/// The generated module defines exactly the names, with the types, that the static
+/// module's type check reads from `_dist_info_data.pyi`: a constant added on one side only
+/// fails here, not on a user's machine.
+#[test]
+fn generated_constants_match_their_declaration() {
+    let stub = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/meta/rocm_sdk/_dist_info_data.pyi");
+    let stub = fs_err::read_to_string(stub).expect("read the declaration");
+    let declared: BTreeMap<&str, &str> = stub
+        .lines()
+        .filter_map(|line| line.split_once(": "))
+        .filter(|(name, _)| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    const TYPES: &str = "import ast, json, sys\n\
+        tree = ast.parse(open(sys.argv[1], encoding='utf-8').read())\n\
+        kinds = {}\n\
+        for node in tree.body:\n\
+        \x20   if isinstance(node, ast.Assign):\n\
+        \x20       value = ast.literal_eval(node.value)\n\
+        \x20       kind = type(value).__name__\n\
+        \x20       if isinstance(value, list):\n\
+        \x20           kind = 'list[%s]' % ','.join(sorted({type(v).__name__ for v in value} or {'str'}))\n\
+        \x20       if isinstance(value, dict):\n\
+        \x20           kind = 'dict[str, str]' if all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()) else 'dict'\n\
+        \x20       kinds[node.targets[0].id] = kind\n\
+        print(json.dumps(kinds))\n";
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (role, default) in [(PackageRole::Core, Some("gfx90a")), (PackageRole::Libraries { family: None }, None)] {
+        let mut info = kpack_info(&["gfx1250-strict", "gfx90a"], "");
+        info.default_target_family = default.map(str::to_owned);
+        let path = dir.path().join("_dist_info_data.py");
+        fs_err::write(&path, render_dist_info_data(&role, &info)).expect("write");
+        let kinds: BTreeMap<String, String> =
+            serde_json::from_str(&python(&["-c", TYPES, path.to_str().expect("UTF-8 temp path")])).expect("JSON");
+        let names: Vec<&str> = kinds.keys().map(String::as_str).collect();
+        let declared_names: Vec<&str> = declared.keys().copied().collect();
+        assert_eq!(names, declared_names, "the names of _dist_info_data.py and its .pyi");
+        for (name, kind) in &kinds {
+            let wanted = declared[name.as_str()];
+            let fits = wanted == kind || (wanted == "str | None" && (kind == "str" || kind == "NoneType"));
+            assert!(fits, "{name} is a {kind}, declared {wanted}");
+        }
+    }
 }
 
 /// Rust and Python must name every package alike, or the wheels and the runtime disagree.
@@ -117,13 +179,13 @@ fn injected_family_names_round_trip_through_python() {
 #[test]
 fn python_computes_the_names_rust_gives_the_packages() {
     const NAMES: &str = "import json, sys\n\
-        namespace = {'__name__': '_dist_info'}\n\
-        exec(open(sys.argv[1], encoding='utf-8').read(), namespace)\n\
+        sys.path.insert(0, sys.argv[1])\n\
+        import shipped._dist_info as d\n\
         result = {}\n\
-        for logical, entry in namespace['ALL_PACKAGES'].items():\n\
+        for logical, entry in d.ALL_PACKAGES.items():\n\
         \x20   if not entry.built:\n\
         \x20       continue\n\
-        \x20   families = namespace['AVAILABLE_TARGET_FAMILIES'] if entry.is_target_specific else [None]\n\
+        \x20   families = d.AVAILABLE_TARGET_FAMILIES if entry.is_target_specific else [None]\n\
         \x20   for family in families:\n\
         \x20       result['%s/%s' % (logical, family)] = [entry.get_dist_package_name(family),\n\
         \x20           entry.get_pure_py_package_name(family), entry.get_py_package_name(family)]\n\
@@ -221,7 +283,10 @@ fn no_two_packages_share_a_python_file() {
     let tree: Vec<&str> = devel.devel_tree_files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(tree, ["_rocm_sdk_devel/__init__.py"]);
     let wheel: Vec<&str> = devel.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(wheel, ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py"]);
+    assert_eq!(
+        wheel,
+        ["rocm_sdk_devel/__init__.py", "rocm_sdk_devel/_dist_info.py", "rocm_sdk_devel/_dist_info_data.py"]
+    );
 }
 
 #[test]
@@ -248,7 +313,7 @@ fn device_module_evaluates_to_its_target() {
         assert_eq!(module.path, format!("_rocm_sdk_libraries_v2/{}.py", device_module_name(target)));
         let path = dir.path().join("device.py");
         fs_err::write(&path, &module.bytes).expect("write the device module");
-        let values = evaluate(&path, &["__version__", "TARGET", "LIBRARIES_PY_PACKAGE_NAME"]);
+        let values = evaluate_file(&path, &["__version__", "TARGET", "LIBRARIES_PY_PACKAGE_NAME"]);
         assert_eq!(values, serde_json::json!(["7.12.0", expected_target, "rocm_sdk_libraries"]), "{target:?}");
     }
 }
@@ -350,6 +415,7 @@ fn sdist_has_the_backend_and_a_generated_dist_info() {
         "pyproject.toml",
         "_rocm_build_backend.py",
         "rocm_sdk/_dist_info.py",
+        "rocm_sdk/_dist_info_data.py",
         "rocm_sdk/__main__.py",
         "rocm_sdk/tests/base_test.py",
     ] {

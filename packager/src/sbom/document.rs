@@ -370,7 +370,7 @@ fn requirement_component(line: &str) -> Component {
     let requirement = parse_requirement(line);
     Component {
         kind: "library",
-        bom_ref: format!("requirement:{}", crate::identity::normalize_name(&requirement.name)),
+        bom_ref: format!("requirement:{}", archive_write::normalize(&requirement.name)),
         purl: Some(pypi_purl(&requirement.name, requirement.exact_version.as_deref(), None)),
         version: requirement.exact_version,
         name: requirement.name,

@@ -6,7 +6,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::identity::normalize_name;
+use archive_write::normalize;
 
 /// Percent-encodes what the purl spec does not let stand in a name, version or qualifier
 /// value: everything but ASCII letters, digits and `.-_~`.
@@ -24,7 +24,7 @@ pub fn percent_encode(text: &str) -> String {
 /// `pkg:pypi/{name}@{version}`: the purl spec's pypi names are PEP 503 normalised (lower
 /// case, `-` for every run of `-_.`), whatever spelling METADATA's `Name` keeps.
 pub fn pypi_purl(name: &str, version: Option<&str>, file_name: Option<&str>) -> String {
-    let mut purl = format!("pkg:pypi/{}", percent_encode(&normalize_name(name)));
+    let mut purl = format!("pkg:pypi/{}", percent_encode(&normalize(name)));
     if let Some(version) = version {
         purl.push('@');
         purl.push_str(&percent_encode(version));

@@ -70,7 +70,7 @@ pub fn package_inventory(
     if let (Some(tarball), Some(tree)) = (tarball, &package.devel_tree) {
         provenance.insert(tarball.to_owned(), Origin::Generated { artifacts: tree.artifact_names() });
     }
-    inventory(&package.names.distribution, &plan.version, provenance, package.requires_dist.clone())
+    inventory(&package.names.distribution, plan.version.as_str(), provenance, package.requires_dist.clone())
 }
 
 #[derive(Debug)]

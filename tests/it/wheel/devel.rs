@@ -13,7 +13,7 @@ use packager::write::{
     TarballSpec, WheelSpec, WriteError,
 };
 
-use super::{bytes, file, metadata, options, python};
+use super::{bytes, file, file_name, metadata, options, python};
 use crate::support::{run, tools_venv};
 
 fn long_dir() -> String {
@@ -60,11 +60,11 @@ fn devel_wheel(fixtures: &Path, compression: DevelTarballCompression, tar_name: 
     let readme = fixtures.join("README");
     fs_err::write(&readme, "devel\n").expect("write");
     WheelSpec {
+        file_name: file_name("demo-devel"),
         metadata: metadata("demo-devel"),
         generator: packager::GENERATOR,
-        platform_tag: "linux_x86_64".into(),
         root: packager::write::WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: Vec::new(),
         members: vec![
             bytes("demo_devel/__init__.py", ""),

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use diagnostic::Diagnostic;
 use packager::progress::Silent;
 use packager::write::{
     write_sdist, write_tree, write_wheel, Member, MemberData, SdistFile, SdistSpec, TarEntry, TarEntryKind,
@@ -86,52 +87,18 @@ fn invalid_names_are_refused_before_anything_is_written() {
 /// A wheel too big for what is left of the disk: `size` bytes that do not compress.
 fn incompressible_spec(dir: &std::path::Path) -> packager::write::WheelSpec {
     let noise = dir.join("noise.bin");
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let data: Vec<u8> = (0..(4 << 20))
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 32) as u8
-        })
-        .collect();
-    fs_err::write(&noise, data).expect("write noise");
+    fs_err::write(&noise, packager_tests::fixtures::noise(4 << 20)).expect("write noise");
     let mut spec = demo_spec(dir);
     spec.members.push(super::file("demo_pkg/noise.bin", &noise, false));
     spec
 }
 
-const FSIZE_CHILD_ENV: &str = "PACKAGER_TEST_FSIZE_DEST";
-
-/// The child's half of the next test: with a 1 MiB file size limit, writing fails midway.
-#[test]
-fn fault_child_writes_past_its_file_size_limit() {
-    let Some(dest) = std::env::var_os(FSIZE_CHILD_ENV) else { return };
-    let dest = std::path::PathBuf::from(dest);
-    let spec = incompressible_spec(&dest);
-    let dist = dest.join("dist");
-    fs_err::create_dir(&dist).expect("mkdir");
-    // SAFETY: plain libc calls on this single-threaded child before any writing starts.
-    unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-        let limit = libc::rlimit { rlim_cur: 1 << 20, rlim_max: libc::RLIM_INFINITY };
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
-    }
-    let error = write_wheel(&dist, &spec, &options(), &Silent).expect_err("must fail");
-    assert!(matches!(&error, WriteError::Write { path, .. } if path.starts_with(&dist)), "{error:?}");
-    assert_empty(&dist);
-    println!("CHILD-OK");
-}
-
 #[test]
 fn a_write_error_midway_leaves_nothing() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let exe = std::env::current_exe().expect("test binary");
+    // A file size limit stands in for a full disk, in a process of its own.
     let out = crate::support::run(
-        std::process::Command::new(exe)
-            .args(["wheel::faults::fault_child_writes_past_its_file_size_limit", "--exact", "--nocapture"])
-            .args(["--test-threads=1"])
-            .env(FSIZE_CHILD_ENV, tmp.path()),
+        std::process::Command::new(env!("CARGO_BIN_EXE_fault-child")).arg("wheel-past-size-limit").arg(tmp.path()),
     );
     assert!(out.contains("CHILD-OK"), "{out}");
 

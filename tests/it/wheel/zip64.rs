@@ -1,56 +1,19 @@
 //! A 5 GiB (sparse) member round-trips through a wheel as ZIP64 while the writing process
-//! stays under 256 MiB (SPEC §5). The write runs in a child process (this test binary,
-//! re-run on one test with an environment variable) so its peak RSS is its own.
+//! stays under 256 MiB (SPEC §5). The write runs in a child process (the tests' helper
+//! program, `fault-child zip64`) so its peak RSS is its own.
 
 use std::process::Command;
 
 use packager::progress::Silent;
 use packager::write::{write_wheel, WheelSpec};
 
-use super::{bytes, file, metadata, options, python};
+use super::{bytes, file_name, metadata, options, python};
 use crate::support::{run, tools_venv};
-
-const CHILD_ENV: &str = "PACKAGER_TEST_ZIP64_DEST";
-const SIZE: u64 = 5 << 30;
-
-/// The child's half: writes the wheel into `$PACKAGER_TEST_ZIP64_DEST` and prints its peak
-/// RSS. Run directly (without the variable) it has nothing to do.
-#[test]
-fn zip64_child_writes_a_sparse_wheel() {
-    let Some(dest) = std::env::var_os(CHILD_ENV) else { return };
-    let dest = std::path::PathBuf::from(dest);
-    let sparse = dest.join("sparse.bin");
-    let handle = fs_err::File::create(&sparse).expect("create");
-    handle.set_len(SIZE).expect("set_len");
-    drop(handle);
-    let spec = WheelSpec {
-        metadata: metadata("big"),
-        generator: packager::GENERATOR,
-        platform_tag: "linux_x86_64".into(),
-        root: packager::write::WheelRoot::Platlib,
-        variant: None,
-        entry_points: Vec::new(),
-        members: vec![
-            bytes("big/__init__.py", ""),
-            file("big/sparse.bin", &sparse, false),
-            bytes("big/z.txt", "after\n"),
-        ],
-        inventory: None,
-    };
-    write_wheel(&dest.join("dist"), &spec, &options(), &Silent).expect("write wheel");
-    fs_err::remove_file(&sparse).expect("remove sparse input");
-    let status = fs_err::read_to_string("/proc/self/status").expect("read status");
-    let hwm = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM line");
-    println!("PEAK {}", hwm.split_whitespace().nth(1).expect("kB value"));
-}
 
 #[test]
 fn a_5_gib_member_round_trips_as_zip64_in_bounded_memory() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let exe = std::env::current_exe().expect("test binary");
-    let out = run(Command::new(exe)
-        .args(["wheel::zip64::zip64_child_writes_a_sparse_wheel", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, tmp.path()));
+    let out = run(Command::new(env!("CARGO_BIN_EXE_fault-child")).arg("zip64").arg(tmp.path()));
     let peak_kib: u64 = out
         .lines()
         .find_map(|l| l.split("PEAK ").nth(1))
@@ -89,11 +52,11 @@ fn many_members_use_the_zip64_end_record() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let members = (0..70_000).map(|i| bytes(&format!("many/m{i:05}.txt"), &format!("{i}\n"))).collect();
     let spec = WheelSpec {
+        file_name: file_name("many"),
         metadata: metadata("many"),
         generator: packager::GENERATOR,
-        platform_tag: "linux_x86_64".into(),
         root: packager::write::WheelRoot::Platlib,
-        variant: None,
+        variant_json: None,
         entry_points: Vec::new(),
         members,
         inventory: None,

@@ -10,7 +10,9 @@ look for beside themselves, else from core.
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn, Optional
 
 # Console script -> (path inside the tree, runs from core only). The packager declares
 # one entry point per key of the sections for the build's platform, calling the function
@@ -57,17 +59,17 @@ TOOLS = {
 FAILURE_PREFIX = "rocm-sdk-core: cannot run "
 
 
-def function_name(script):
+def function_name(script: str) -> str:
     """`amdclang++` -> `amdclangpp`, `roc-obj-ls` -> `roc_obj_ls`."""
     return "".join(c if c.isalnum() else "_" for c in script.replace("++", "pp"))
 
 
-def _fail(script, reason):
+def _fail(script: str, reason: str) -> NoReturn:
     print(FAILURE_PREFIX + script + ": " + reason, file=sys.stderr)
     sys.exit(127)
 
 
-def _core_root():
+def _core_root() -> Optional[Path]:
     from ._dist_info import ALL_PACKAGES
 
     spec = importlib.util.find_spec(ALL_PACKAGES["core"].get_py_package_name())
@@ -76,7 +78,7 @@ def _core_root():
     return Path(spec.origin).parent
 
 
-def _devel_root(script):
+def _devel_root(script: str) -> Optional[Path]:
     """The expanded devel tree, or None when rocm[devel] (or rocm itself) is absent."""
     try:
         from rocm_sdk import _devel, _device_links
@@ -98,7 +100,7 @@ def _devel_root(script):
     return devel.root
 
 
-def _warn_about_missing_device_code():
+def _warn_about_missing_device_code() -> None:
     """Names, once, a GPU of this machine whose device package is not installed (SPEC §4).
     Never stops the tool: without `rocm` (core installed alone) there is nothing to check."""
     try:
@@ -108,7 +110,7 @@ def _warn_about_missing_device_code():
     _doctor.warn_on_stderr("rocm-sdk-core")
 
 
-def run(script):
+def run(script: str) -> NoReturn:
     """Execs the tool behind `script` with this process's arguments; never returns."""
     relpath, system_info = TOOLS[script]
     _warn_about_missing_device_code()
@@ -116,24 +118,23 @@ def run(script):
     if core is None:
         _fail(script, "the platform package of rocm-sdk-core is missing; reinstall rocm-sdk-core")
     roots = [core] if system_info else [root for root in (_devel_root(script), core) if root is not None]
-    windows = os.name == "nt"
     for root in roots:
-        path = root / (relpath + ".exe" if windows else relpath)
+        path = root / (relpath + ".exe" if sys.platform == "win32" else relpath)
         if path.is_file():
             try:
-                if windows:
+                if sys.platform == "win32":
                     # Windows has no exec: run the tool as a child, pass its exit code on.
                     import subprocess
 
-                    sys.exit(subprocess.call([str(path)] + sys.argv[1:]))
-                os.execv(str(path), [str(path)] + sys.argv[1:])
+                    sys.exit(subprocess.call([str(path), *sys.argv[1:]]))
+                os.execv(str(path), [str(path), *sys.argv[1:]])
             except OSError as error:
                 _fail(script, "%s: %s" % (path, error))
     _fail(script, "%s is not installed (looked in %s)" % (relpath, ", ".join(str(root) for root in roots)))
 
 
-def _trampoline(script):
-    def trampoline():
+def _trampoline(script: str) -> Callable[[], None]:
+    def trampoline() -> None:
         run(script)
 
     trampoline.__name__ = function_name(script)
@@ -141,7 +142,10 @@ def _trampoline(script):
     return trampoline
 
 
-# One module-level function per tool, for the entry points.
-for _script in TOOLS:
-    globals()[function_name(_script)] = _trampoline(_script)
-del _script
+def __getattr__(name: str) -> Callable[[], None]:
+    """The trampoline of a console script, by `function_name(script)`: the attribute each
+    entry point names (`module:function`). Made when asked for, not at import."""
+    for script in TOOLS:
+        if function_name(script) == name:
+            return _trampoline(script)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -5,13 +5,20 @@ the ROCm libraries they link against are already in the process (SPEC §4). Noth
 printed unless `ROCM_SDK_VERBOSE=1`.
 """
 
+import contextlib
 import importlib
 import os
 import re
+import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
 
-from ._dist_info import ALL_LIBRARIES, __version__
+from ._dist_info import ALL_LIBRARIES, LibraryEntry, __version__
 from ._doctor import MissingDeviceCodeWarning
+
+if TYPE_CHECKING:
+    import ctypes
 
 __all__ = [
     "MissingDeviceCodeWarning",
@@ -22,23 +29,23 @@ __all__ = [
 ]
 
 # Short name -> loaded `ctypes.CDLL`; read by code outside this project.
-_ALL_CDLLS = {}
+_ALL_CDLLS: "dict[str, ctypes.CDLL]" = {}
 
 # Windows finds a library in `bin/` by its DLL name (`LibraryEntry.is_dll`), and has no
 # RPATH (SPEC §7).
-_WINDOWS = os.name == "nt"
+_WINDOWS = sys.platform == "win32"
 # Handles of `os.add_dll_directory`: a directory stays searched while its handle lives.
-_DLL_DIRECTORIES = {}
+_DLL_DIRECTORIES: dict[str, object] = {}
 
 
-def _install_hint(logical_names):
+def _install_hint(logical_names: Iterable[str]) -> str:
     extras = sorted(name for name in logical_names if name not in ("core", "meta"))
     if extras:
         return 'pip install "rocm[%s]"' % ",".join(extras)
     return "pip install --force-reinstall rocm"
 
 
-def _library_dir(entry):
+def _library_dir(entry: LibraryEntry) -> Path:
     """The directory of `entry`'s package that holds it, or raises ModuleNotFoundError."""
     from . import _dist_info
 
@@ -46,20 +53,20 @@ def _library_dir(entry):
     family = _dist_info.determine_target_family() if package.is_target_specific else None
     name = package.get_py_package_name(family)
     try:
-        module = importlib.import_module(name)
+        module_file: Optional[str] = getattr(importlib.import_module(name), "__file__", None)
     except ModuleNotFoundError:
-        module = None
-    if module is None or getattr(module, "__file__", None) is None:
+        module_file = None
+    if module_file is None:
         raise ModuleNotFoundError(
             "the ROCm package providing '%s' (%s) is not installed; install it with `%s`"
             % (entry.shortname, package.get_dist_package_name(family), _install_hint([package.logical_name])),
             name=name,
         )
     relpath = entry.windows_relpath if _WINDOWS else entry.posix_relpath
-    return Path(module.__file__).parent / relpath
+    return Path(module_file).parent / relpath
 
 
-def _find_library(shortname):
+def _find_library(shortname: str) -> Optional[Path]:
     """The path of one library, or None for an absent optional one."""
     try:
         entry = ALL_LIBRARIES[shortname]
@@ -85,7 +92,7 @@ def _find_library(shortname):
     return matches[0]
 
 
-def find_libraries(*shortnames):
+def find_libraries(*shortnames: str) -> list[Path]:
     """Absolute paths of the named libraries (see `_dist_info.ALL_LIBRARIES`).
 
     Unknown names and libraries whose package is not installed raise ModuleNotFoundError;
@@ -94,7 +101,7 @@ def find_libraries(*shortnames):
     """
     paths = []
     missing = set()
-    missing_modules = []
+    missing_modules: list[ModuleNotFoundError] = []
     for shortname in shortnames:
         try:
             path = _find_library(shortname)
@@ -108,18 +115,17 @@ def find_libraries(*shortnames):
             paths.append(path)
     if missing:
         raise ModuleNotFoundError(
-            "ROCm packages missing for %s; install them with `%s`"
-            % (", ".join(shortnames), _install_hint(missing))
+            "ROCm packages missing for %s; install them with `%s`" % (", ".join(shortnames), _install_hint(missing))
         ) from missing_modules[0]
     return paths
 
 
-def _with_dependencies(shortnames):
+def _with_dependencies(shortnames: Sequence[str]) -> list[str]:
     """`shortnames` preceded by their declared dependencies, each once, in load order."""
-    ordered = []
-    seen = set()
+    ordered: list[str] = []
+    seen: set[str] = set()
 
-    def visit(name):
+    def visit(name: str) -> None:
         if name in seen:
             return
         seen.add(name)
@@ -133,7 +139,7 @@ def _with_dependencies(shortnames):
     return ordered
 
 
-def preload_libraries(*shortnames, rtld_global=True):
+def preload_libraries(*shortnames: str, rtld_global: bool = True) -> None:
     """Loads the named libraries (and their dependencies) once per process.
 
     With `rtld_global` (the default) their symbols become visible to libraries loaded
@@ -153,32 +159,30 @@ def preload_libraries(*shortnames, rtld_global=True):
         _ALL_CDLLS[shortname] = ctypes.CDLL(str(paths[0]), mode=mode)
 
 
-def _add_dll_directories(library_dir):
+def _add_dll_directories(library_dir: Path) -> None:
     """Windows: a DLL's imports are searched in the directories added here, not beside
     the importer in another package; core's `bin/` holds what the others import."""
     directories = [library_dir]
-    try:
+    with contextlib.suppress(ModuleNotFoundError):
         directories.append(_library_dir(ALL_LIBRARIES["amdhip64"]))
-    except ModuleNotFoundError:
-        pass
     for directory in directories:
         key = str(directory)
-        if key not in _DLL_DIRECTORIES and directory.is_dir():
+        if sys.platform == "win32" and key not in _DLL_DIRECTORIES and directory.is_dir():
             _DLL_DIRECTORIES[key] = os.add_dll_directory(key)
 
 
-def _split_preload_list(value):
+def _split_preload_list(value: str) -> list[str]:
     return [item.strip() for item in re.split(r"[,;]", value) if item.strip()]
 
 
 def initialize_process(
-    preload_shortnames=None,
-    rtld_global=True,
-    env_override=True,
-    check_version=None,
-    fail_on_version_mismatch=False,
-    **kwargs
-):
+    preload_shortnames: Optional[Sequence[str]] = None,
+    rtld_global: bool = True,
+    env_override: bool = True,
+    check_version: "Union[str, re.Pattern[str], None]" = None,
+    fail_on_version_mismatch: bool = False,
+    **kwargs: object,
+) -> None:
     """Prepares this process for native code built against ROCm.
 
     Args:
@@ -234,15 +238,12 @@ def initialize_process(
             if fail_on_version_mismatch:
                 raise RuntimeError(
                     message + " Install the ROCm packages the program was built for "
-                    "(pip install --force-reinstall 'rocm==VERSION'), or rebuild it against %s."
-                    % __version__
+                    "(pip install --force-reinstall 'rocm==VERSION'), or rebuild it against %s." % __version__
                 )
-            warnings.warn(
-                message + " This incompatibility may result in unexpected behavior.", stacklevel=2
-            )
+            warnings.warn(message + " This incompatibility may result in unexpected behavior.", stacklevel=2)
 
 
-def _version_matches(check_version, pattern, version):
+def _version_matches(check_version: "Union[str, re.Pattern[str]]", pattern: "re.Pattern[str]", version: str) -> bool:
     """Whether the installed `version` is the one `check_version` asks for. A post release
     is its release (SPEC §4, TheRock's docs/packaging/versioning.md): `7.12.0` matches an
     installed `7.12.0.post1` and `7.12.0.post1` an installed `7.12.0`; `7.12.1` never

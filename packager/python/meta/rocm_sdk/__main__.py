@@ -4,9 +4,10 @@ import argparse
 import importlib
 import importlib.util
 import json
-import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Optional
 
 from . import _dist_info as di
 from ._devel_tree import UnsafeTarballError
@@ -22,7 +23,7 @@ Typical use after `pip install "rocm[libraries,devel]"`:
 """
 
 
-def _fail(message, hint=None):
+def _fail(message: str, hint: Optional[str] = None) -> int:
     # Control characters from the environment or file names are escaped, as the packager
     # escapes them: a message cannot rewrite the terminal.
     print("error: " + di.printable(message, keep_newlines=True), file=sys.stderr)
@@ -31,13 +32,13 @@ def _fail(message, hint=None):
     return 1
 
 
-def _devel_root():
+def _devel_root() -> Path:
     from . import _devel
 
     return _devel.get_devel_root()
 
 
-def _do_path(args):
+def _do_path(args: argparse.Namespace) -> int:
     try:
         root = _devel_root()
     except ModuleNotFoundError as error:
@@ -53,7 +54,7 @@ def _do_path(args):
     return 0
 
 
-def _do_init(args):
+def _do_init(args: argparse.Namespace) -> int:
     try:
         root = _devel_root()
     except ModuleNotFoundError as error:
@@ -65,13 +66,13 @@ def _do_init(args):
     return 0
 
 
-def _do_version(args):
+def _do_version(args: argparse.Namespace) -> int:
     del args
     print(di.__version__)
     return 0
 
 
-def _do_targets(args):
+def _do_targets(args: argparse.Namespace) -> int:
     del args
     core_name = di.ALL_PACKAGES["core"].get_py_package_name()
     spec = importlib.util.find_spec(core_name)
@@ -87,13 +88,13 @@ def _do_targets(args):
     return 0
 
 
-def _do_doctor(args):
+def _do_doctor(args: argparse.Namespace) -> int:
     from . import _doctor
 
     return _doctor.run(as_json=args.json)
 
 
-def test_module_names():
+def test_module_names() -> tuple[list[str], list[str]]:
     """The `rocm_sdk.tests` modules that apply to what is installed, and notes on those
     left out.
 
@@ -119,14 +120,14 @@ def test_module_names():
     if di.ALL_PACKAGES["profiler"].has_py_package():
         names.append("rocm_sdk.tests.profiler_test")
     else:
-        if os.name == "nt":
+        if sys.platform == "win32":
             notes.append("NOTE: skipping the profiler tests (the ROCm profiler is Linux-only)")
         else:
             notes.append("NOTE: skipping the profiler tests (rocm[profiler] is not installed)")
     return names, notes
 
 
-def _do_test(args):
+def _do_test(args: argparse.Namespace) -> int:
     import unittest
 
     try:
@@ -139,13 +140,14 @@ def _do_test(args):
     suite = unittest.TestSuite()
     for name in names:
         suite.addTests(loader.loadTestsFromName(name))
-    for error in loader.errors:
-        print("error while loading the tests:\n" + error, file=sys.stderr)
+    for load_error in loader.errors:
+        # A formatted traceback (typeshed calls it an exception type).
+        print("error while loading the tests:\n" + str(load_error), file=sys.stderr)
     result = unittest.TextTestRunner(stream=sys.stdout, verbosity=args.verbosity).run(suite)
     return 0 if result.wasSuccessful() and not loader.errors else 1
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rocm-sdk",
         description=DESCRIPTION,
@@ -205,14 +207,15 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.command != "doctor":
         # `doctor` reports the same itself (SPEC §4).
         from . import _doctor
 
         _doctor.warn_on_stderr("rocm-sdk")
-    return args.func(args)
+    command: Callable[[argparse.Namespace], int] = args.func
+    return command(args)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ and unpacking (`_devel_tree`), device links (`_device_links`).
 import importlib.util
 import os
 from pathlib import Path
+from typing import IO, Optional
 
 from . import _dist_info as di
 from . import _record
@@ -29,14 +30,14 @@ TARBALL_NAMES = ("_devel.tar.xz", "_devel.tar")
 class DevelPackage:
     """An installed devel wheel: where its pure package, tree and RECORD are."""
 
-    def __init__(self, dist_name, pure_dir, platform_name):
+    def __init__(self, dist_name: str, pure_dir: Path, platform_name: str) -> None:
         self.dist_name = dist_name
         self.pure_dir = pure_dir
         self.site_dir = pure_dir.parent
         self.platform_name = platform_name
         self.root = self.site_dir / platform_name
 
-    def tarball(self):
+    def tarball(self) -> Optional[Path]:
         """The tarball still waiting to be expanded, or None."""
         for name in TARBALL_NAMES:
             path = self.pure_dir / name
@@ -44,18 +45,17 @@ class DevelPackage:
                 return path
         return None
 
-    def is_expanded(self):
+    def is_expanded(self) -> bool:
         return self.tarball() is None and (self.root / "__init__.py").is_file()
 
 
-def _not_installed_error(dist_name):
+def _not_installed_error(dist_name: str) -> ModuleNotFoundError:
     return ModuleNotFoundError(
-        "the ROCm development package (%s) is not installed; "
-        'install it with `pip install "rocm[devel]"`' % dist_name
+        'the ROCm development package (%s) is not installed; install it with `pip install "rocm[devel]"`' % dist_name
     )
 
 
-def find_devel_package():
+def find_devel_package() -> DevelPackage:
     """The installed devel package (of this process's target family when it is target
     specific, SPEC §4: the family rule of `determine_target_family`, never another one).
 
@@ -65,7 +65,7 @@ def find_devel_package():
     entry = di.ALL_PACKAGES["devel"]
     family = di.determine_target_family() if entry.is_target_specific else None
     pure_name = entry.get_pure_py_package_name(family)
-    spec = importlib.util.find_spec(pure_name)
+    spec = importlib.util.find_spec(pure_name) if pure_name is not None else None
     if spec is None or spec.origin is None or Path(spec.origin).name != "__init__.py":
         raise _not_installed_error(entry.get_dist_package_name(family))
     return DevelPackage(
@@ -75,7 +75,7 @@ def find_devel_package():
     )
 
 
-def ensure_expanded(devel):
+def ensure_expanded(devel: DevelPackage) -> bool:
     """Expands the devel tree unless done; safe to call from many processes at once."""
     if devel.is_expanded():
         return False
@@ -83,8 +83,7 @@ def ensure_expanded(devel):
     if record_path is None:
         raise RuntimeError(
             "cannot expand %s: its RECORD file was not found, so it was not installed by a "
-            "Python package installer; install rocm[devel] in a virtual environment with pip or uv"
-            % devel.dist_name
+            "Python package installer; install rocm[devel] in a virtual environment with pip or uv" % devel.dist_name
         )
     with _record.locked(record_path) as record:
         # Another process may have finished while we waited for the lock.
@@ -110,14 +109,14 @@ def ensure_expanded(devel):
         # every file below it, and leaves the directories it empties; without this entry
         # `pip uninstall` would leave device links and empty directories behind. pip and
         # uv both remove a recorded directory with everything in it.
-        _record.append_paths(record, created + [devel.platform_name])
+        _record.append_paths(record, [*created, devel.platform_name])
         os.fsync(record.fileno())
         # Last: until the tarball is gone, the next use redoes the expansion.
         tarball.unlink()
     return True
 
 
-def _record_root_first(record, devel):
+def _record_root_first(record: IO[str], devel: DevelPackage) -> None:
     """Lists the tree's root in RECORD before a byte of it is written.
 
     pip and uv remove a recorded directory with everything in it, so `pip uninstall`
@@ -127,7 +126,7 @@ def _record_root_first(record, devel):
         os.fsync(record.fileno())
 
 
-def get_devel_root():
+def get_devel_root() -> Path:
     """The devel tree's root directory, expanding it and placing device links first."""
     from . import _device_links
 

@@ -17,16 +17,20 @@ import io
 import lzma
 import os
 import tarfile
+from typing import Optional, Union
+
+# A path as the callers hold it: a `pathlib.Path` or a string.
+PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = ["DamagedTarballError", "ExpansionError", "check_tarball", "open_checked", "reinstall_hint"]
 
 
-def reinstall_hint(dist_name):
+def reinstall_hint(dist_name: str) -> str:
     """The command that puts a good devel package back (the family's own, when there are several)."""
     return "reinstall it with `pip install --force-reinstall --no-cache-dir %s`" % dist_name
 
 
-def _printable(text):
+def _printable(text: object) -> str:
     """`text` with control characters escaped, so a hostile name cannot forge output."""
     return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in str(text))
 
@@ -34,7 +38,7 @@ def _printable(text):
 class DamagedTarballError(RuntimeError):
     """The devel tarball is not the one the package was built with; nothing was extracted."""
 
-    def __init__(self, tarball, dist_name, reason):
+    def __init__(self, tarball: PathLike, dist_name: str, reason: str) -> None:
         self.tarball = str(tarball)
         self.dist_name = dist_name
         self.reason = reason
@@ -47,7 +51,7 @@ class DamagedTarballError(RuntimeError):
 class ExpansionError(RuntimeError):
     """Writing the devel tree failed; what was written has been removed."""
 
-    def __init__(self, path, error, tarball):
+    def __init__(self, path: PathLike, error: BaseException, tarball: PathLike) -> None:
         self.path = str(path)
         self.error = error
         detail = error.strerror or str(error) if isinstance(error, OSError) else str(error)
@@ -59,7 +63,7 @@ class ExpansionError(RuntimeError):
         )
 
 
-def _recorded_digest(tarball, record_path):
+def _recorded_digest(tarball: PathLike, record_path: PathLike) -> Optional[tuple[str, bytes, Optional[int]]]:
     """`(algorithm, digest bytes, size or None)` of the tarball's RECORD row, or None."""
     site_dir = os.path.dirname(os.path.dirname(str(record_path)))
     wanted = os.path.normcase(os.path.realpath(str(tarball)))
@@ -81,7 +85,7 @@ def _recorded_digest(tarball, record_path):
     return None
 
 
-def check_tarball(tarball, record_path, dist_name):
+def check_tarball(tarball: PathLike, record_path: PathLike, dist_name: str) -> None:
     """Raises DamagedTarballError unless the tarball matches its RECORD hash (when listed)."""
     recorded = _recorded_digest(tarball, record_path)
     if recorded is None:
@@ -102,16 +106,17 @@ def check_tarball(tarball, record_path, dist_name):
 READ_ERRORS = (tarfile.TarError, EOFError, lzma.LZMAError, OSError, ValueError)
 
 
-def open_checked(tarball, dist_name):
+def open_checked(tarball: PathLike, dist_name: str) -> tuple[tarfile.TarFile, list[tarfile.TarInfo]]:
     """Opens the tarball and reads every header; returns `(tar, members)`.
 
     Raises DamagedTarballError, never a traceback, when the file is not a tarball or ends
     before its end-of-archive blocks (a cut after a member's header passes tarfile itself).
     """
     tarball = str(tarball)
-    tar = None
+    tar: Optional[tarfile.TarFile] = None
     try:
-        tar = tarfile.open(tarball, "r:*")
+        # Not a `with`: the open archive is returned, and the caller closes it.
+        tar = tarfile.open(tarball, "r:*")  # noqa: SIM115
         members = tar.getmembers()
         # tarfile stops quietly where a header is missing; a whole tar has two zero blocks there.
         tar.fileobj.seek(tar.offset)
@@ -132,4 +137,6 @@ def open_checked(tarball, dist_name):
     except READ_ERRORS as error:
         if tar is not None:
             tar.close()
-        raise DamagedTarballError(tarball, dist_name, "it cannot be read: %s" % (error or type(error).__name__)) from None
+        raise DamagedTarballError(
+            tarball, dist_name, "it cannot be read: %s" % (error or type(error).__name__)
+        ) from None

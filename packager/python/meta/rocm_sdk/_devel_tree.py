@@ -12,9 +12,13 @@ tarball whole first and removing a failed expansion's partial tree are
 `_devel_integrity`'s and `_write_members`' jobs.
 """
 
+import contextlib
 import os
 import shutil
+import sys
 import tarfile
+from collections.abc import Iterable, Sequence
+from typing import Union
 
 from ._devel_integrity import READ_ERRORS, ExpansionError, open_checked, reinstall_hint
 
@@ -29,7 +33,7 @@ MAX_LINK_HOPS = 64
 class UnsafeTarballError(Exception):
     """The devel tarball has a member that could write outside its tree."""
 
-    def __init__(self, tarball, member, reason, dist_name="rocm-sdk-devel"):
+    def __init__(self, tarball: str, member: str, reason: str, dist_name: str = "rocm-sdk-devel") -> None:
         self.tarball = tarball
         self.member = member
         self.reason = reason
@@ -40,7 +44,7 @@ class UnsafeTarballError(Exception):
         )
 
 
-def split_member_name(name):
+def split_member_name(name: str) -> list[str]:
     """Path components of a member name; raises ValueError for absolute names and `..`."""
     if name.startswith("/"):
         raise ValueError("is an absolute path")
@@ -52,14 +56,20 @@ def split_member_name(name):
     return parts
 
 
-def resolve(parts, links):
+# Symlinks of the tarball: path components from site-packages -> link target.
+Links = dict[tuple[str, ...], str]
+# Validated members: path components from site-packages, and the member.
+Checked = list[tuple[list[str], tarfile.TarInfo]]
+
+
+def resolve(parts: Sequence[str], links: Links) -> list[str]:
     """Resolves a path (components from site-packages) through the tarball's `links`.
 
     Components not in the tarball are taken as real directories: they belong to wheels,
     which carry no symlinks. Raises ValueError when the path leaves site-packages, goes
     through an absolute link, or loops.
     """
-    resolved = []
+    resolved: list[str] = []
     pending = list(parts)
     hops = 0
     while pending:
@@ -85,16 +95,21 @@ def resolve(parts, links):
     return resolved
 
 
-def validate_members(members, platform_name, tarball="the devel tarball", dist_name="rocm-sdk-devel"):
+def validate_members(
+    members: Iterable[tarfile.TarInfo],
+    platform_name: str,
+    tarball: str = "the devel tarball",
+    dist_name: str = "rocm-sdk-devel",
+) -> tuple[Checked, Links]:
     """Checks every member; returns `([(parts, member)] in tarball order, {parts: link})`.
 
     Raises UnsafeTarballError naming the first bad member.
     """
-    checked = []
-    links = {}
+    checked: Checked = []
+    links: Links = {}
     seen = set()
 
-    def refuse(member, reason):
+    def refuse(member: tarfile.TarInfo, reason: str) -> UnsafeTarballError:
         return UnsafeTarballError(tarball, member.name, reason, dist_name)
 
     for member in members:
@@ -134,34 +149,36 @@ def validate_members(members, platform_name, tarball="the devel tarball", dist_n
     return checked, links
 
 
-def _remove(path):
+def _remove(path: str) -> None:
     if os.path.islink(path) or os.path.isfile(path):
         os.unlink(path)
     elif os.path.isdir(path):
         shutil.rmtree(path)
 
 
-def _extract_file(tar, member, destination):
+def _extract_file(tar: tarfile.TarFile, member: tarfile.TarInfo, destination: str) -> None:
     """Writes one regular member. A separate function so tests can interrupt here."""
     source = tar.extractfile(member)
+    if source is None:
+        raise tarfile.ExtractError("member %r has no data" % member.name)
     mode = 0o755 if member.mode & 0o111 else 0o644
     with open(destination, "wb") as output:
         shutil.copyfileobj(source, output, 1024 * 1024)
     os.chmod(destination, mode)
 
 
-def _place_link(site_dir, parts, member, links):
+def _place_link(site_dir: str, parts: list[str], member: tarfile.TarInfo, links: Links) -> None:
     """A symlink member: hard link for a file, symlink for a directory or a driver."""
     destination = os.path.join(site_dir, *parts)
     physical = os.path.join(site_dir, *resolve(parts[:-1] + member.linkname.split("/"), links))
     is_driver = len(parts) == 3 and parts[1] == "bin" and parts[2] in COMPILER_DRIVERS
-    if os.name == "nt" and os.path.isdir(physical):
+    if sys.platform == "win32" and os.path.isdir(physical):
         # Windows: a symlink needs administrator rights; a junction does not (SPEC §7).
         import _winapi
 
         _winapi.CreateJunction(physical, destination)
         return
-    if (is_driver or not os.path.isfile(physical)) and os.name != "nt":
+    if (is_driver or not os.path.isfile(physical)) and sys.platform != "win32":
         # Directories, drivers and (validated) dangling links stay symlinks.
         os.symlink(member.linkname, destination)
         return
@@ -174,7 +191,9 @@ def _place_link(site_dir, parts, member, links):
         shutil.copy2(physical, destination)
 
 
-def expand_tarball(tarball_path, site_dir, platform_name, dist_name="rocm-sdk-devel"):
+def expand_tarball(
+    tarball_path: "Union[str, os.PathLike[str]]", site_dir: str, platform_name: str, dist_name: str = "rocm-sdk-devel"
+) -> list[str]:
     """Validates, then unpacks `tarball_path` into `site_dir`; returns the new relpaths.
 
     A previous, interrupted expansion's partial tree is removed first: the platform
@@ -202,23 +221,21 @@ def expand_tarball(tarball_path, site_dir, platform_name, dist_name="rocm-sdk-de
 class _WriteFailed(Exception):
     """Writing `path` failed with `error` (an OSError, or a read error of the tarball)."""
 
-    def __init__(self, path, error):
+    def __init__(self, path: str, error: BaseException) -> None:
         super().__init__(path, error)
         self.path = path
         self.error = error
 
 
-def _remove_quietly(path):
-    try:
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
         _remove(path)
-    except OSError:
-        pass
 
 
-def _write_members(tar, checked, links, site_dir):
+def _write_members(tar: tarfile.TarFile, checked: Checked, links: Links, site_dir: str) -> list[str]:
     """Writes validated members; raises _WriteFailed naming the first path that failed."""
     created = []
-    deferred_links = []
+    deferred_links: Checked = []
     for parts, member in checked:
         destination = os.path.join(site_dir, *parts)
         try:

@@ -9,26 +9,52 @@ Running it again changes nothing; it runs on `init`, `path` and `test`.
 
 import json
 import os
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import _dist_info as di
 from . import _record
 
+if TYPE_CHECKING:
+    from ._devel import DevelPackage
 
-def _link_parts(relpath):
+
+class LinkManifest(NamedTuple):
+    """A device wheel's `.devel_links/{target}.json` in the libraries platform directory."""
+
+    target: str
+    path: str
+
+
+class DeviceLink(NamedTuple):
+    """One entry of a manifest: a file the device wheel adds to the libraries platform
+    directory, by its path there (`relpath`). The manifest's `target`, relative to the
+    devel tree, is never followed: the file is found by `relpath` (SPEC §4)."""
+
+    relpath: str
+
+
+def read_links(json_path: str) -> list[DeviceLink]:
+    """The entries of a manifest, in its order."""
+    with open(json_path, encoding="utf-8") as file:
+        links = json.load(file).get("links", [])
+    return [DeviceLink(relpath=link["relpath"]) for link in links]
+
+
+def _link_parts(relpath: str) -> list[str]:
     parts = relpath.split("/")
     if relpath.startswith("/") or not relpath or any(part in ("", ".", "..") for part in parts):
         raise ValueError("unsafe relpath %r" % relpath)
     return parts
 
 
-def _same_file(first, second):
+def _same_file(first: str, second: str) -> bool:
     try:
         return os.path.samefile(first, second)
     except OSError:
         return False
 
 
-def _link_into(source, destination):
+def _link_into(source: str, destination: str) -> None:
     """Hard-links `source` at `destination`, replacing a stale file atomically."""
     os.makedirs(os.path.dirname(destination), exist_ok=True)
     temporary = "%s.rocm-sdk-link.%d" % (destination, os.getpid())
@@ -38,19 +64,19 @@ def _link_into(source, destination):
     os.replace(temporary, destination)
 
 
-def device_link_files(libraries_dir):
-    """`[(target, path)]` of the `.devel_links/*.json` files present, sorted."""
+def device_link_files(libraries_dir: str) -> list[LinkManifest]:
+    """The `.devel_links/*.json` files present, sorted."""
     links_dir = os.path.join(libraries_dir, ".devel_links")
     if not os.path.isdir(links_dir):
         return []
     return [
-        (name[: -len(".json")], os.path.join(links_dir, name))
+        LinkManifest(name[: -len(".json")], os.path.join(links_dir, name))
         for name in sorted(os.listdir(links_dir))
         if name.endswith(".json")
     ]
 
 
-def reconcile(devel):
+def reconcile(devel: "DevelPackage") -> int:
     """Places the links of every installed device wheel of this version; returns a count.
 
     `devel` is an expanded `_devel.DevelPackage`.
@@ -70,12 +96,11 @@ def reconcile(devel):
         record_path = _record.find_record(dist_name)
         if record_path is None:
             continue
-        with open(json_path, encoding="utf-8") as file:
-            links = json.load(file).get("links", [])
+        links = read_links(json_path)
         with _record.locked(record_path) as record:
             new_paths = []
             for link in links:
-                parts = _link_parts(link["relpath"])
+                parts = _link_parts(link.relpath)
                 source = os.path.join(libraries_dir, *parts)
                 destination = os.path.join(str(devel.root), *parts)
                 if not os.path.isfile(source):
@@ -83,6 +108,6 @@ def reconcile(devel):
                 if not _same_file(source, destination):
                     _link_into(source, destination)
                     placed += 1
-                new_paths.append("/".join([devel.platform_name] + parts))
+                new_paths.append("/".join([devel.platform_name, *parts]))
             _record.append_paths(record, new_paths)
     return placed

@@ -14,9 +14,12 @@ own: detecting GPUs (`_kfd_topology`), names and families (`_dist_info`).
 """
 
 import sys
+from collections.abc import Callable, Iterable
+from typing import IO, Optional, TypedDict
 
 from . import _dist_info as di
 from . import _kfd_topology
+from ._kfd_topology import Agent
 
 STATUS_COVERED = "covered"
 STATUS_MISSING = "missing"
@@ -25,18 +28,66 @@ STATUS_UNSUPPORTED = "unsupported"
 _WARNED = False
 
 
+class Package(TypedDict):
+    """An installed distribution that carries a GPU's device code."""
+
+    name: str
+    version: str
+
+
+class GpuReport(TypedDict):
+    """One GPU of the report (`gpus` in the JSON, SPEC §4)."""
+
+    node: int
+    target: str
+    # Kpack-split: the target whose device package carries it; legacy: its family.
+    owner: Optional[str]
+    status: str
+    covered_by: list[Package]
+    missing: list[str]
+    extra: Optional[str]
+    install: Optional[str]
+
+
+class _DevelStateFields(TypedDict):
+    installed: Optional[bool]
+    expanded: bool
+    root: Optional[str]
+
+
+class DevelState(_DevelStateFields, total=False):
+    """Whether devel is installed and expanded (`devel` in the JSON); `error` when the
+    family rule cannot say which devel package is this process's."""
+
+    error: str
+
+
+class Report(TypedDict):
+    """The whole report, as `rocm-sdk doctor --json` prints it (SPEC §4)."""
+
+    version: str
+    kpack_split: bool
+    topology: str
+    offered_targets: list[str]
+    gpus: list[GpuReport]
+    devel: DevelState
+    missing: list[str]
+    install: Optional[str]
+    ok: bool
+
+
 class MissingDeviceCodeWarning(RuntimeWarning):
     """A GPU of this machine has no installed device package (SPEC §4). Never an error:
     filter it with `warnings.filterwarnings("ignore", category=...)` where it does not
     matter."""
 
 
-def pip_line(extras):
+def pip_line(extras: Iterable[Optional[str]]) -> str:
     """`pip install 'rocm[device-gfx1151]'`, the line that adds `extras`."""
-    return "pip install 'rocm[%s]'" % ",".join(sorted(set(extras)))
+    return "pip install 'rocm[%s]'" % ",".join(sorted({extra for extra in extras if extra is not None}))
 
 
-def _installed_release(dist_name):
+def _installed_release(dist_name: str) -> Optional[str]:
     """The installed version of `dist_name` when it is this release (SPEC §4: a post
     release is its release), else None."""
     version = di.installed_dist_version(dist_name)
@@ -45,46 +96,54 @@ def _installed_release(dist_name):
     return None
 
 
-def _kpack_gpu(agent):
+def _gpu_report(
+    agent: Agent,
+    owner: Optional[str],
+    status: str,
+    extra: Optional[str] = None,
+    install: Optional[str] = None,
+    covered_by: Optional[list[Package]] = None,
+    missing: Optional[list[str]] = None,
+) -> GpuReport:
+    return {
+        "node": agent.node,
+        "target": agent.target,
+        "owner": owner,
+        "status": status,
+        "covered_by": covered_by or [],
+        "missing": missing or [],
+        "extra": extra,
+        "install": install,
+    }
+
+
+def _kpack_gpu(agent: Agent) -> GpuReport:
     owner = di.device_owner(agent.target)
-    offered = di.match_target_family(agent.target)
-    report = {"node": agent.node, "target": agent.target, "owner": owner, "covered_by": [], "missing": []}
-    if offered is None:
-        report.update(status=STATUS_UNSUPPORTED, extra=None, install=None)
-        return report
+    if di.match_target_family(agent.target) is None:
+        return _gpu_report(agent, owner, STATUS_UNSUPPORTED)
     name = di.ALL_PACKAGES["device"].get_dist_package_name(owner)
     version = _installed_release(name)
     extra = "device-" + di.target_dist_segment(owner)
     if version is not None:
-        report["covered_by"].append({"name": name, "version": version})
-        report.update(status=STATUS_COVERED, extra=extra, install=None)
-    else:
-        report["missing"].append(name)
-        report.update(status=STATUS_MISSING, extra=extra, install=pip_line([extra]))
-    return report
+        return _gpu_report(agent, owner, STATUS_COVERED, extra, covered_by=[{"name": name, "version": version}])
+    return _gpu_report(agent, owner, STATUS_MISSING, extra, pip_line([extra]), missing=[name])
 
 
-def _legacy_gpu(agent):
+def _legacy_gpu(agent: Agent) -> GpuReport:
     family = di.family_for_gpu(agent.target)
-    report = {"node": agent.node, "target": agent.target, "owner": family, "covered_by": [], "missing": []}
     if family is None:
-        report.update(status=STATUS_UNSUPPORTED, extra=None, install=None)
-        return report
+        return _gpu_report(agent, family, STATUS_UNSUPPORTED)
     name = di.ALL_PACKAGES["libraries"].get_dist_package_name(family)
     version = _installed_release(name)
     if version is not None:
-        report["covered_by"].append({"name": name, "version": version})
-        report.update(status=STATUS_COVERED, extra="libraries", install=None)
-    else:
-        # The sdist picks the family when it is built: name it, and bypass pip's cache of
-        # an earlier choice (SPEC §3).
-        report["missing"].append(name)
-        install = "ROCM_SDK_TARGET_FAMILY=%s pip install --no-cache-dir 'rocm[libraries]'" % family
-        report.update(status=STATUS_MISSING, extra="libraries", install=install)
-    return report
+        return _gpu_report(agent, family, STATUS_COVERED, "libraries", covered_by=[{"name": name, "version": version}])
+    # The sdist picks the family when it is built: name it, and bypass pip's cache of
+    # an earlier choice (SPEC §3).
+    install = "ROCM_SDK_TARGET_FAMILY=%s pip install --no-cache-dir 'rocm[libraries]'" % family
+    return _gpu_report(agent, family, STATUS_MISSING, "libraries", install, missing=[name])
 
 
-def _devel_state():
+def _devel_state() -> DevelState:
     from . import _devel
 
     try:
@@ -97,7 +156,7 @@ def _devel_state():
     return {"installed": True, "expanded": expanded, "root": str(devel.root) if expanded else None}
 
 
-def diagnose(root=None):
+def diagnose(root: Optional[str] = None) -> Report:
     """The whole report as plain data (the `--json` shape, SPEC §4)."""
     root = _kfd_topology.topology_root() if root is None else root
     agents = _kfd_topology.detect_agents(root)
@@ -121,7 +180,7 @@ def diagnose(root=None):
     }
 
 
-def _gpu_line(report):
+def _gpu_line(report: GpuReport) -> str:
     owner = "" if report["owner"] in (None, report["target"]) else " (its packages: %s)" % report["owner"]
     head = "GPU %s (KFD node %d)%s: " % (report["target"], report["node"], owner)
     if report["status"] == STATUS_COVERED:
@@ -133,7 +192,7 @@ def _gpu_line(report):
     )
 
 
-def render_text(report):
+def render_text(report: Report) -> str:
     """The report as `rocm-sdk doctor` prints it."""
     mode = "kpack-split" if report["kpack_split"] else "legacy"
     lines = ["ROCm %s (%s build), GPUs from %s" % (report["version"], mode, report["topology"])]
@@ -156,7 +215,7 @@ def render_text(report):
     return "\n".join(lines) + "\n"
 
 
-def missing_device_code_message(root=None):
+def missing_device_code_message(root: Optional[str] = None) -> Optional[str]:
     """The runtime's warning, or None (SPEC §4): only in a kpack-split install (its
     libraries package installed) on a machine with a GPU whose target the build offers
     and whose device package is not installed. Targets the build does not offer are
@@ -176,7 +235,7 @@ def missing_device_code_message(root=None):
     )
 
 
-def warn_once(emit):
+def warn_once(emit: Callable[[str], object]) -> None:
     """Calls `emit(message)` with the missing-device-code message, once per process and
     only when there is one. Never raises: a check that fails is logged and skipped."""
     global _WARNED
@@ -192,30 +251,26 @@ def warn_once(emit):
         emit(message)
 
 
-def warn_on_stderr(program):
+def warn_on_stderr(program: str) -> None:
     """`warn_once` for a console script: one `{program}: warning: ...` line on stderr."""
     warn_once(
-        lambda message: print(
-            "%s: warning: %s" % (program, di.printable(message, keep_newlines=True)), file=sys.stderr
-        )
+        lambda message: print("%s: warning: %s" % (program, di.printable(message, keep_newlines=True)), file=sys.stderr)
     )
 
 
-def exit_code(report):
+def exit_code(report: Report) -> int:
     return 0 if report["ok"] else 1
 
 
-def _json(report):
+def _json(report: Report) -> str:
     import json
 
     return json.dumps(report, indent=2, sort_keys=True) + "\n"
 
 
-def run(as_json=False, out=None):
+def run(as_json: bool = False, out: Optional[IO[str]] = None) -> int:
     """`rocm-sdk doctor [--json]`: prints the report; returns 0 when every GPU is covered."""
     out = sys.stdout if out is None else out
     report = diagnose()
     out.write(_json(report) if as_json else render_text(report))
     return exit_code(report)
-
-

@@ -4,7 +4,7 @@ reads it (SPEC §4, `rocm-sdk doctor`).
 Standard library only, and nothing from the rest of `rocm_sdk`: `detect_agents` is a pure
 function from a topology directory to the agents it describes, so another package (a
 PEP 850 variant provider) can carry this file as it is, and the `rocm` sdist's build
-backend loads it by path to choose what to install before anything is (SPEC §3).
+backend loads it from the sdist to choose what to install before anything is (SPEC §3).
 
 The amdgpu driver's KFD publishes one directory per HSA node under
 `/sys/class/kfd/kfd/topology/nodes/`, whose `properties` file holds one `name value` pair
@@ -16,7 +16,8 @@ its base target, as `rocm_agent_enumerator` reports it.
 """
 
 import os
-from collections import namedtuple
+from collections.abc import Mapping
+from typing import NamedTuple, Optional
 
 # Where the kernel publishes the topology, and the variable that points elsewhere (a
 # recorded tree, for tests and for diagnosing another machine's topology).
@@ -26,18 +27,26 @@ TOPOLOGY_ROOT_VARIABLE = "ROCM_SDK_KFD_TOPOLOGY"
 # A properties file is a few hundred bytes; more than this is not one.
 _MAX_PROPERTIES_BYTES = 64 * 1024
 
-Agent = namedtuple("Agent", ["node", "target", "gfx_target_version", "vendor_id", "device_id", "simd_count"])
-Agent.__doc__ = """One GPU node: its KFD node number, its target (`gfx90a`), and the raw
-`gfx_target_version`, `vendor_id`, `device_id` and `simd_count` it was named from."""
+
+class Agent(NamedTuple):
+    """One GPU node: its KFD node number, its target (`gfx90a`), and the raw
+    `gfx_target_version`, `vendor_id`, `device_id` and `simd_count` it was named from."""
+
+    node: int
+    target: str
+    gfx_target_version: int
+    vendor_id: Optional[int]
+    device_id: Optional[int]
+    simd_count: Optional[int]
 
 
-def topology_root(environ=None):
+def topology_root(environ: Optional[Mapping[str, str]] = None) -> str:
     """The topology directory to read: `ROCM_SDK_KFD_TOPOLOGY` if set, else the kernel's."""
     environ = os.environ if environ is None else environ
     return environ.get(TOPOLOGY_ROOT_VARIABLE) or DEFAULT_TOPOLOGY_ROOT
 
 
-def target_name(gfx_target_version):
+def target_name(gfx_target_version: int) -> Optional[str]:
     """`90010` -> `gfx90a`; None for 0 (a CPU node) and for values no target has."""
     if gfx_target_version <= 0:
         return None
@@ -49,7 +58,7 @@ def target_name(gfx_target_version):
     return "gfx%d%x%x" % (major, minor, stepping)
 
 
-def parse_properties(text):
+def parse_properties(text: str) -> dict[str, int]:
     """{name: int} of a `properties` file; lines that are not `name integer` are skipped."""
     values = {}
     for line in text.splitlines():
@@ -63,7 +72,7 @@ def parse_properties(text):
     return values
 
 
-def _read_properties(path):
+def _read_properties(path: str) -> Optional[dict[str, int]]:
     try:
         with open(path, "rb") as file:
             data = file.read(_MAX_PROPERTIES_BYTES + 1)
@@ -74,7 +83,7 @@ def _read_properties(path):
     return parse_properties(data.decode("ascii", "replace"))
 
 
-def detect_agents(root=DEFAULT_TOPOLOGY_ROOT):
+def detect_agents(root: str = DEFAULT_TOPOLOGY_ROOT) -> list[Agent]:
     """The GPU agents of the topology at `root` (a directory holding `nodes/`), in node
     order. A missing or unreadable topology, as on a machine without the amdgpu driver,
     has none; so does a node whose properties cannot be read or name no GPU target.

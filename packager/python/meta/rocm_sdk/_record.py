@@ -8,13 +8,15 @@ distribution is installed and is never part of what we create.
 
 import contextlib
 import csv
-import os
 import importlib.metadata
 import io
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO, Optional
 
 
-def find_record(dist_name):
+def find_record(dist_name: str) -> Optional[Path]:
     """The RECORD file of an installed distribution, or None."""
     try:
         dist = importlib.metadata.distribution(dist_name)
@@ -27,7 +29,7 @@ def find_record(dist_name):
 
 
 @contextlib.contextmanager
-def locked(record_path):
+def locked(record_path: Path) -> Iterator[IO[str]]:
     """Holds an exclusive lock on `record_path` (blocking) and yields it opened for append."""
     with open(record_path, "a+", encoding="utf-8", newline="") as record:
         _lock(record)
@@ -37,8 +39,8 @@ def locked(record_path):
             _unlock(record)
 
 
-def _lock(record):
-    if os.name == "nt":
+def _lock(record: IO[str]) -> None:
+    if sys.platform == "win32":
         # Windows has no flock: lock one byte far past any RECORD's end (msvcrt.locking
         # locks from the current position; LK_LOCK retries for 10 s, so loop).
         import msvcrt
@@ -50,34 +52,35 @@ def _lock(record):
                 return
             except OSError:
                 continue
-    import fcntl
+    else:
+        import fcntl
 
-    fcntl.flock(record.fileno(), fcntl.LOCK_EX)
+        fcntl.flock(record.fileno(), fcntl.LOCK_EX)
 
 
-def _unlock(record):
-    if os.name == "nt":
+def _unlock(record: IO[str]) -> None:
+    if sys.platform == "win32":
         import msvcrt
 
         record.seek(_WINDOWS_LOCK_OFFSET)
         msvcrt.locking(record.fileno(), msvcrt.LK_UNLCK, 1)
-        return
-    import fcntl
+    else:
+        import fcntl
 
-    fcntl.flock(record.fileno(), fcntl.LOCK_UN)
+        fcntl.flock(record.fileno(), fcntl.LOCK_UN)
 
 
 # The byte Windows processes lock: beyond where RECORD's text ever reaches.
 _WINDOWS_LOCK_OFFSET = 1 << 30
 
 
-def recorded_paths(record):
+def recorded_paths(record: IO[str]) -> set[str]:
     """The paths listed in an open RECORD file."""
     record.seek(0)
     return {row[0] for row in csv.reader(io.StringIO(record.read())) if row}
 
 
-def append_paths(record, relpaths):
+def append_paths(record: IO[str], relpaths: Iterable[str]) -> int:
     """Appends each of `relpaths` not yet listed; returns how many were added."""
     record.seek(0)
     content = record.read()

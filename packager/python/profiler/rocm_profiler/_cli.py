@@ -6,7 +6,9 @@ Each console script execs the real tool from the profiler's platform package.
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 # Console script -> path inside the profiler's platform package.
 TOOLS = {
@@ -24,17 +26,17 @@ TOOLS = {
 FAILURE_PREFIX = "rocm-profiler: cannot run "
 
 
-def function_name(script):
+def function_name(script: str) -> str:
     """`rocprof-sys-run` -> `rocprof_sys_run`."""
     return "".join(c if c.isalnum() else "_" for c in script)
 
 
-def _fail(script, reason):
+def _fail(script: str, reason: str) -> NoReturn:
     print(FAILURE_PREFIX + script + ": " + reason, file=sys.stderr)
     sys.exit(127)
 
 
-def _warn_about_missing_device_code():
+def _warn_about_missing_device_code() -> None:
     """Names, once, a GPU of this machine whose device package is not installed (SPEC §4);
     never stops the tool."""
     try:
@@ -44,7 +46,7 @@ def _warn_about_missing_device_code():
     _doctor.warn_on_stderr("rocm-profiler")
 
 
-def run(script):
+def run(script: str) -> NoReturn:
     """Execs the tool behind `script` with this process's arguments; never returns."""
     from ._dist_info import ALL_PACKAGES
 
@@ -56,13 +58,13 @@ def run(script):
     if not path.is_file():
         _fail(script, "%s is not installed" % path)
     try:
-        os.execv(str(path), [str(path)] + sys.argv[1:])
+        os.execv(str(path), [str(path), *sys.argv[1:]])
     except OSError as error:
         _fail(script, "%s: %s" % (path, error))
 
 
-def _trampoline(script):
-    def trampoline():
+def _trampoline(script: str) -> Callable[[], None]:
+    def trampoline() -> None:
         run(script)
 
     trampoline.__name__ = function_name(script)
@@ -70,7 +72,10 @@ def _trampoline(script):
     return trampoline
 
 
-# One module-level function per tool, for the entry points.
-for _script in TOOLS:
-    globals()[function_name(_script)] = _trampoline(_script)
-del _script
+def __getattr__(name: str) -> Callable[[], None]:
+    """The trampoline of a console script, by `function_name(script)`: the attribute each
+    entry point names (`module:function`). Made when asked for, not at import."""
+    for script in TOOLS:
+        if function_name(script) == name:
+            return _trampoline(script)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -21,7 +21,8 @@ Standard library only: a plugin runs in whatever environment the installer makes
 import json
 import pkgutil
 import re
-from collections import namedtuple
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple, Optional
 
 from . import _kfd_topology
 
@@ -31,29 +32,37 @@ FEATURE = "gfx_arch"
 # What PEP 825 allows as a feature value.
 _VALUE_PATTERN = re.compile(r"^[a-z0-9_.]+$")
 
-# The plugin's answers need only these three attributes (PEP 850, variant feature config).
-VariantFeatureConfig = namedtuple("VariantFeatureConfig", ["name", "values", "multi_value"])
+
+class VariantFeatureConfig(NamedTuple):
+    """A feature and its values: the three attributes the plugin's answers need (PEP 850,
+    variant feature config)."""
+
+    name: str
+    values: list[str]
+    multi_value: bool
+
 
 # `get_supported_configs` depends on the machine, so the plugin cannot stand in for a
 # static list at build time (variantlib's `all_properties_compatible`).
 all_properties_compatible = False
 
 
-def property_value(target):
+def property_value(target: str) -> Optional[str]:
     """`gfx90a` -> `gfx90a`, `gfx1250-strict` -> `gfx1250_strict`: a target as a feature
     value; None for a name no value can spell."""
     value = target.strip().lower().replace("-", "_")
     return value if _VALUE_PATTERN.match(value) else None
 
 
-def _target_owners():
+def _target_owners() -> dict[str, str]:
     data = pkgutil.get_data(__name__, "target_owners.json")
     if data is None:
         return {}
-    return json.loads(data.decode("utf-8")).get("owners", {})
+    owners: dict[str, str] = json.loads(data.decode("utf-8")).get("owners", {})
+    return owners
 
 
-def supported_values(agents, owners):
+def supported_values(agents: Iterable[_kfd_topology.Agent], owners: Mapping[str, str]) -> list[str]:
     """The `gfx_arch` values of `agents`, in node order (HIP's device 0 first), each GPU's
     target before its owner's, every value once."""
     values = []
@@ -65,7 +74,7 @@ def supported_values(agents, owners):
     return values
 
 
-def get_supported_configs():
+def get_supported_configs() -> list[VariantFeatureConfig]:
     """`amd :: gfx_arch` values of this machine's GPUs; none when it has no AMD GPU (or no
     amdgpu driver), so that no `amd` variant is compatible."""
     agents = _kfd_topology.detect_agents(_kfd_topology.topology_root())
@@ -80,10 +89,10 @@ def get_supported_configs():
 _MAJORS = range(8, 13)
 
 
-def get_all_configs():
+def get_all_configs() -> list[VariantFeatureConfig]:
     """Every valid `amd :: gfx_arch` value: each name `_kfd_topology.target_name` gives a
     `gfx_target_version` of those generations, and each target of the owner table."""
-    values = []
+    values: list[Optional[str]] = []
     for major in _MAJORS:
         for minor in range(16):
             for stepping in range(16):

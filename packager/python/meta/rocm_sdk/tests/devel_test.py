@@ -14,7 +14,7 @@ from .._devel_tree import COMPILER_DRIVERS
 from . import utils
 
 
-def _tree_entries(root):
+def _tree_entries(root: Path) -> list[str]:
     """Relpaths (from site-packages) of every file and symlink in the devel tree."""
     site = root.parent
     entries = []
@@ -25,26 +25,29 @@ def _tree_entries(root):
 
 
 class DevelTest(unittest.TestCase):
+    root: Path
+    devel: _devel.DevelPackage
+
     @classmethod
-    def setUpClass(cls):
+    def setUpClass(cls) -> None:
         cls.root = _devel.get_devel_root()
         cls.devel = _devel.find_devel_package()
 
-    def test_tree_is_expanded_beside_the_other_packages(self):
+    def test_tree_is_expanded_beside_the_other_packages(self) -> None:
         self.assertTrue(self.devel.is_expanded())
         self.assertIsNone(self.devel.tarball(), "the devel tarball is still there")
         self.assertTrue((self.root / "__init__.py").is_file())
         self.assertEqual(self.root.parent, Path(rocm_sdk.__file__).parent.parent)
 
-    def test_every_recorded_path_exists(self):
+    def test_every_recorded_path_exists(self) -> None:
         for path in utils.dist_files(self.devel.dist_name):
             if path.name.startswith("_devel.tar"):
                 continue  # Deleted after expansion, by design.
             with self.subTest(path=str(path)):
                 self.assertTrue(os.path.lexists(str(path)))
 
-    def test_every_tree_entry_is_recorded(self):
-        def normal(path):
+    def test_every_tree_entry_is_recorded(self) -> None:
+        def normal(path: Path) -> str:
             return os.path.normpath(str(path))
 
         recorded = {normal(path) for path in utils.dist_files(self.devel.dist_name)}
@@ -61,7 +64,7 @@ class DevelTest(unittest.TestCase):
         ]
         self.assertEqual(missing, [], "pip uninstall would leave these behind")
 
-    def test_only_directories_and_compiler_drivers_stay_symlinks(self):
+    def test_only_directories_and_compiler_drivers_stay_symlinks(self) -> None:
         site = os.path.realpath(str(self.root.parent))
         for directory, subdirectories, files in os.walk(str(self.root)):
             for name in files + subdirectories:
@@ -74,13 +77,17 @@ class DevelTest(unittest.TestCase):
                     if os.path.isfile(target):
                         self.assertIn(name, COMPILER_DRIVERS, "file symlink %s was not made a hard link" % path)
 
-    def test_device_links_are_in_place(self):
+    def test_device_links_are_in_place(self) -> None:
         if not di.ALL_PACKAGES["device"].built:
             self.skipTest("not a kpack-split build: no device wheels")
         self.assertEqual(_device_links.reconcile(self.devel), 0, "device links were not already in place")
 
-    def test_cli_paths(self):
-        for flag, expected in (("--root", self.root), ("--bin", self.root / "bin"), ("--cmake", self.root / "lib" / "cmake")):
+    def test_cli_paths(self) -> None:
+        for flag, expected in (
+            ("--root", self.root),
+            ("--bin", self.root / "bin"),
+            ("--cmake", self.root / "lib" / "cmake"),
+        ):
             with self.subTest(flag=flag):
                 output = subprocess.check_output([sys.executable, "-m", "rocm_sdk", "path", flag])
                 self.assertEqual(Path(output.decode().strip()), expected)

@@ -1,6 +1,5 @@
 """rocm-sdk-libraries (and, in kpack-split builds, the device wheels)."""
 
-import importlib
 import json
 import unittest
 from pathlib import Path
@@ -15,20 +14,20 @@ FAMILY = di.determine_target_family() if LIBRARIES.is_target_specific else None
 
 
 class LibrariesTest(unittest.TestCase):
-    def test_packages_are_regular_siblings(self):
+    def test_packages_are_regular_siblings(self) -> None:
         platform = utils.import_platform_package("libraries", FAMILY)
-        pure = importlib.import_module(LIBRARIES.get_pure_py_package_name(FAMILY))
+        pure = utils.import_pure_package("libraries", FAMILY)
         for module in (platform, pure):
             utils.assert_is_physical_package(module)
         sdk_site = Path(rocm_sdk.__file__).parent.parent
         self.assertEqual(utils.package_dir(platform).parent, sdk_site)
         self.assertEqual(utils.package_dir(pure).parent, sdk_site)
 
-    def test_shared_libraries_load(self):
+    def test_shared_libraries_load(self) -> None:
         root = utils.package_dir(utils.import_platform_package("libraries", FAMILY))
         utils.check_libraries_load(self, root)
 
-    def test_libraries_preload(self):
+    def test_libraries_preload(self) -> None:
         for entry in di.ALL_LIBRARIES.values():
             if entry.package is not LIBRARIES:
                 continue
@@ -37,7 +36,7 @@ class LibrariesTest(unittest.TestCase):
                 returncode, _, stderr = utils.python_in_subprocess(code)
                 self.assertEqual(returncode, 0, stderr)
 
-    def test_installed_device_wheels_are_complete(self):
+    def test_installed_device_wheels_are_complete(self) -> None:
         if not di.ALL_PACKAGES["device"].built:
             self.skipTest("not a kpack-split build: no device wheels")
         device = di.ALL_PACKAGES["device"]

@@ -1,13 +1,16 @@
-# --- Static body of every `_dist_info.py` (SPEC §2, §4). ---------------------------------
-# The packager prepends a generated header that defines the constants used below:
-# __version__, PY_PACKAGE_SUFFIX_NONCE, KPACK_SPLIT, DEVEL_TARGET_SPECIFIC,
-# DEFAULT_TARGET_FAMILY, AVAILABLE_TARGET_FAMILIES, LINUX_TARGET_FAMILIES,
-# WINDOWS_TARGET_FAMILIES, DEVICE_TARGETS, TARGET_OWNERS, THIS_TARGET_FAMILY,
-# THIS_PACKAGE_LOGICAL_NAME.
-# Code outside this project imports these names (PyTorch loaders, PyInstaller hooks, JAX
-# plugins), so they keep the reference's spelling and behaviour. Standard library only;
-# Python 3.9 compatible (no `X | Y` annotations).
+"""Distribution information of the ROCm Python packages (SPEC §2, §4): the package and
+library tables, the names derived from them, and the target family rule.
 
+Every pure package ships this file as it is, beside the `_dist_info_data.py` the packager
+generates for that package: the constants describing the build (its version, families,
+owners and the package this copy ships in) come from there, so this module is real code
+that linters read and tracebacks point into. Code outside this project imports these
+names from `_dist_info` (PyTorch loaders, PyInstaller hooks, JAX plugins, SPEC §4 "Names
+others import"), so they keep the reference's spelling and behaviour. Standard library
+only; Python 3.9.
+"""
+
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -15,18 +18,33 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import Optional
+
+# Re-exported: downstream code reads these as attributes of `_dist_info`.
+from ._dist_info_data import AVAILABLE_TARGET_FAMILIES as AVAILABLE_TARGET_FAMILIES
+from ._dist_info_data import DEFAULT_TARGET_FAMILY as DEFAULT_TARGET_FAMILY
+from ._dist_info_data import DEVEL_TARGET_SPECIFIC as DEVEL_TARGET_SPECIFIC
+from ._dist_info_data import DEVICE_TARGETS as DEVICE_TARGETS
+from ._dist_info_data import KPACK_SPLIT as KPACK_SPLIT
+from ._dist_info_data import LINUX_TARGET_FAMILIES as LINUX_TARGET_FAMILIES
+from ._dist_info_data import PY_PACKAGE_SUFFIX_NONCE as PY_PACKAGE_SUFFIX_NONCE
+from ._dist_info_data import TARGET_OWNERS as TARGET_OWNERS
+from ._dist_info_data import THIS_PACKAGE_LOGICAL_NAME as THIS_PACKAGE_LOGICAL_NAME
+from ._dist_info_data import THIS_TARGET_FAMILY as THIS_TARGET_FAMILY
+from ._dist_info_data import WINDOWS_TARGET_FAMILIES as WINDOWS_TARGET_FAMILIES
+from ._dist_info_data import __version__ as __version__
 
 # Where a target family came from: the environment, the target-specific packages installed
-# here (run time only), the KFD topology (install time only, SPEC §3), `offload-arch`, or
-# the fallback.
+# here (run time only), the KFD topology (install time only: the `rocm` sdist's backend
+# reads it, SPEC §3), `offload-arch`, or the fallback.
 SOURCE_ENVIRONMENT = "environment"
 SOURCE_INSTALLED = "installed"
 SOURCE_KFD = "kfd topology"
 SOURCE_DETECTED = "detected"
 SOURCE_DEFAULT = "default"
 
-CACHED_TARGET_FAMILY = None  # type: Optional[str]
+CACHED_TARGET_FAMILY: Optional[str] = None
 
 # The suffixes a detected `gfxNNNN` may carry as the family `gfxNNNX-{suffix}`.
 FAMILY_SUFFIXES = ("-all", "-dgpu", "-igpu", "-dcgpu")
@@ -38,7 +56,7 @@ class TargetFamilyError(ValueError):
     ValueError, as the reference raises, so existing callers keep catching it."""
 
 
-def printable(text, keep_newlines=False):
+def printable(text: object, keep_newlines: bool = False) -> str:
     """`text` with control characters escaped (`\\x1b`, `\\n`), as the packager escapes
     names, so a hostile value (an environment variable, a file name) cannot rewrite the
     terminal or forge a line of a message. With keep_newlines, a message's own line breaks
@@ -52,35 +70,35 @@ def printable(text, keep_newlines=False):
     return "".join(out)
 
 
-def _log(message):
+def _log(message: str) -> None:
     # The runtime prints nothing unless asked to (SPEC §4, Environment).
     if os.environ.get("ROCM_SDK_VERBOSE") == "1":
         print("rocm_sdk: " + printable(message, keep_newlines=True), file=sys.stderr)
 
 
-def _ascii_lower(text):
+def _ascii_lower(text: str) -> str:
     # ASCII only, so Python and the Rust packager agree on every name.
     return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
 
 
-def base_target(name):
+def base_target(name: str) -> str:
     """The base of a target id or family, lower-cased: `gfx90a:xnack+` -> `gfx90a`."""
     return _ascii_lower(name.split(":", 1)[0].strip())
 
 
-def target_spelling(name):
+def target_spelling(name: str) -> str:
     """A family or target as this build spells it, without feature suffixes: the spelling
     on offer when one matches case-insensitively (`GFX110X-ALL` -> `gfx110X-all`), else the
     name as given (`gfx90a:xnack+` -> `gfx90a`)."""
     given = str(name).split(":", 1)[0].strip()
     wanted = _ascii_lower(given)
-    for family in list(AVAILABLE_TARGET_FAMILIES) + list(DEVICE_TARGETS):
+    for family in [*AVAILABLE_TARGET_FAMILIES, *DEVICE_TARGETS]:
         if base_target(family) == wanted:
             return family.split(":", 1)[0].strip()
     return given
 
 
-def device_owner(name):
+def device_owner(name: str) -> str:
     """The target whose device package carries `name`'s payload (SPEC §2, grouped by owner):
     the target itself, unless the owner table (TARGET_OWNERS, from the packager's
     `target_owners.json`) says otherwise: `gfx1250-strict` -> `gfx1250`."""
@@ -90,12 +108,12 @@ def device_owner(name):
     return target_spelling(name)
 
 
-def target_identifier(name):
+def target_identifier(name: str) -> str:
     """A family or target as it appears in Python identifiers: `gfx110X-all` -> `gfx110x_all`."""
     return re.sub(r"[^0-9a-z]", "_", base_target(name))
 
 
-def target_dist_segment(name):
+def target_dist_segment(name: str) -> str:
     """A family or target as it appears in distribution names, and so in platform
     directories: TheRock's spelling, as the reference keeps it (`gfx110X-all`, so
     `_rocm_sdk_libraries_gfx110X_all` exists where downstream code looks, SPEC §2)."""
@@ -108,22 +126,22 @@ class _CallableBool:
 
     __slots__ = ("_value",)
 
-    def __init__(self, value):
+    def __init__(self, value: object) -> None:
         self._value = bool(value)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self._value
 
-    def __call__(self):
+    def __call__(self) -> bool:
         return self._value
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return bool(other) == self._value
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._value)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(self._value)
 
 
@@ -141,15 +159,15 @@ class PackageEntry:
 
     def __init__(
         self,
-        logical_name,
-        dist_package_template,
+        logical_name: str,
+        dist_package_template: str,
         *,
-        pure_py_package_name,
-        required=False,
-        platform_of=None,
-        by_owner=False,
-        built=True,
-    ):
+        pure_py_package_name: Optional[str],
+        required: bool = False,
+        platform_of: Optional[str] = None,
+        by_owner: bool = False,
+        built: bool = True,
+    ) -> None:
         self.logical_name = logical_name
         self.dist_package_template = dist_package_template
         self.pure_py_package_name = pure_py_package_name
@@ -159,54 +177,50 @@ class PackageEntry:
         self.built = built
         # Kept for code written against the reference.
         self.template_directory = dist_package_template.replace("-{target_family}", "")
-        if logical_name in ALL_PACKAGES:
-            raise ValueError("package already defined: " + logical_name)
-        ALL_PACKAGES[logical_name] = self
 
     @property
-    def is_target_specific(self):
+    def is_target_specific(self) -> _CallableBool:
         return _CallableBool("{target_family}" in self.dist_package_template)
 
-    def _require_family(self, target_family):
-        if self.is_target_specific and not target_family:
-            raise ValueError(
-                "package %s is target specific, but no target family was given" % self.logical_name
-            )
+    def _require_family(self, target_family: Optional[str]) -> str:
+        if not target_family:
+            raise ValueError("package %s is target specific, but no target family was given" % self.logical_name)
+        return target_family
 
-    def get_dist_package_name(self, target_family=None):
-        self._require_family(target_family)
+    def get_dist_package_name(self, target_family: Optional[str] = None) -> str:
         if not self.is_target_specific:
             return self.dist_package_template
+        family = self._require_family(target_family)
         if self.by_owner:
-            target_family = device_owner(target_family)
-        return self.dist_package_template.replace("{target_family}", target_dist_segment(target_family))
+            family = device_owner(family)
+        return self.dist_package_template.replace("{target_family}", target_dist_segment(family))
 
-    def get_dist_package_require(self, target_family=None):
+    def get_dist_package_require(self, target_family: Optional[str] = None) -> str:
         return self.get_dist_package_name(target_family) + "==" + __version__
 
-    def get_pure_py_package_name(self, target_family=None):
+    def get_pure_py_package_name(self, target_family: Optional[str] = None) -> Optional[str]:
         """The importable pure Python package, or None (device wheels have none)."""
         if self.pure_py_package_name is None:
             return None
         if "{target_family}" not in self.pure_py_package_name:
             return self.pure_py_package_name
-        self._require_family(target_family)
-        return self.pure_py_package_name.replace("{target_family}", target_identifier(target_family))
+        family = self._require_family(target_family)
+        return self.pure_py_package_name.replace("{target_family}", target_identifier(family))
 
-    def get_py_package_name(self, target_family=None):
+    def get_py_package_name(self, target_family: Optional[str] = None) -> str:
         """The platform package directory in site-packages holding this package's files."""
         if self.platform_of is not None:
             return ALL_PACKAGES[self.platform_of].get_py_package_name(target_family)
         dist_name = self.get_dist_package_name(target_family)
         return "_" + re.sub(r"[-.]", "_", dist_name) + PY_PACKAGE_SUFFIX_NONCE
 
-    def get_py_package(self, target_family=None):
+    def get_py_package(self, target_family: Optional[str] = None) -> Optional[importlib.machinery.ModuleSpec]:
         return importlib.util.find_spec(self.get_py_package_name(target_family))
 
-    def has_py_package(self, target_family=None):
+    def has_py_package(self, target_family: Optional[str] = None) -> bool:
         return self.get_py_package(target_family) is not None
 
-    def is_installed(self, target_family=None):
+    def is_installed(self, target_family: Optional[str] = None) -> bool:
         """Whether this package (of `target_family`) is installed in this environment.
 
         Cheap enough for every lookup: a pure package is found on `sys.path` the way
@@ -219,7 +233,7 @@ class PackageEntry:
             return importlib.util.find_spec(pure_name) is not None
         return installed_dist_version(self.get_dist_package_name(target_family)) is not None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.dist_package_template
 
 
@@ -228,15 +242,15 @@ class LibraryEntry:
 
     def __init__(
         self,
-        shortname,
-        package_name,
-        so_pattern,
-        posix_relpath="lib",
+        shortname: str,
+        package_name: str,
+        so_pattern: str,
+        posix_relpath: str = "lib",
         *,
-        dll_name="",
-        optional=False,
-        deps=(),
-    ):
+        dll_name: str = "",
+        optional: bool = False,
+        deps: Iterable[str] = (),
+    ) -> None:
         self.shortname = shortname
         self.package = ALL_PACKAGES[package_name]
         self.so_pattern = so_pattern
@@ -255,11 +269,8 @@ class LibraryEntry:
         self.windows_relpath = "bin"
         self.optional = optional
         self.deps = list(deps)
-        if shortname in ALL_LIBRARIES:
-            raise ValueError("library already defined: " + shortname)
-        ALL_LIBRARIES[shortname] = self
 
-    def is_dll(self, file_name):
+    def is_dll(self, file_name: str) -> bool:
         """Whether `file_name` is this library's DLL on Windows. Builds spell a DLL with or
         without `lib` (HIP SDK ships `libhipblas.dll`, TheRock has shipped `hipblas.dll`)
         and may add a version (`amdhip64_7.dll`, `hiprtc0702.dll`); a neighbour whose name
@@ -267,11 +278,11 @@ class LibraryEntry:
         Windows file names are case-insensitive, so the match is too."""
         return self._dll_re is not None and self._dll_re.fullmatch(file_name) is not None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "%s(so_pattern=%s, package=%s)" % (self.shortname, self.so_pattern, self.package)
 
 
-def _offload_arch_candidates():
+def _offload_arch_candidates() -> list[str]:
     """Core's own `offload-arch`, then one on PATH, then the environment's scripts dir."""
     found = []
     core = ALL_PACKAGES["core"].get_py_package()
@@ -291,7 +302,7 @@ def _offload_arch_candidates():
     return found
 
 
-def match_target_family(requested, available=None):
+def match_target_family(requested: str, available: Optional[Sequence[str]] = None) -> Optional[str]:
     """The available family that `requested` names, or None.
 
     Targets are compared by base ISA, case-insensitively (SPEC §6): `gfx90a`, `GFX90A`
@@ -312,7 +323,7 @@ def match_target_family(requested, available=None):
     return None
 
 
-def family_for_gpu(reported, available=None):
+def family_for_gpu(reported: str, available: Optional[Sequence[str]] = None) -> Optional[str]:
     """Maps one `offload-arch` line (`gfx1100`, `gfx90a:xnack-`) to an available family."""
     if available is None:
         available = AVAILABLE_TARGET_FAMILIES
@@ -327,15 +338,14 @@ def family_for_gpu(reported, available=None):
     return match_target_family(target, available)
 
 
-def discover_current_target_family(available=None):
+def discover_current_target_family(available: Optional[Sequence[str]] = None) -> Optional[str]:
     """The family (of `available`, default all on offer) of the first GPU `offload-arch`
     reports that has one, or None."""
     for executable in _offload_arch_candidates():
         try:
             output = subprocess.run(
                 [executable],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                capture_output=True,
                 stdin=subprocess.DEVNULL,
                 timeout=60,
                 check=False,
@@ -346,8 +356,8 @@ def discover_current_target_family(available=None):
         if output.returncode != 0:
             _log("%s exited with %d" % (executable, output.returncode))
             continue
-        for line in output.stdout.decode("utf-8", "replace").splitlines():
-            line = line.strip()
+        for reported in output.stdout.decode("utf-8", "replace").splitlines():
+            line = reported.strip()
             if not line:
                 continue
             family = family_for_gpu(line, available)
@@ -358,43 +368,19 @@ def discover_current_target_family(available=None):
     return None
 
 
-class TargetSelection(NamedTuple):
-    """What the `rocm` sdist installs for (SPEC §3): the family target-specific packages
-    are pinned to, where it came from, the families whose device packages the `device`
-    extra names (kpack-split: one per owner this machine's GPUs need; none without a named
-    or detected target, and in legacy mode), and the lines saying which source decided and
-    why, for the build backend's log."""
-
-    family: Optional[str]
-    source: str
-    device_families: List[str]
-    log: List[str]
+# (family, source): the family is None only for a distribution with no target families.
+FamilyChoice = tuple[Optional[str], str]
 
 
-def gpu_family(target: str) -> Optional[str]:
-    """The family on offer that a GPU of `target` (`gfx942`, as the KFD topology names
-    it) needs, or None, as `rocm-sdk doctor` judges it: in a kpack-split build the target
-    on offer with its owner (its device package), in a legacy one the family of its
-    series (`gfx94X-dcgpu`)."""
-    return match_target_family(target) if KPACK_SPLIT else family_for_gpu(target)
+def resolve_target_family() -> FamilyChoice:
+    """(family, source) where nothing is installed yet: `ROCM_SDK_TARGET_FAMILY`, else
+    the GPU `offload-arch` reports, else the default. The `rocm` sdist's backend asks the
+    KFD topology between the environment and this rule's `offload-arch` (SPEC §3,
+    `select_target_families` there); at run time see `resolve_runtime_target_family`.
 
-
-def _gpu_words(node: int, target: str) -> str:
-    return "%s (KFD node %d)" % (printable(target), node)
-
-
-def select_target_families(
-    gpus: Optional[Sequence[Tuple[int, str]]] = None, topology: Optional[str] = None
-) -> TargetSelection:
-    """The install-time choice (SPEC §3): `ROCM_SDK_TARGET_FAMILY`; else the GPUs of the
-    KFD topology read at `topology` (`gpus`: `(node, target)` in node order, as
-    `_kfd_topology.detect_agents` gives them; None when it was not read), each mapped to
-    its family or owner; else the first GPU `offload-arch` reports; else the default.
-
-    With several GPUs, a kpack-split build takes the device package of every owner they
-    need; a legacy build takes the first GPU's family (one environment holds one family's
-    libraries) and says what the others would need. Raises TargetFamilyError naming the
-    available families when the environment names one this distribution does not have.
+    Raises TargetFamilyError naming the available families when the environment names one
+    that this distribution does not have. The family is None only for a distribution that
+    has no target families at all.
     """
     requested = os.environ.get("ROCM_SDK_TARGET_FAMILY", "").strip()
     if requested:
@@ -404,85 +390,20 @@ def select_target_families(
                 "ROCM_SDK_TARGET_FAMILY=%s is not available in this distribution (available: %s)"
                 % (printable(requested), ", ".join(AVAILABLE_TARGET_FAMILIES) or "none")
             )
-        why = "target family %s (from %s): ROCM_SDK_TARGET_FAMILY=%s" % (family, SOURCE_ENVIRONMENT, printable(requested))
-        return TargetSelection(family, SOURCE_ENVIRONMENT, [family], [why])
-    log = []  # type: List[str]
-    if gpus is not None:
-        selection = _select_from_gpus(gpus, printable(topology), log)
-        if selection is not None:
-            return selection
+        return family, SOURCE_ENVIRONMENT
     detected = discover_current_target_family()
     if detected is not None:
-        why = "target family %s (from %s): offload-arch reported a GPU of it" % (detected, SOURCE_DETECTED)
-        return TargetSelection(detected, SOURCE_DETECTED, [detected], log + [why])
-    found = _offload_arch_candidates()
-    if found:
-        log.append("offload-arch (%s) reported no GPU this build offers" % printable(found[0]))
-    else:
-        log.append("no offload-arch in core, on PATH or beside the interpreter")
-    why = "target family %s (from %s)" % (DEFAULT_TARGET_FAMILY, SOURCE_DEFAULT)
-    if KPACK_SPLIT:
-        why += ": no device package is chosen (the `device` extra is left out)"
-    return TargetSelection(DEFAULT_TARGET_FAMILY, SOURCE_DEFAULT, [], log + [why])
+        return detected, SOURCE_DETECTED
+    return DEFAULT_TARGET_FAMILY, SOURCE_DEFAULT
 
 
-def _select_from_gpus(
-    gpus: Sequence[Tuple[int, str]], topology: str, log: List[str]
-) -> Optional[TargetSelection]:
-    """`select_target_families` on the KFD topology's GPUs, or None (with `log` saying
-    why) when none of them has a family on offer."""
-    chosen = []
-    for node, target in gpus:
-        family = gpu_family(target)
-        if family is None:
-            log.append(
-                "GPU %s: this build has no device code for it (it offers %s)"
-                % (_gpu_words(node, target), ", ".join(AVAILABLE_TARGET_FAMILIES) or "none")
-            )
-        else:
-            chosen.append((node, target, family))
-    if not chosen:
-        what = "lists no GPU" if not gpus else "lists no GPU this build offers"
-        log.append("the KFD topology at %s %s" % (topology, what))
-        return None
-    family = chosen[0][2]
-    listed = ", ".join("GPU %s -> %s" % (_gpu_words(node, target), found) for node, target, found in chosen)
-    why = "target family %s (from %s): the KFD topology at %s lists %s" % (family, SOURCE_KFD, topology, listed)
-    device_families = []  # type: List[str]
-    if KPACK_SPLIT:
-        owners = set()
-        for _, _, found in chosen:
-            if device_owner(found) not in owners:
-                owners.add(device_owner(found))
-                device_families.append(found)
-        why += "; device packages: " + ", ".join(device_owner(found) for found in device_families)
-        return TargetSelection(family, SOURCE_KFD, device_families, [why] + log)
-    for node, target, found in chosen[1:]:
-        if found != family:
-            log.append(
-                "GPU %s would need the %s packages, which cannot share an environment with %s's: "
-                "install them in another one with ROCM_SDK_TARGET_FAMILY=%s" % (_gpu_words(node, target), found, family, found)
-            )
-    return TargetSelection(family, SOURCE_KFD, device_families, [why] + log)
-
-
-def resolve_target_family():
-    """(family, source) where nothing is installed yet and no KFD topology was read:
-    `select_target_families()` without GPUs (`ROCM_SDK_TARGET_FAMILY`, else `offload-arch`,
-    else the default). The `rocm` sdist's backend calls `select_target_families` with the
-    KFD topology's GPUs itself (SPEC §3); at run time see `resolve_runtime_target_family`.
-    """
-    selection = select_target_families()
-    return selection.family, selection.source
-
-
-def installed_target_families():
+def installed_target_families() -> list[str]:
     """The families whose target-specific packages are installed here, in the order of
     AVAILABLE_TARGET_FAMILIES: legacy libraries and devel wheels, kpack-split device wheels.
     Targets sharing one installed package (one owner, SPEC §2) count once, as the first."""
     specific = [entry for entry in ALL_PACKAGES.values() if entry.built and entry.is_target_specific]
     found = []
-    packages = set()
+    packages: set[tuple[str, ...]] = set()
     for family in AVAILABLE_TARGET_FAMILIES:
         names = tuple(entry.get_dist_package_name(family) for entry in specific if entry.is_installed(family))
         if names and names not in packages:
@@ -491,7 +412,7 @@ def installed_target_families():
     return found
 
 
-def resolve_runtime_target_family():
+def resolve_runtime_target_family() -> FamilyChoice:
     """(family, source) at run time (SPEC §4): `ROCM_SDK_TARGET_FAMILY`, else the family
     whose target-specific packages are installed (one installed: that one; several: the
     detected GPU's among them, and in a kpack-split build without one the first of them),
@@ -525,13 +446,12 @@ def resolve_runtime_target_family():
             return installed[0], SOURCE_INSTALLED
         raise TargetFamilyError(
             "several ROCm target families are installed in this environment (%s) and no GPU of "
-            "this machine selects one of them; set ROCM_SDK_TARGET_FAMILY to the one to use"
-            % ", ".join(installed)
+            "this machine selects one of them; set ROCM_SDK_TARGET_FAMILY to the one to use" % ", ".join(installed)
         )
     return resolve_target_family()
 
 
-def determine_target_family():
+def determine_target_family() -> Optional[str]:
     """The target family of this process (cached): see `resolve_runtime_target_family`.
 
     Every lookup of a target-specific package goes through here, so `find_libraries`,
@@ -543,7 +463,7 @@ def determine_target_family():
     return CACHED_TARGET_FAMILY
 
 
-def installed_dist_version(dist_name):
+def installed_dist_version(dist_name: str) -> Optional[str]:
     """The installed version of a distribution, or None."""
     import importlib.metadata
 
@@ -557,14 +477,14 @@ def installed_dist_version(dist_name):
 _FINAL_OR_POST = re.compile(r"^((?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*)(?:\.post[0-9]+)?$")
 
 
-def final_release(version):
+def final_release(version: str) -> Optional[str]:
     """`7.12.0.post1` and `7.12.0` -> `7.12.0`; None for anything else (a dev, pre or
     local version), which only ever matches itself."""
     match = _FINAL_OR_POST.match(version)
     return match.group(1) if match else None
 
 
-def same_release(first, second):
+def same_release(first: str, second: str) -> bool:
     """Whether two versions are one release (TheRock's docs/packaging/versioning.md, SPEC
     §4): equal, or the same final release up to a `.postN` (`7.12.0`, `7.12.0.post1`).
     `7.12.1` never is, and dev and pre releases match only themselves."""
@@ -574,7 +494,7 @@ def same_release(first, second):
     return release is not None and release == final_release(second)
 
 
-def release_specifier(version=None):
+def release_specifier(version: Optional[str] = None) -> str:
     """The version specifier that admits every version of `version`'s release: `==V` for
     a dev or pre release, `>=R,==R.*` for a final release R or its post releases, so a
     package republished as `R.postN` joins a set of `R` (SPEC §3)."""
@@ -585,66 +505,84 @@ def release_specifier(version=None):
     return ">=%s,==%s.*" % (release, release)
 
 
-ALL_PACKAGES = {}  # type: Dict[str, PackageEntry]
-ALL_LIBRARIES = {}  # type: Dict[str, LibraryEntry]
-
-PackageEntry("meta", "rocm", pure_py_package_name="rocm_sdk", required=True)
-PackageEntry("core", "rocm-sdk-core", pure_py_package_name="rocm_sdk_core", required=True)
-if KPACK_SPLIT:
-    PackageEntry("libraries", "rocm-sdk-libraries", pure_py_package_name="rocm_sdk_libraries")
-    PackageEntry(
+def _package_table() -> dict[str, PackageEntry]:
+    """The package table of this build (SPEC §2), by logical name, in the reference's order."""
+    device = PackageEntry(
         "device",
         "rocm-sdk-device-{target_family}",
         pure_py_package_name=None,
-        platform_of="libraries",
+        # Kpack-split: device wheels overlay the libraries platform directory. Legacy: the
+        # key exists as the reference defines it, but no such wheel is made (SPEC §4,
+        # downstream API).
+        platform_of="libraries" if KPACK_SPLIT else None,
         by_owner=True,
+        built=KPACK_SPLIT,
     )
-else:
-    PackageEntry(
-        "libraries",
-        "rocm-sdk-libraries-{target_family}",
-        pure_py_package_name="rocm_sdk_libraries_{target_family}",
-    )
-    # Every key the reference defines exists in both layouts (SPEC §4, downstream API).
-    PackageEntry(
-        "device",
-        "rocm-sdk-device-{target_family}",
-        pure_py_package_name=None,
-        by_owner=True,
-        built=False,
-    )
-if DEVEL_TARGET_SPECIFIC:
-    PackageEntry("devel", "rocm-sdk-devel-{target_family}", pure_py_package_name="rocm_sdk_devel_{target_family}")
-else:
-    PackageEntry("devel", "rocm-sdk-devel", pure_py_package_name="rocm_sdk_devel")
-PackageEntry("profiler", "rocm-profiler", pure_py_package_name="rocm_profiler")
+    if KPACK_SPLIT:
+        libraries = PackageEntry("libraries", "rocm-sdk-libraries", pure_py_package_name="rocm_sdk_libraries")
+    else:
+        libraries = PackageEntry(
+            "libraries",
+            "rocm-sdk-libraries-{target_family}",
+            pure_py_package_name="rocm_sdk_libraries_{target_family}",
+        )
+    if DEVEL_TARGET_SPECIFIC:
+        devel = PackageEntry(
+            "devel", "rocm-sdk-devel-{target_family}", pure_py_package_name="rocm_sdk_devel_{target_family}"
+        )
+    else:
+        devel = PackageEntry("devel", "rocm-sdk-devel", pure_py_package_name="rocm_sdk_devel")
+    entries = [
+        PackageEntry("meta", "rocm", pure_py_package_name="rocm_sdk", required=True),
+        PackageEntry("core", "rocm-sdk-core", pure_py_package_name="rocm_sdk_core", required=True),
+        libraries,
+        device,
+        devel,
+        PackageEntry("profiler", "rocm-profiler", pure_py_package_name="rocm_profiler"),
+    ]
+    return {entry.logical_name: entry for entry in entries}
 
-# Library table (SPEC §4): shortname, package, posix glob, directory.
-LibraryEntry("amdhip64", "core", "libamdhip64.so*", dll_name="amdhip64")
-LibraryEntry("hipfile", "core", "libhipfile.so*")
-LibraryEntry("hiprtc", "core", "libhiprtc.so*", dll_name="hiprtc")
-LibraryEntry("roctx64", "core", "libroctx64.so*")
-LibraryEntry("rocprofiler-sdk", "core", "librocprofiler-sdk.so*")
-LibraryEntry("rocprofiler-sdk-roctx", "core", "librocprofiler-sdk-roctx.so*")
-LibraryEntry("roctracer64", "core", "libroctracer64.so*")
-LibraryEntry("rocm_sysdeps_liblzma", "core", "librocm_sysdeps_liblzma.so.*", "lib/rocm_sysdeps/lib")
-LibraryEntry("rocm-openblas", "core", "librocm-openblas.so.*", "lib/host-math/lib", dll_name="rocm-openblas")
-LibraryEntry("amd_comgr", "core", "libamd_comgr.so*", dll_name="amd_comgr")
-LibraryEntry("rocm_kpack", "core", "librocm_kpack.so*", dll_name="rocm_kpack")
-LibraryEntry("rocm_smi64", "core", "librocm_smi64.so*")
-LibraryEntry("rocdecode", "core", "librocdecode.so*")
-LibraryEntry("rocjpeg", "core", "librocjpeg.so*")
-LibraryEntry("amd_smi", "core", "libamd_smi.so*")
-LibraryEntry("rocdxg", "core", "librocdxg*.so*", optional=True)
-LibraryEntry("rpp", "libraries", "librpp.so*")
+
 # The libraries TheRock builds for Windows too (the reference's table names their DLLs).
 _WINDOWS_LIBRARIES = ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsolver")
-for _name in ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsparselt", "hipsolver", "rccl"):
-    LibraryEntry(_name, "libraries", "lib%s.so*" % _name, dll_name=_name if _name in _WINDOWS_LIBRARIES else "")
-del _name
-LibraryEntry("miopen", "libraries", "libMIOpen.so*", dll_name="MIOpen")
-LibraryEntry("origami", "libraries", "liborigami.so*", dll_name="origami")
-LibraryEntry("hipdnn", "libraries", "libhipdnn_backend.so*", dll_name="hipdnn_backend")
+
+
+def _library_table() -> dict[str, LibraryEntry]:
+    """The library table (SPEC §4): shortname, package, posix glob, directory."""
+    entries = [
+        LibraryEntry("amdhip64", "core", "libamdhip64.so*", dll_name="amdhip64"),
+        LibraryEntry("hipfile", "core", "libhipfile.so*"),
+        LibraryEntry("hiprtc", "core", "libhiprtc.so*", dll_name="hiprtc"),
+        LibraryEntry("roctx64", "core", "libroctx64.so*"),
+        LibraryEntry("rocprofiler-sdk", "core", "librocprofiler-sdk.so*"),
+        LibraryEntry("rocprofiler-sdk-roctx", "core", "librocprofiler-sdk-roctx.so*"),
+        LibraryEntry("roctracer64", "core", "libroctracer64.so*"),
+        LibraryEntry("rocm_sysdeps_liblzma", "core", "librocm_sysdeps_liblzma.so.*", "lib/rocm_sysdeps/lib"),
+        LibraryEntry("rocm-openblas", "core", "librocm-openblas.so.*", "lib/host-math/lib", dll_name="rocm-openblas"),
+        LibraryEntry("amd_comgr", "core", "libamd_comgr.so*", dll_name="amd_comgr"),
+        LibraryEntry("rocm_kpack", "core", "librocm_kpack.so*", dll_name="rocm_kpack"),
+        LibraryEntry("rocm_smi64", "core", "librocm_smi64.so*"),
+        LibraryEntry("rocdecode", "core", "librocdecode.so*"),
+        LibraryEntry("rocjpeg", "core", "librocjpeg.so*"),
+        LibraryEntry("amd_smi", "core", "libamd_smi.so*"),
+        LibraryEntry("rocdxg", "core", "librocdxg*.so*", optional=True),
+        LibraryEntry("rpp", "libraries", "librpp.so*"),
+    ]
+    for name in ("hipblas", "hipblaslt", "hipfft", "hiprand", "hipsparse", "hipsparselt", "hipsolver", "rccl"):
+        dll_name = name if name in _WINDOWS_LIBRARIES else ""
+        entries.append(LibraryEntry(name, "libraries", "lib%s.so*" % name, dll_name=dll_name))
+    entries += [
+        LibraryEntry("miopen", "libraries", "libMIOpen.so*", dll_name="MIOpen"),
+        LibraryEntry("origami", "libraries", "liborigami.so*", dll_name="origami"),
+        LibraryEntry("hipdnn", "libraries", "libhipdnn_backend.so*", dll_name="hipdnn_backend"),
+    ]
+    return {entry.shortname: entry for entry in entries}
+
+
+# The tables, each built once, when this module is first imported. The library table
+# refers to the package table, so the packages come first.
+ALL_PACKAGES: dict[str, PackageEntry] = _package_table()
+ALL_LIBRARIES: dict[str, LibraryEntry] = _library_table()
 
 # The entry of the package this copy of `_dist_info.py` ships in (None for a device module).
-THIS_PACKAGE_ENTRY = ALL_PACKAGES.get(THIS_PACKAGE_LOGICAL_NAME)  # type: Optional[PackageEntry]
+THIS_PACKAGE_ENTRY: Optional[PackageEntry] = ALL_PACKAGES.get(THIS_PACKAGE_LOGICAL_NAME)
