@@ -101,9 +101,19 @@ fn case(topology: &'static str, target_specific: &'static [&'static str], decide
     Case { topology, target_specific, decided_by_gpus }
 }
 
-/// For every case and both installers: what `rocm[...]` installs, checked against the
-/// case and against `rocm-sdk doctor`; pip's log says whether the KFD topology decided.
+/// For every case (the cases are the recorded topologies, each once) and both installers:
+/// what `rocm[...]` installs, checked against the case and against `rocm-sdk doctor`;
+/// pip's log says whether the KFD topology decided.
 fn check_each_topology(kpack_split: bool, requirement: &str, cases: &[Case], always: &[&str]) {
+    let recorded = fs_err::read_dir(support::kfd_topology("."))
+        .expect("list the recorded topologies")
+        .map(|entry| entry.expect("a topology").path())
+        .filter(|path| path.is_dir())
+        .map(|path| path.file_name().expect("a name").to_string_lossy().into_owned())
+        .collect::<BTreeSet<String>>();
+    let tried = cases.iter().map(|case| case.topology.to_owned()).collect::<BTreeSet<String>>();
+    assert_eq!(tried, recorded, "every recorded topology is installed with, once");
+    assert_eq!(tried.len(), cases.len(), "every recorded topology is installed with, once");
     let temp = tempfile::tempdir().expect("tempdir");
     let url = local_index(&build(kpack_split).dist, temp.path());
     for dir in PATH_WITHOUT_GPU_TOOLS.split(':') {
@@ -153,7 +163,10 @@ fn legacy_installs_the_family_of_the_first_gpu_the_topology_lists() {
     let cases = [
         case("mi300x_gfx942", &["rocm-sdk-libraries-gfx94X-dcgpu"], true),
         // No GPU with a family in the build: the default family, which no GPU needs.
+        case("mi210_gfx90a", &["rocm-sdk-libraries-gfx110X-all"], false),
+        case("rx6800xt_gfx1030", &["rocm-sdk-libraries-gfx110X-all"], false),
         case("two_gpus_gfx90a_gfx1030", &["rocm-sdk-libraries-gfx110X-all"], false),
+        case("strix_halo_gfx1151_apu", &["rocm-sdk-libraries-gfx110X-all"], false),
         case("cpu_only", &["rocm-sdk-libraries-gfx110X-all"], false),
     ];
     check_each_topology(false, "rocm[libraries]", &cases, &["rocm", "rocm-sdk-core"]);
