@@ -220,6 +220,7 @@ fn to_request(args: &PackageArgs) -> anyhow::Result<PackageRequest> {
         platform_tag: args.platform_tag.clone(),
         build_os: args.build_os.as_deref().and_then(BuildOs::parse),
         build_time: build_time()?,
+        started: std::time::SystemTime::now(),
         output: output_mode(args),
         absolute_rpath: if args.keep_absolute_rpath { AbsoluteRpath::Keep } else { AbsoluteRpath::Remove },
         variants: if args.variants { DeviceVariants::Wheels } else { DeviceVariants::Off },

@@ -36,10 +36,11 @@ use archive_write::{ArchiveOptions, Inventory};
 use crate::config::{OutputMode, PackageConfig, PackageGroup, PlatformTag, Sbom};
 use crate::identity::{PackageRole, PlatformTags};
 use crate::input::third_party::{self, ThirdPartySources};
-use crate::plan::{PackagePlan, Plan, PlannedFile};
+use crate::plan::{PackagePlan, Plan};
 use crate::platform::BuildOs;
 use crate::progress::Progress;
 
+use destination::identity_cache::{load_identities, save_identities};
 use destination::lock::DestLock;
 pub use error::OutputError;
 use launcher::LauncherTemplate;
@@ -68,20 +69,27 @@ pub fn write_outputs(
         );
         return Err(OutputError::Invalid { message: reason });
     }
-    let launcher = compile_launcher_if_needed(plan, config)?;
+    let launcher = launcher::compile_if_needed(plan, config)?;
     let packages = selected_packages(plan, config, progress);
     let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
     let third_party = read_third_party(config)?;
     let run = Run { plan, config, progress, lock, launcher: launcher.as_ref(), tags: &tags, third_party };
     match config.output {
         OutputMode::Archives(settings) => {
+            let dest_dir = &lock.destination().dest_dir;
+            let identities = load_identities(settings.reuse, dest_dir, plan, config.started, progress);
             let options = ArchiveOptions {
                 compression: settings.wheel_compression,
                 build_time: config.build_time,
                 reuse: settings.reuse,
+                identities: identities.as_ref(),
             };
             let devel_tarball = settings.devel_tarball_compression;
-            write_with(&run, &packages, &Archives { lock, options, devel_tarball, progress })
+            let outputs = write_with(&run, &packages, &Archives { lock, options, devel_tarball, progress })?;
+            if let Some(identities) = &identities {
+                save_identities(identities, dest_dir, config.only.is_empty(), progress);
+            }
+            Ok(outputs)
         }
         OutputMode::Trees => write_with(&run, &packages, &Trees { lock, progress }),
     }
@@ -221,25 +229,6 @@ fn stage_wheels<W: OutputWriter>(
     // the wheels staged meanwhile are dropped with the rest, which removes them.
     results.sort_by_key(|(index, _)| *index);
     results.into_iter().map(|(_, result)| result).collect()
-}
-
-fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Option<LauncherTemplate>, OutputError> {
-    let needed = plan
-        .packages
-        .iter()
-        .any(|package| package.files.values().any(|file| matches!(file, PlannedFile::Launcher { .. })));
-    if !needed {
-        return Ok(None);
-    }
-    let scratch = match &config.scratch_dir {
-        Some(dir) => tempfile::tempdir_in(dir),
-        None => tempfile::tempdir(),
-    }
-    .map_err(|source| {
-        let dir = config.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
-        archive_write::WriteError::io(archive_write::WriteAction::CreateTemp, dir, source)
-    })?;
-    Ok(Some(LauncherTemplate::compile(scratch.path())?))
 }
 
 /// The tag of every wheel of a Windows build (SPEC §7), unless one is given.

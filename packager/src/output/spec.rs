@@ -148,7 +148,7 @@ fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Resul
             payload::file(Arc::clone(source), *len, Some(*stamp))
         }
         PlannedFile::PatchRpath { source, len, stamp, edit, .. } => {
-            payload::patch_rpath(Arc::clone(source), *len, Some(*stamp), edit.rpath.clone(), edit.new_len)
+            payload::patch_rpath(Arc::clone(source), *len, Some(*stamp), edit.planned())
         }
         PlannedFile::Launcher { target, .. } => {
             let template =

@@ -64,7 +64,7 @@ pub(super) trait OutputWriter: Sync {
 /// Wheels and the sdist as archives in `dist/`, with `--variants`' outputs.
 pub(super) struct Archives<'a> {
     pub lock: &'a DestLock,
-    pub options: ArchiveOptions,
+    pub options: ArchiveOptions<'a>,
     pub devel_tarball: DevelTarballCompression,
     pub progress: &'a dyn Progress,
 }

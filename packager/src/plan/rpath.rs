@@ -2,6 +2,9 @@
 //! entries stay, absolute (and other cwd-relative) entries go and are reported, then the
 //! package's dependencies are appended relative to the file's depth.
 
+use elf_rpath::RpathEdit;
+use sha2::{Digest, Sha256};
+
 use crate::config::AbsoluteRpath;
 use crate::relpath::RelPath;
 
@@ -43,6 +46,31 @@ pub fn decide_rpath(
         }
     }
     RpathDecision { rpath: entries.join(":"), removed }
+}
+
+/// What an RPATH edit does to a file's bytes, as a digest: the length it starts from, each
+/// patch's place and bytes, and what it appends. Two edits of one file with the same
+/// digest make the same bytes, whatever planned them.
+pub fn edit_digest(edit: &RpathEdit) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(edit.original_len.to_le_bytes());
+    hasher.update((edit.patches.len() as u64).to_le_bytes());
+    for patch in &edit.patches {
+        hasher.update(patch.offset.to_le_bytes());
+        hasher.update((patch.bytes.len() as u64).to_le_bytes());
+        hasher.update(&patch.bytes);
+    }
+    hasher.update((edit.appended.len() as u64).to_le_bytes());
+    hasher.update(&edit.appended);
+    hasher.finalize().into()
+}
+
+/// The planned RPATH edit of a file: its search path, the member's length after it and
+/// the edit's digest ([`edit_digest`]).
+pub struct PlannedRpath {
+    pub rpath: String,
+    pub new_len: u64,
+    pub edit_digest: [u8; 32],
 }
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ pub fn rpath_edit(
             removed: decision.removed,
             strategy: elf_rpath::EditStrategy::Unchanged,
             new_len: len,
+            edit_digest: [0; 32],
         }),
     }
 }
@@ -371,6 +372,7 @@ pub fn plan_edits<'p>(files: impl Iterator<Item = &'p mut PlannedFile>) -> Resul
                 let planned = elf_rpath::plan_set_rpath(source, &edit.rpath)?;
                 edit.strategy = planned.strategy;
                 edit.new_len = planned.new_len();
+                edit.edit_digest = super::rpath::edit_digest(&planned);
             }
             Ok::<(), elf_rpath::ElfError>(())
         })
