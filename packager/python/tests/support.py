@@ -128,8 +128,11 @@ def run_python(
     env: Optional[Mapping[str, str]] = None,
     args: Iterable[object] = (),
     check: bool = False,
+    timeout: Optional[float] = None,
 ) -> Completed:
-    """Runs `python -c code` (with `site` first on sys.path); returns CompletedProcess."""
+    """Runs `python -c code` (with `site` first on sys.path); returns CompletedProcess.
+    A `timeout` turns a hang into a failing test (`subprocess.TimeoutExpired`), never
+    into a timing assertion."""
     env = dict(env if env is not None else clean_env())
     if site is not None:
         env["PYTHONPATH"] = str(site)
@@ -139,6 +142,7 @@ def run_python(
         stdin=subprocess.DEVNULL,
         env=env,
         text=True,
+        timeout=timeout,
     )
     if check and result.returncode != 0:
         raise AssertionError("python failed (%d):\n%s\n%s" % (result.returncode, result.stdout, result.stderr))

@@ -195,7 +195,7 @@ def _gpu_line(report: GpuReport) -> str:
 def render_text(report: Report) -> str:
     """The report as `rocm-sdk doctor` prints it."""
     mode = "kpack-split" if report["kpack_split"] else "legacy"
-    lines = ["ROCm %s (%s build), GPUs from %s" % (report["version"], mode, report["topology"])]
+    lines = ["ROCm %s (%s build), GPUs from %s" % (report["version"], mode, di.printable(report["topology"]))]
     if not report["gpus"]:
         lines.append("no GPU found: nothing needs device code")
     lines += [_gpu_line(gpu) for gpu in report["gpus"]]
@@ -205,7 +205,7 @@ def render_text(report: Report) -> str:
     elif not devel["installed"]:
         lines.append("devel: not installed (add it with: pip install 'rocm[devel]')")
     elif devel["expanded"]:
-        lines.append("devel: installed, expanded at %s" % devel["root"])
+        lines.append("devel: installed, expanded at %s" % di.printable(devel["root"]))
     else:
         lines.append("devel: installed, not expanded yet (`rocm-sdk init` expands it)")
     if report["install"]:
