@@ -43,6 +43,7 @@ use diagnostic::Diagnostic;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
+pub use release::release_admits;
 pub use report::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport, Violation, Warning};
 
 /// What the gate finds wrong with a CycloneDX 1.6 JSON document on its own (a wheel's bill

@@ -27,7 +27,7 @@ pub enum Check {
     WindowsName,
     /// All packages of a set share one version.
     Version,
-    /// `Requires-Dist` `==` pins inside the set.
+    /// `Requires-Dist` version pins inside the set (SPEC §2: what they admit).
     Pin,
     /// One member path shipped by two wheels.
     DuplicatePath,

@@ -90,6 +90,19 @@ def load_dist_info(**options: Any) -> types.ModuleType:
     return module
 
 
+def load_release(**options: Any) -> types.ModuleType:
+    """The real `_release` module, importing a `load_dist_info(**options)` as its
+    `_dist_info`."""
+    dist_info = load_dist_info(**options)
+    package = dist_info.__name__.rsplit(".", 1)[0]
+    spec = importlib.util.spec_from_file_location(package + "._release", DIST_INFO.parent / "_release.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def write_dist_info(package_dir: PathArg, **options: Any) -> None:
     """`_dist_info.py` and a `_dist_info_data.py` of `options` in `package_dir`, as the
     packager gives every pure package."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Optional, TypedDict
 
 from . import _dist_info as di
-from . import _kfd_topology
+from . import _kfd_topology, _release
 from ._kfd_topology import Agent
 
 STATUS_COVERED = "covered"
@@ -88,10 +88,10 @@ def pip_line(extras: Iterable[Optional[str]]) -> str:
 
 
 def _installed_release(dist_name: str) -> Optional[str]:
-    """The installed version of `dist_name` when it is this release (SPEC §4: a post
-    release is its release), else None."""
+    """The installed version of `dist_name` when it is this release (SPEC §2: what the
+    pins of this release admit, a post release too), else None."""
     version = di.installed_dist_version(dist_name)
-    if version is not None and di.same_release(version, di.__version__):
+    if version is not None and _release.release_admits(di.__version__, version):
         return version
     return None
 
