@@ -42,6 +42,13 @@ pub fn fingerprint(coding: Coding, generator: &str) -> u32 {
     }
 }
 
+/// The fingerprint of a member whose coded bytes another writer made and a rewrite copied
+/// (`existing`): no coding of this writer has it, so a later run never takes those bytes
+/// for its own coding's.
+pub fn foreign_fingerprint(generator: &str) -> u32 {
+    crc32fast::hash(format!("{generator} archive-write: coded bytes copied from another writer's archive").as_bytes())
+}
+
 fn compute(coding: Coding, generator: &str) -> u32 {
     let mut crc = crc32fast::Hasher::new();
     let settings = format!(

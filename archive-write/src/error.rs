@@ -70,6 +70,10 @@ pub enum WriteError {
     Changed { path: PathBuf, reason: String },
     #[error("invalid package: {reason}")]
     Invalid { reason: String },
+    /// An existing archive read as input that does not hold what it says (its index, a
+    /// member's CRC-32 or size).
+    #[error("{} is damaged: {reason}", path.display())]
+    Damaged { path: PathBuf, reason: String },
 }
 
 impl WriteError {
@@ -92,7 +96,8 @@ impl Diagnostic for WriteError {
             WriteError::Read { path, .. }
             | WriteError::Write { path, .. }
             | WriteError::NotOurs { path, .. }
-            | WriteError::Changed { path, .. } => Some(path),
+            | WriteError::Changed { path, .. }
+            | WriteError::Damaged { path, .. } => Some(path),
             WriteError::Invalid { .. } => None,
         }
     }
@@ -105,6 +110,7 @@ impl Diagnostic for WriteError {
             Self::Write { source, .. } => Some(write_hint(source)),
             Self::NotOurs { .. } => Some("move it out of the way, or write elsewhere"),
             Self::Changed { .. } => Some("an input changed while it was read: write again once nothing changes it"),
+            Self::Damaged { .. } => Some("the archive was cut short or altered: make or download it again"),
             Self::Invalid { .. } => None,
         }
     }

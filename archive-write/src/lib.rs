@@ -6,7 +6,8 @@
 //! Owns: archive formats, reproducibility (order, times, modes), parallel compression and
 //! hashing, atomic rename, and reuse: a wheel written where an earlier run left one of the
 //! same name copies the coded bytes of every member that did not change (`previous`,
-//! `reuse`, SPEC §8). Must not know: the product that uses it, its flags or its inputs'
+//! `reuse`, SPEC §8); and a wheel written anew from an existing one (`existing`): its
+//! members read and checked, the unchanged ones copied as coded bytes. Must not know: the product that uses it, its flags or its inputs'
 //! names, ELF, or what goes in a package; members arrive as bytes or as [`MemberSource`]s
 //! that the caller opens and checks, and its errors' hints speak of files and directories
 //! only (a caller words them in its own terms).
@@ -20,6 +21,7 @@ mod chunk;
 mod codec;
 mod deflate;
 mod error;
+mod existing;
 mod final_block;
 mod input;
 mod member;
@@ -39,6 +41,7 @@ mod wheel;
 mod zip;
 
 pub use error::{WriteAction, WriteError};
+pub use existing::{CodedCopy, ExistingMember, ExistingWheel};
 pub use input::{kind_of, open_regular, Links};
 pub use member::{from_io, to_io, MemberSource};
 pub use names::{
@@ -50,6 +53,7 @@ pub use progress::{Progress, Silent};
 pub use reuse::ReuseCounts;
 pub use tar::xz_stream;
 pub use tree_commit::{commit_trees, StagedTree};
+pub use wheel::{RewriteContent, RewriteMember, RewriteSpec};
 
 /// Where a member's bytes come from.
 #[derive(Clone, Debug)]
@@ -284,6 +288,18 @@ pub fn stage_wheel(
     progress: &dyn Progress,
 ) -> Result<StagedFile, WriteError> {
     wheel::stage_wheel(dest_dir, spec, options, progress)
+}
+
+/// Writes a wheel anew from an existing one ([`RewriteSpec`]) into a temp file in
+/// `dest_dir`, for [`commit`]: the caller's name and `.dist-info`, RECORD from the new
+/// members' hashes, unchanged members copied as coded bytes.
+pub fn stage_rewritten_wheel(
+    dest_dir: &Path,
+    spec: RewriteSpec,
+    options: &ArchiveOptions,
+    progress: &dyn Progress,
+) -> Result<StagedFile, WriteError> {
+    wheel::stage_rewritten_wheel(dest_dir, spec, options, progress)
 }
 
 /// Writes `{name}-{version}.tar.gz` into a temp file in `dest_dir`.

@@ -101,14 +101,18 @@ pub enum Ignored {
 
 /// One member as the central directory describes it.
 #[derive(Clone, Copy, Debug)]
-struct OldEntry {
-    method: u16,
-    crc: u32,
-    compressed: u64,
-    uncompressed: u64,
-    offset: u64,
+pub(crate) struct OldEntry {
+    pub(crate) method: u16,
+    /// General purpose flags: bit 0 encrypted, bit 3 sizes in a data descriptor.
+    pub(crate) flags: u16,
+    pub(crate) crc: u32,
+    pub(crate) compressed: u64,
+    pub(crate) uncompressed: u64,
+    pub(crate) offset: u64,
+    /// The Unix mode in the high half of the external attributes (0 when none).
+    pub(crate) mode: u32,
     /// Our extra field: (codec fingerprint, CRC-32 of the coded bytes).
-    reuse: Option<(u32, u32)>,
+    pub(crate) reuse: Option<(u32, u32)>,
 }
 
 /// An old wheel whose end records, central directory and RECORD passed their checks.
@@ -293,7 +297,7 @@ fn check_needs(what: &str, found: u64, unit: &str, bound: u64) -> Result<(), Ign
 
 /// Finds the end records: (central directory start, its length, number of entries).
 /// The archive must end exactly where they say (no trailing bytes, no comment of ours).
-fn read_end(file: &File, file_len: u64) -> Result<(u64, u64, u64), String> {
+pub(crate) fn read_end(file: &File, file_len: u64) -> Result<(u64, u64, u64), String> {
     let tail_len = file_len.min(22 + u64::from(u16::MAX));
     let mut tail = vec![0u8; tail_len as usize];
     file.read_exact_at(&mut tail, file_len - tail_len).map_err(|error| format!("cannot read it: {error}"))?;
@@ -337,7 +341,11 @@ fn read_end(file: &File, file_len: u64) -> Result<(u64, u64, u64), String> {
 
 /// The central directory's entries by name. Any malformed or repeated entry makes the
 /// whole wheel untrusted: it was not written by us, or not completely.
-fn parse_central(central: &[u8], n_entries: u64, central_start: u64) -> Result<BTreeMap<String, OldEntry>, String> {
+pub(crate) fn parse_central(
+    central: &[u8],
+    n_entries: u64,
+    central_start: u64,
+) -> Result<BTreeMap<String, OldEntry>, String> {
     let mut entries = BTreeMap::new();
     let mut at = 0usize;
     let malformed = || "its central directory is malformed".to_owned();
@@ -355,10 +363,12 @@ fn parse_central(central: &[u8], n_entries: u64, central_start: u64) -> Result<B
         let extra = &variable[name_len..name_len + extra_len];
         let mut entry = OldEntry {
             method: u16_at(10),
+            flags: u16_at(8),
             crc: u32_at(16),
             compressed: u64::from(u32_at(20)),
             uncompressed: u64::from(u32_at(24)),
             offset: u64::from(u32_at(42)),
+            mode: u32_at(38) >> 16,
             reuse: parse_reuse_extra(extra),
         };
         // The ZIP64 field holds only the values whose 32-bit slot is full, in this order.
@@ -396,16 +406,16 @@ fn zip64_extra(mut extra: &[u8]) -> Option<Vec<u64>> {
 }
 
 /// A range of the old file.
-struct OldBytes {
-    path: PathBuf,
-    file: Arc<File>,
-    start: u64,
-    len: u64,
+pub(crate) struct OldBytes {
+    pub(crate) path: PathBuf,
+    pub(crate) file: Arc<File>,
+    pub(crate) start: u64,
+    pub(crate) len: u64,
 }
 
 impl OldBytes {
     /// Passes the range to `each` in pieces; returns their CRC-32.
-    fn read(&self, each: &mut dyn FnMut(&[u8]) -> io::Result<()>) -> io::Result<u32> {
+    pub(crate) fn read(&self, each: &mut dyn FnMut(&[u8]) -> io::Result<()>) -> io::Result<u32> {
         let mut crc = crc32fast::Hasher::new();
         let mut buffer = vec![0u8; COPY_BUFFER.min(self.len as usize)];
         let mut done = 0u64;
@@ -419,16 +429,16 @@ impl OldBytes {
         Ok(crc.finalize())
     }
 
-    fn crc(&self) -> io::Result<u32> {
+    pub(crate) fn crc(&self) -> io::Result<u32> {
         self.read(&mut |_| Ok(()))
     }
 }
 
 /// Copies checked bytes, checking them again: they were read once to choose them, and the
 /// old wheel must not have changed since (the destination lock keeps our own runs out).
-struct CheckedCopy {
-    bytes: OldBytes,
-    crc: u32,
+pub(crate) struct CheckedCopy {
+    pub(crate) bytes: OldBytes,
+    pub(crate) crc: u32,
 }
 
 impl CodedSource for CheckedCopy {

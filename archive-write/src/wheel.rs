@@ -2,10 +2,19 @@
 //! member through the parallel deflate pipeline into the zip container.
 //!
 //! Owns: the wheel's layout and the member loop (the caller's inventory, rendered from the
-//! other members' digests, written after them and before RECORD), and which earlier wheel
-//! a wheel may copy from: the one at its own final path, in the directory it is written to. Does not own:
+//! other members' digests, written after them and before RECORD), which earlier wheel a
+//! wheel may copy from: the one at its own final path, in the directory it is written to;
+//! and wheels written anew from an existing one ([`RewriteSpec`]: the caller's file name
+//! and `.dist-info`, unchanged members copied as coded bytes). Does not own:
 //! the zip bytes (`zip`), compression (`deflate`), whether a member may be copied
 //! (`reuse`, `previous`), tarball members (`tar`), what the members are (the caller's).
+
+mod names;
+mod rewrite;
+
+use names::rendered;
+pub use names::{render_inventory, WheelNames};
+pub use rewrite::{stage_rewritten_wheel, RewriteContent, RewriteMember, RewriteSpec};
 
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -15,73 +24,16 @@ use sha2::{Digest, Sha256};
 
 use super::atomic::{AtomicFile, Hashed, HashedSoFar, HashingWriter};
 use super::chunk::{Coding, CHUNK_SIZE};
-use super::codec::fingerprint;
+use super::codec::{fingerprint, foreign_fingerprint};
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{render_core_metadata, render_entry_points, render_wheel_file};
-use super::names::DistName;
 use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
 use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
-use super::{tar, ArchiveOptions, ListedMember, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
+use super::{tar, ArchiveOptions, Inventory, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use super::{Progress, Reuse, TarballCompression, WheelCompression};
-
-/// The names a wheel's files derive from its file name.
-pub struct WheelNames {
-    /// `{name}-{version}` as file names spell it.
-    pub stem: String,
-    pub file_name: String,
-    pub dist_info: String,
-}
-
-impl WheelNames {
-    /// The names of `spec`'s wheel, once its metadata is checked and agrees with its file
-    /// name: the same distribution (PEP 503) and version, and a label exactly when it has a
-    /// `variant.json`.
-    pub fn new(spec: &WheelSpec) -> Result<WheelNames, WriteError> {
-        super::metadata::check_metadata(&spec.metadata)?;
-        let file_name = &spec.file_name;
-        if DistName::new(&spec.metadata.name)? != file_name.name || spec.metadata.version != file_name.version.as_str()
-        {
-            let reason = format!(
-                "the wheel file name {file_name} does not name {} {}, the distribution its metadata describes",
-                spec.metadata.name, spec.metadata.version
-            );
-            return Err(WriteError::Invalid { reason });
-        }
-        if file_name.variant.is_some() != spec.variant_json.is_some() {
-            let reason = format!("{file_name}: a variant wheel has a label and a variant.json, others neither");
-            return Err(WriteError::Invalid { reason });
-        }
-        Ok(WheelNames {
-            file_name: file_name.to_string(),
-            dist_info: file_name.dist_info_dir(),
-            stem: file_name.stem(),
-        })
-    }
-
-    pub fn record(&self) -> String {
-        format!("{}/RECORD", self.dist_info)
-    }
-
-    /// The member path of the spec's inventory, if it has one.
-    pub fn inventory(&self, spec: &WheelSpec) -> Option<String> {
-        spec.inventory.as_ref().map(|inventory| format!("{}/{}", self.dist_info, inventory.path))
-    }
-}
-
-/// The inventory's member path and bytes, rendered from every member written before it.
-pub fn render_inventory<'a>(
-    spec: &WheelSpec,
-    names: &WheelNames,
-    members: impl Iterator<Item = (&'a str, &'a MemberDigest)>,
-) -> Option<(String, Vec<u8>)> {
-    let inventory = spec.inventory.as_ref()?;
-    let listed: Vec<ListedMember<'_>> =
-        members.map(|(name, digest)| ListedMember { name, sha256: digest.sha256, size: digest.len }).collect();
-    Some((names.inventory(spec)?, inventory.render.render(&names.file_name, &listed)))
-}
 
 /// Every member in archive order, the generated `.dist-info` files included, RECORD and
 /// the inventory not: sorted by name, the `.dist-info` directory last (the inventory, then
@@ -156,15 +108,45 @@ pub fn stage_wheel(
     progress: &dyn Progress,
 ) -> Result<StagedFile, WriteError> {
     let names = WheelNames::new(spec)?;
-    let members = ordered_members(spec, &names)?;
-    progress.output_started(&names.file_name, input_len(&members));
-    let mut atomic = AtomicFile::create(dest_dir, &names.file_name)?;
+    let members = ordered_members(spec, &names)?.into_iter().map(|member| (member, None)).collect();
+    let target = Target {
+        file_name: &names.file_name,
+        dist_info: &names.dist_info,
+        generator: spec.generator.name,
+        inventory: spec.inventory.as_ref(),
+    };
+    stage_members(dest_dir, &target, members, options, progress)
+}
+
+/// What a wheel's files are named after, and what its members' digests render into.
+pub(crate) struct Target<'a> {
+    file_name: &'a str,
+    dist_info: &'a str,
+    generator: &'a str,
+    inventory: Option<&'a Inventory>,
+}
+
+/// Writes `members` (in archive order, each coded or copied), the inventory and RECORD
+/// into a temp file in `dest_dir`.
+pub(crate) fn stage_members(
+    dest_dir: &Path,
+    target: &Target<'_>,
+    members: Vec<(Member, Option<Copy>)>,
+    options: &ArchiveOptions,
+    progress: &dyn Progress,
+) -> Result<StagedFile, WriteError> {
+    let (file_name, generator) = (target.file_name, target.generator);
+    let record_name = format!("{}/RECORD", target.dist_info);
+    let (members, copies): (Vec<Member>, Vec<Option<Copy>>) = members.into_iter().unzip();
+    let copied_len: u64 = copies.iter().flatten().map(|copy| copy.digest.len).sum();
+    progress.output_started(file_name, input_len(&members) + copied_len);
+    let mut atomic = AtomicFile::create(dest_dir, file_name)?;
     let dest = atomic.dest().to_path_buf();
     let write_error = |error| from_io(error, &dest, false);
     // The old wheel stays under its name, only read, until the commit renames the new one
     // over it; an interrupted run leaves it as it was.
     let previous = match options.reuse {
-        Reuse::FromPrevious => open_previous(&dest, &names, &members, progress),
+        Reuse::FromPrevious => open_previous(&dest, &record_name, &members, progress),
         Reuse::Never => None,
     };
 
@@ -172,20 +154,15 @@ pub fn stage_wheel(
     // The buffer gathers headers and small members; a chunk's data (hundreds of KiB) is
     // larger, so it goes to the file as it is instead of being copied through.
     let mut zip = ZipWriter::new(BufWriter::with_capacity(64 << 10, out), options.build_time);
-    let context = WriteContext {
-        options,
-        progress,
-        file_name: &names.file_name,
-        dest: &dest,
-        previous: previous.as_ref(),
-        generator: spec.generator.name,
-    };
-    let (mut finished, mut reuse) = write_members(&mut zip, &members, &context)?;
+    let context = WriteContext { options, progress, file_name, dest: &dest, previous: previous.as_ref(), generator };
+    let (mut finished, mut reuse) = write_members(&mut zip, &members, copies, &context)?;
     drop(previous);
     let listed = finished.iter().map(|member| (member.name.as_str(), &member.digest));
-    if let Some((name, bytes)) = render_inventory(spec, &names, listed) {
+    if let Some((name, bytes)) =
+        target.inventory.and_then(|inventory| rendered(inventory, target.dist_info, file_name, listed))
+    {
         reuse.add_compressed(bytes.len() as u64);
-        finished.push(write_whole(&mut zip, name, bytes, options, spec.generator.name).map_err(write_error)?);
+        finished.push(write_whole(&mut zip, name, bytes, options, generator).map_err(write_error)?);
     }
     let mut record = Record::default();
     let mut uncompressed_bytes = 0;
@@ -193,10 +170,10 @@ pub fn stage_wheel(
         record.add(&member.name, &member.digest.sha256, member.digest.len);
         uncompressed_bytes += member.digest.len;
     }
-    let record = record.finish(&names.record());
+    let record = record.finish(&record_name);
     uncompressed_bytes += record.len() as u64;
     reuse.add_compressed(record.len() as u64);
-    write_whole(&mut zip, names.record(), record, options, spec.generator.name).map_err(write_error)?;
+    write_whole(&mut zip, record_name, record, options, generator).map_err(write_error)?;
     let (buffered, _) = zip.finish().map_err(write_error)?;
     let (_, hashed) =
         buffered.into_inner().map_err(|error| write_error(error.into_error()))?.into_parts().map_err(write_error)?;
@@ -216,10 +193,10 @@ pub fn stage_wheel(
         }
         Hashed { digest, .. } => atomic.stage_hashed(digest)?,
     };
-    progress.output_finished(&names.file_name);
+    progress.output_finished(file_name);
     let written = WrittenFile {
         path: staged.dest().to_path_buf(),
-        file_name: names.file_name,
+        file_name: file_name.to_owned(),
         n_members: finished.len() + 1,
         uncompressed_bytes,
         compressed_bytes: staged.len,
@@ -231,10 +208,9 @@ pub fn stage_wheel(
 
 /// The wheel at `dest` from an earlier run, if it is worth reading for these members;
 /// why not is a line for `-v`, or a warning when it is larger than they can use.
-fn open_previous(dest: &Path, names: &WheelNames, members: &[Member], progress: &dyn Progress) -> Option<Previous> {
-    let record = names.record();
-    let needs = Needs::of(members.iter().map(|member| member.name.as_str()).chain([record.as_str()]));
-    match Previous::open(dest, &record, &needs) {
+fn open_previous(dest: &Path, record: &str, members: &[Member], progress: &dyn Progress) -> Option<Previous> {
+    let needs = Needs::of(members.iter().map(|member| member.name.as_str()).chain([record]));
+    match Previous::open(dest, record, &needs) {
         Ok(previous) => previous,
         Err(Ignored::Untrusted(reason)) => {
             progress.explain(&format!("not reusing {}: {reason}", dest.display()));
@@ -296,6 +272,7 @@ fn worth_copying(coding: Coding) -> bool {
 fn write_members<W: Write + std::io::Seek>(
     zip: &mut ZipWriter<W>,
     members: &[Member],
+    copies: Vec<Option<Copy>>,
     context: &WriteContext,
 ) -> Result<(Vec<FinishedMember>, ReuseCounts), WriteError> {
     let (options, progress, file_name, dest) = (context.options, context.progress, context.file_name, context.dest);
@@ -310,7 +287,16 @@ fn write_members<W: Write + std::io::Seek>(
     let prehashed = prehash(previous_for_files, members, &headers);
     let finished = std::thread::scope(|scope| {
         let mut pipeline = Pipeline::new();
-        for ((member, header), prehashed) in members.iter().zip(headers).zip(prehashed) {
+        for (((member, mut header), prehashed), given) in members.iter().zip(headers).zip(prehashed).zip(copies) {
+            if let Some(copy) = given {
+                // Another writer's coded bytes: the fingerprint says no coding of ours made them.
+                header.fingerprint = foreign_fingerprint(generator);
+                let size_bound = deflate::size_bound(copy.sums.uncompressed.max(copy.sums.compressed));
+                progress.advance(file_name, copy.digest.len);
+                counts.add_reused(copy.digest.len);
+                push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
+                continue;
+            }
             match &member.data {
                 MemberData::Tarball(tar_spec) => {
                     // An xz stream does not deflate; storing it saves the cores for xz.

@@ -2,8 +2,10 @@
 //! headers, program headers, the dynamic section and the symbol versions a file needs,
 //! read from a bounded window of each file; the glibc arithmetic on those versions; and
 //! auditwheel's manylinux policies (PEP 599/600) as data; the [`Architecture`] of a platform
-//! tag or an ELF file, the one table of machines; and the layout a Windows loader
-//! requires of a PE file (`pe_layout`), which the packager and the gate both check.
+//! tag or an ELF file, the one table of machines; the layout a Windows loader
+//! requires of a PE file (`pe_layout`), which the packager and the gate both check; and
+//! the dynamic symbols a file defines and imports, with ld.so's rule for whether its
+//! imports bind (`symbols`).
 //!
 //! Owns: reading, never writing. Must not know: how files are edited (`elf-rpath`, whose
 //! output this crate reads, so the two share no code, not even the ELF numbers: those are
@@ -14,6 +16,7 @@ mod glibc;
 mod parse;
 mod pe_layout;
 mod policy;
+mod symbols;
 mod window;
 
 pub use architecture::Architecture;
@@ -24,4 +27,8 @@ pub use parse::{
 };
 pub use pe_layout::{check_pe_layout, PeBytes};
 pub use policy::{policies, Policy, PROGRAM_INTERPRETERS};
+pub use symbols::{
+    is_versioned_system_library, read_dynamic_symbols, unresolved_imports, DynamicSymbols, Exports, Import,
+    NeededVersion, Provider, Unresolved,
+};
 pub use window::{ElfWindow, WINDOW_BYTES};

@@ -86,23 +86,23 @@ impl ElfFile {
 
 /// Field reader for one class and byte order.
 #[derive(Clone, Copy)]
-struct Fields {
-    little_endian: bool,
-    is_64: bool,
+pub(crate) struct Fields {
+    pub(crate) little_endian: bool,
+    pub(crate) is_64: bool,
 }
 
 impl Fields {
-    fn u16(self, bytes: &[u8], at: usize) -> u64 {
+    pub(crate) fn u16(self, bytes: &[u8], at: usize) -> u64 {
         let raw = [bytes[at], bytes[at + 1]];
         u64::from(if self.little_endian { u16::from_le_bytes(raw) } else { u16::from_be_bytes(raw) })
     }
 
-    fn u32(self, bytes: &[u8], at: usize) -> u64 {
+    pub(crate) fn u32(self, bytes: &[u8], at: usize) -> u64 {
         let raw = [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
         u64::from(if self.little_endian { u32::from_le_bytes(raw) } else { u32::from_be_bytes(raw) })
     }
 
-    fn u64(self, bytes: &[u8], at: usize) -> u64 {
+    pub(crate) fn u64(self, bytes: &[u8], at: usize) -> u64 {
         let mut raw = [0u8; 8];
         raw.copy_from_slice(&bytes[at..at + 8]);
         if self.little_endian {
@@ -113,7 +113,7 @@ impl Fields {
     }
 
     /// An address-sized field.
-    fn word(self, bytes: &[u8], at: usize) -> u64 {
+    pub(crate) fn word(self, bytes: &[u8], at: usize) -> u64 {
         if self.is_64 {
             self.u64(bytes, at)
         } else {

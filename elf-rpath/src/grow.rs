@@ -41,8 +41,10 @@
 //!   `.dynamic` entries in place. A read-only block stays clear of what relocations reach
 //!   (`reach`). The new load is listed among the loads in address order (ld.so and the
 //!   kernel size the mapping from the first and last).
-//! - The old `.dynstr` bytes are copied unchanged and the RPATH appended after them, so every
-//!   existing string offset (NEEDED, SONAME, symbol and version names) stays valid.
+//! - The old `.dynstr` bytes are copied unchanged and the RPATH (and the new names of
+//!   renamed needed libraries) appended after them, so every existing string offset
+//!   (NEEDED, SONAME, symbol and version names) stays valid; a renamed library's
+//!   `DT_NEEDED` entries and `Verneed` file names point at its new name.
 //! - The section headers of `.dynamic` and `.dynstr`, and the symbols defined in them
 //!   (`_DYNAMIC`, section symbols), follow the copies (`symbols`), so `eu-elflint` finds the
 //!   file as consistent as before. A writable load that an earlier grown layout (ours or
@@ -53,14 +55,18 @@
 //!
 //! Owns: the grown layout. Does not own: choosing it (`rpath`).
 
+use std::collections::BTreeMap;
+
 use super::layout::{self, align_up, BlockShape, TablePlace};
+use super::needed::Renames;
 use super::parse::{
-    Dynamic, ElfFile, ProgramHeader, SectionHeader, DT_STRSZ, DT_STRTAB, PF_R, PF_W, PT_DYNAMIC, PT_LOAD, PT_PHDR,
-    SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_NOBITS, SHT_STRTAB,
+    DynEntry, Dynamic, ElfFile, ProgramHeader, SectionHeader, DT_STRSZ, DT_STRTAB, PF_R, PF_W, PT_DYNAMIC, PT_LOAD,
+    PT_PHDR, SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_NOBITS, SHT_STRTAB,
 };
 use super::patch::{diff_patch, encode_dynamic, sorted_patches, with_rpath};
 use super::reach::{relocation_reach, Reach};
 use super::source::Source;
+use super::splice::BytePatch;
 use super::splice::EditStrategy;
 use super::symbols::{moved_symbol_patches, MovedSection};
 use super::{ElfError, Refusal, RpathEdit};
@@ -92,25 +98,90 @@ struct Block {
     len: u64,
 }
 
+/// What the appended `.dynstr` gains, and the dynamic entries and `vn_file` fields that
+/// point at it.
+struct NewStrings {
+    /// Appended after the old table: each string once, NUL-terminated.
+    bytes: Vec<u8>,
+    /// The dynamic entries, with the search path and renamed libraries pointing at `bytes`.
+    entries: Vec<DynEntry>,
+    /// (file offset of a `vn_file` field, its new `.dynstr` offset).
+    verneed: Vec<(u64, u64)>,
+    base: u64,
+    offsets: BTreeMap<String, u64>,
+}
+
+impl NewStrings {
+    /// The search path first (as a search-path-only edit has always laid it out), then
+    /// the new names in the order they are met.
+    fn new(base: u64, dynamic: &Dynamic, rpath: Option<&str>, renames: &Renames) -> NewStrings {
+        let mut strings = NewStrings {
+            bytes: Vec::new(),
+            entries: dynamic.entries.clone(),
+            verneed: Vec::new(),
+            base,
+            offsets: BTreeMap::new(),
+        };
+        let rpath_at = rpath.map(|rpath| strings.add(rpath));
+        for (index, _, new) in &renames.entries {
+            let at = strings.add(new);
+            strings.entries[*index].value = at;
+        }
+        for (file, new) in &renames.verneed {
+            let at = strings.add(new);
+            strings.verneed.push((file.field_offset, at));
+        }
+        if let Some(at) = rpath_at {
+            strings.entries = with_rpath(&strings.entries, at);
+        }
+        strings
+    }
+
+    fn add(&mut self, text: &str) -> u64 {
+        if let Some(at) = self.offsets.get(text) {
+            return *at;
+        }
+        let at = self.base + self.bytes.len() as u64;
+        self.bytes.extend_from_slice(text.as_bytes());
+        self.bytes.push(0);
+        self.offsets.insert(text.to_owned(), at);
+        at
+    }
+
+    /// The `vn_file` fields rewritten (32-bit little-endian words).
+    fn verneed_patches(&self, source: &dyn Source) -> Result<Vec<BytePatch>, ElfError> {
+        self.verneed
+            .iter()
+            .map(|(field, at)| {
+                let value =
+                    u32::try_from(*at).map_err(|_| source.malformed("the string table outgrows 32 bits".into()))?;
+                Ok(BytePatch { offset: *field, bytes: value.to_le_bytes().to_vec() })
+            })
+            .collect()
+    }
+}
+
 pub(crate) fn plan_grown(
     source: &dyn Source,
     elf: &ElfFile,
     dynamic: &Dynamic,
     sections: &[SectionHeader],
-    rpath: &str,
+    rpath: Option<&str>,
+    renames: &Renames,
 ) -> Result<RpathEdit, ElfError> {
     let refuse =
         |reason: String| ElfError::Unsupported { path: source.path().to_path_buf(), reason, refusal: Refusal::Layout };
     let Some((dynstr_offset, dynstr)) = &elf.dynstr else {
         return Err(refuse("the dynamic section has no DT_STRTAB to extend".into()));
     };
+    let strings = NewStrings::new(dynstr.len() as u64, dynamic, rpath, renames);
     let table = layout::table_place(source.len(), elf, dynamic, sections);
-    let block = block_layout(elf, dynamic, dynstr, rpath, table)
+    let block = block_layout(elf, dynamic, dynstr, &strings, table)
         .ok_or_else(|| refuse("too many program headers to add one".into()))?;
     let reach = relocation_reach(source, sections)?;
     let shape = BlockShape { len: block.len, table, writable: block.dynamic == DynamicPlace::InBlock };
     let place = layout::place_block(source, elf, shape, &reach)?;
-    let mut entries = with_rpath(&dynamic.entries, dynstr.len() as u64);
+    let mut entries = strings.entries.clone();
     for entry in &mut entries {
         match entry.tag {
             DT_STRTAB => entry.value = place.vaddr + block.dynstr_at,
@@ -171,6 +242,7 @@ pub(crate) fn plan_grown(
         patches.extend(diff_patch(header.header_offset, &old, &new));
     }
     patches.extend(moved_symbol_patches(source, sections, &moved)?);
+    patches.extend(strings.verneed_patches(source)?);
     Ok(RpathEdit {
         original_len: source.len(),
         patches: sorted_patches(source, patches)?,
@@ -180,14 +252,20 @@ pub(crate) fn plan_grown(
 }
 
 /// Block layout: the table copy if it moves, then `.dynamic` (16-aligned) if it moves,
-/// then `.dynstr` with the RPATH appended. The old `.dynstr` is copied unchanged, so every
-/// existing string offset stays valid.
-fn block_layout(elf: &ElfFile, dynamic: &Dynamic, dynstr: &[u8], rpath: &str, table: TablePlace) -> Option<Block> {
+/// then `.dynstr` with the new strings appended. The old `.dynstr` is copied unchanged, so
+/// every existing string offset stays valid.
+fn block_layout(
+    elf: &ElfFile,
+    dynamic: &Dynamic,
+    dynstr: &[u8],
+    strings: &NewStrings,
+    table: TablePlace,
+) -> Option<Block> {
     let count = elf.phdrs.len() + 1;
     // 0xffff would mean "the count is elsewhere" (PN_XNUM).
     let phnum = u16::try_from(count).ok().filter(|phnum| *phnum < 0xffff)?;
     let pht_size = count as u64 * PHDR_SIZE;
-    let entries = with_rpath(&dynamic.entries, dynstr.len() as u64).len() as u64;
+    let entries = strings.entries.len() as u64;
     // One DT_NULL must stay to end the array.
     let place = if entries < dynamic.slots { DynamicPlace::Kept } else { DynamicPlace::InBlock };
     let slots = dynamic.slots.max(entries + 1);
@@ -198,8 +276,7 @@ fn block_layout(elf: &ElfFile, dynamic: &Dynamic, dynstr: &[u8], rpath: &str, ta
     };
     let dynstr_at = dynamic_at + dynamic_size;
     let mut new_dynstr = dynstr.to_vec();
-    new_dynstr.extend_from_slice(rpath.as_bytes());
-    new_dynstr.push(0);
+    new_dynstr.extend_from_slice(&strings.bytes);
     let len = dynstr_at + new_dynstr.len() as u64;
     Some(Block {
         phnum,

@@ -1,5 +1,5 @@
 //! ELF surgery without patchelf: classify files, read their dynamic section, and plan an
-//! RPATH change as a list of byte edits that [`splice::SplicedReader`] applies while the
+//! RPATH change (and renamed needed libraries) as a list of byte edits that [`splice::SplicedReader`] applies while the
 //! file streams (into an archive, or over the file with [`apply_edit_in_place`]).
 //!
 //! Owns: reading ELF headers (never the whole file), deciding in-place vs grown layouts,
@@ -9,13 +9,15 @@
 //! Modules: `source` (positioned, capped reads), `parse` (decoding), `rpath` (strategy,
 //! in-place edit, self-check), `grow` (the appended-segment layout), `layout` (where the
 //! appended segment goes, and where loaders find the header table), `patch` (the dynamic
-//! tables' bytes, for both layouts), `reach` (where relocations write, by eu-elflint's
+//! tables' bytes, for both layouts), `needed` (renaming a needed library, as patchelf
+//! replaces a needed entry), `reach` (where relocations write, by eu-elflint's
 //! measure), `symbols` (symbols that follow moved tables),
 //! `references` (who else points into `.dynstr`), `splice` (streaming an edit).
 
 pub mod consts;
 mod grow;
 mod layout;
+mod needed;
 mod parse;
 mod patch;
 mod reach;
@@ -193,10 +195,29 @@ pub fn read_elf(path: &Path) -> Result<Option<ElfInfo>, ElfError> {
     }
 }
 
+/// What an edit asks of a file's dynamic section.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DynamicRequest {
+    /// The whole search path, stored as DT_RPATH (a DT_RUNPATH becomes DT_RPATH); `None`
+    /// leaves the search path entries as they are.
+    pub rpath: Option<String>,
+    /// `(old, new)`: every DT_NEEDED entry naming `old` names `new` instead, and so does
+    /// every symbol version requirement (`.gnu.version_r`) made of `old`, as ld.so matches
+    /// those by name too. Names the file does not need are ignored, as patchelf does.
+    pub replace_needed: Vec<(String, String)>,
+}
+
 /// Plans setting the whole search path of `path` to `rpath`, stored as DT_RPATH (a DT_RUNPATH
 /// becomes DT_RPATH). Deterministic; planning the same request on the result is `Unchanged`.
 /// The planned result is read back and checked before it is returned (see `rpath`).
 pub fn plan_set_rpath(path: &Path, rpath: &str) -> Result<RpathEdit, ElfError> {
+    plan_edit(path, &DynamicRequest { rpath: Some(rpath.to_owned()), replace_needed: Vec::new() })
+}
+
+/// Plans `request` on `path` with the guarantees of [`plan_set_rpath`]: deterministic, the
+/// result read back (search path, needed names, version requirements, everything else
+/// unchanged) before it is returned, and planning it again on the result is `Unchanged`.
+pub fn plan_edit(path: &Path, request: &DynamicRequest) -> Result<RpathEdit, ElfError> {
     let source = FileSource::open(path)?;
     let Some(elf) = parse::parse(&source)? else {
         return Err(ElfError::Unsupported {
@@ -205,9 +226,9 @@ pub fn plan_set_rpath(path: &Path, rpath: &str) -> Result<RpathEdit, ElfError> {
             refusal: Refusal::Input,
         });
     };
-    let edit = rpath::plan_edit(&source, &elf, rpath)?;
+    let edit = rpath::plan_edit(&source, &elf, request)?;
     if !edit.is_unchanged() {
-        rpath::check_edit(&source, &elf, &edit, rpath)?;
+        rpath::check_edit(&source, &elf, &edit, request)?;
     }
     Ok(edit)
 }

@@ -6,7 +6,7 @@
 //! Owns: that check. Does not own: deciding the edit (`rpath`).
 
 use super::parse::{
-    vaddr_to_offset, ElfFile, SectionHeader, DT_HASH, DT_RPATH, DT_RUNPATH, DT_SYMENT, DT_SYMTAB, DT_VERDEF,
+    vaddr_to_offset, ElfFile, SectionHeader, DT_HASH, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SYMENT, DT_SYMTAB, DT_VERDEF,
     DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM, SHT_DYNSYM, STRING_TAGS,
 };
 use super::source::Source;
@@ -17,26 +17,43 @@ const SYMBOLS_PER_READ: u64 = 4096;
 /// Version records walked at most; real files have a few dozen.
 const MAX_VERSION_RECORDS: usize = 1 << 16;
 
-/// Whether a `.dynstr` reference other than an RPATH/RUNPATH entry points into
-/// `start..end`. `Ok(None)` when not every reference can be found (no symbol count):
-/// the caller must then treat the bytes as shared.
+/// Whose string a slot about to be overwritten is: references of its owner do not count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// The search path: every DT_RPATH and DT_RUNPATH entry.
+    SearchPath,
+    /// A needed library's name: the DT_NEEDED entries and `Verneed` file names that start
+    /// exactly at the slot (they are renamed with it).
+    Needed,
+}
+
+/// Whether a `.dynstr` reference other than the slot owner's points into `start..end`.
+/// `Ok(None)` when not every reference can be found (no symbol count): the caller must
+/// then treat the bytes as shared.
 pub(crate) fn other_references_inside(
     source: &dyn Source,
     elf: &ElfFile,
     sections: &[SectionHeader],
     start: u64,
     end: u64,
+    owner: Owner,
 ) -> Result<Option<bool>, ElfError> {
     let inside = |reference: u64| (start..end).contains(&reference);
     let Some(dynamic) = &elf.dynamic else { return Ok(Some(false)) };
-    let from_entries = dynamic.entries.iter().any(|entry| {
-        STRING_TAGS.contains(&entry.tag) && entry.tag != DT_RPATH && entry.tag != DT_RUNPATH && inside(entry.value)
-    });
+    let owned = |tag: u64, value: u64| match owner {
+        Owner::SearchPath => tag == DT_RPATH || tag == DT_RUNPATH,
+        Owner::Needed => tag == DT_NEEDED && value == start,
+    };
+    let from_entries = dynamic
+        .entries
+        .iter()
+        .any(|entry| STRING_TAGS.contains(&entry.tag) && !owned(entry.tag, entry.value) && inside(entry.value));
     if from_entries {
         return Ok(Some(true));
     }
     let Some(symbol_names) = symbol_names_inside(source, elf, sections, &inside)? else { return Ok(None) };
-    if symbol_names || version_names_inside(source, elf, &inside)? {
+    let file_inside = |reference: u64| inside(reference) && !(owner == Owner::Needed && reference == start);
+    if symbol_names || version_names_inside(source, elf, &inside, &file_inside)? {
         return Ok(Some(true));
     }
     Ok(Some(false))
@@ -84,8 +101,14 @@ fn symbol_names_inside(
     Ok(Some(false))
 }
 
-/// Walks `.gnu.version_r` (file and version names) and `.gnu.version_d` (version names).
-fn version_names_inside(source: &dyn Source, elf: &ElfFile, inside: &dyn Fn(u64) -> bool) -> Result<bool, ElfError> {
+/// Walks `.gnu.version_r` (file and version names) and `.gnu.version_d` (version names);
+/// file names are judged by `file_inside`.
+fn version_names_inside(
+    source: &dyn Source,
+    elf: &ElfFile,
+    inside: &dyn Fn(u64) -> bool,
+    file_inside: &dyn Fn(u64) -> bool,
+) -> Result<bool, ElfError> {
     let Some(dynamic) = &elf.dynamic else { return Ok(false) };
     let endian = elf.header.endian;
     let record = |address: u64, size: u64, what: &str| -> Result<Vec<u8>, ElfError> {
@@ -105,7 +128,7 @@ fn version_names_inside(source: &dyn Source, elf: &ElfFile, inside: &dyn Fn(u64)
         for _ in 0..count {
             walk(&mut walked)?;
             let need = record(address, 16, "Verneed")?;
-            if inside(u64::from(endian.u32(&need, 4))) {
+            if file_inside(u64::from(endian.u32(&need, 4))) {
                 return Ok(true);
             }
             let mut aux = address.wrapping_add(u64::from(endian.u32(&need, 8)));

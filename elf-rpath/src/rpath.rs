@@ -1,5 +1,6 @@
-//! Plans "make the search path exactly this, as DT_RPATH" as an [`RpathEdit`], and checks
-//! the planned result by reading it back before anyone writes it.
+//! Plans a [`DynamicRequest`] ("make the search path exactly this, as DT_RPATH", and
+//! "rename these needed libraries") as an [`RpathEdit`], and checks the planned result by
+//! reading it back before anyone writes it.
 //!
 //! Strategy, smallest change first:
 //! 1. *Unchanged*: one DT_RPATH entry already says exactly this, and no DT_RUNPATH.
@@ -17,27 +18,33 @@
 //!    .dynamic  NEEDED NEEDED RUNPATH FLAGS ... NULL NULL   (same size, same place)
 //!          ->  NEEDED NEEDED RPATH   FLAGS ... NULL NULL
 //!    ```
+//!
+//!    A renamed needed library is written over its old name the same way when the new
+//!    name fits and only the `DT_NEEDED` entries and `Verneed` file names being renamed
+//!    point into it (`needed`).
 //! 3. *Grown*: everything else; see [`super::grow`].
 //!
 //! Whatever the strategy, the edited file is parsed again through [`EditedSource`] and must
-//! read back the requested DT_RPATH with everything else unchanged, and planning again on it
-//! must be `Unchanged`; otherwise the plan is refused rather than written.
+//! read back the requested DT_RPATH and needed names (in `DT_NEEDED` and `.gnu.version_r`)
+//! with everything else unchanged, and planning again on it must be `Unchanged`; otherwise
+//! the plan is refused rather than written.
 //!
 //! Owns: the choice of strategy, the in-place edit, and the self-check. Does not own: the
 //! grown layout (`grow`) or which entries the RPATH gets (`plan`).
 
 use super::layout;
+use super::needed::{self, Renames};
 use super::parse::{
     self, section_headers, DynEntry, Dynamic, ElfFile, ProgramHeader, DT_RPATH, DT_RUNPATH, PF_W, PT_DYNAMIC, PT_LOAD,
 };
 use super::patch::{diff_patch, encode_dynamic, sorted_patches, with_rpath};
-use super::references::other_references_inside;
+use super::references::{other_references_inside, Owner};
 use super::source::{EditedSource, FileSource, Source};
 use super::splice::EditStrategy;
-use super::{grow, info_from, ElfError, Refusal, RpathEdit};
+use super::{grow, info_from, DynamicRequest, ElfError, Refusal, RpathEdit};
 
 /// Plans the edit without the read-back check.
-pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Result<RpathEdit, ElfError> {
+pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, request: &DynamicRequest) -> Result<RpathEdit, ElfError> {
     let unsupported =
         |reason: String, refusal: Refusal| ElfError::Unsupported { path: source.path().to_path_buf(), reason, refusal };
     if !elf.header.is_64 || !elf.header.endian.little {
@@ -56,9 +63,7 @@ pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Resu
             refusal,
         ));
     }
-    if rpath.contains('\0') {
-        return Err(unsupported("the requested RPATH contains a NUL byte".into(), Refusal::Input));
-    }
+    needed::check_request(source, request)?;
     let Some(dynamic) = &elf.dynamic else {
         return Err(unsupported(
             "no dynamic section (a static executable has no search path)".into(),
@@ -68,21 +73,30 @@ pub(crate) fn plan_edit(source: &dyn Source, elf: &ElfFile, rpath: &str) -> Resu
     check_loads(source, &elf.phdrs)?;
     let path_entries: Vec<&DynEntry> =
         dynamic.entries.iter().filter(|entry| entry.tag == DT_RPATH || entry.tag == DT_RUNPATH).collect();
-    if let [only] = path_entries.as_slice() {
-        if only.tag == DT_RPATH && elf.dynamic_string(source, only)? == rpath {
-            return Ok(RpathEdit::unchanged(source.len()));
-        }
+    // The search path to write, if it is not already exactly that one DT_RPATH entry.
+    let rpath = match (request.rpath.as_deref(), path_entries.as_slice()) {
+        (Some(rpath), [only]) if only.tag == DT_RPATH && elf.dynamic_string(source, only)? == rpath => None,
+        (rpath, _) => rpath,
+    };
+    let renames = needed::renames(source, elf, request)?;
+    if rpath.is_none() && renames.is_empty() {
+        return Ok(RpathEdit::unchanged(source.len()));
     }
     let sections = section_headers(source, &elf.header)?;
-    if let Some(edit) = plan_in_place(source, elf, dynamic, &sections, &path_entries, rpath)? {
+    if let Some(edit) = plan_in_place(source, elf, dynamic, &sections, &path_entries, rpath, &renames)? {
         return Ok(edit);
     }
-    grow::plan_grown(source, elf, dynamic, &sections, rpath)
+    grow::plan_grown(source, elf, dynamic, &sections, rpath, &renames)
 }
 
 /// Reads the edited file back and refuses the edit unless it says exactly what was asked
 /// and keeps everything else.
-pub(crate) fn check_edit(base: &FileSource, before: &ElfFile, edit: &RpathEdit, rpath: &str) -> Result<(), ElfError> {
+pub(crate) fn check_edit(
+    base: &FileSource,
+    before: &ElfFile,
+    edit: &RpathEdit,
+    request: &DynamicRequest,
+) -> Result<(), ElfError> {
     let failed = |reason: String| ElfError::Unsupported {
         path: base.path().to_path_buf(),
         reason: format!("the planned edit failed its own check ({reason}); the file is left as it is"),
@@ -91,16 +105,24 @@ pub(crate) fn check_edit(base: &FileSource, before: &ElfFile, edit: &RpathEdit, 
     let edited = EditedSource { base, edit };
     let after = parse::parse(&edited)?.ok_or_else(|| failed("the result is not ELF".into()))?;
     let (old, new) = (info_from(base, before)?, info_from(&edited, &after)?);
-    if new.rpath.as_deref() != Some(rpath) || new.runpath.is_some() {
+    let search_path_right = match request.rpath.as_deref() {
+        Some(rpath) => new.rpath.as_deref() == Some(rpath) && new.runpath.is_none(),
+        None => new.rpath == old.rpath && new.runpath == old.runpath,
+    };
+    if !search_path_right {
         return Err(failed(format!("it reads back RPATH {:?} and RUNPATH {:?}", new.rpath, new.runpath)));
     }
     let same = old.kind == new.kind
         && old.machine == new.machine
         && old.soname == new.soname
-        && old.needed == new.needed
+        && new.needed == needed::after_renames(request, &old.needed)
         && old.interpreter == new.interpreter;
     if !same {
-        return Err(failed("its kind, SONAME, NEEDED or interpreter changed".into()));
+        return Err(failed("its kind, SONAME, NEEDED or interpreter is not what was asked".into()));
+    }
+    let (old_files, new_files) = (needed::verneed_names(base, before)?, needed::verneed_names(&edited, &after)?);
+    if new_files != needed::after_renames(request, &old_files) {
+        return Err(failed(format!("its symbol version requirements name {new_files:?}")));
     }
     check_loads(&edited, &after.phdrs).map_err(|error| failed(error.to_string()))?;
     check_kept_loads(&before.phdrs, &after.phdrs).map_err(failed)?;
@@ -122,7 +144,7 @@ pub(crate) fn check_edit(base: &FileSource, before: &ElfFile, edit: &RpathEdit, 
             return Err(failed("PT_DYNAMIC is not mapped by a PT_LOAD".into()));
         }
     }
-    let again = plan_edit(&edited, &after, rpath)?;
+    let again = plan_edit(&edited, &after, request)?;
     if !again.is_unchanged() {
         return Err(failed("planning the same change again would change the file again".into()));
     }
@@ -186,41 +208,72 @@ pub(crate) fn check_loads(source: &dyn Source, phdrs: &[ProgramHeader]) -> Resul
     Ok(())
 }
 
+/// The edit that overwrites strings where they are: the search path in an existing
+/// RPATH/RUNPATH slot (when `rpath` is to be written), and each renamed library over its
+/// old name. `None` when any of it does not fit.
 fn plan_in_place(
     source: &dyn Source,
     elf: &ElfFile,
     dynamic: &Dynamic,
     sections: &[parse::SectionHeader],
     path_entries: &[&DynEntry],
-    rpath: &str,
+    rpath: Option<&str>,
+    renames: &Renames,
 ) -> Result<Option<RpathEdit>, ElfError> {
     let Some((dynstr_offset, _)) = &elf.dynstr else { return Ok(None) };
+    let mut patches = Vec::new();
+    let mut entries = dynamic.entries.clone();
+    if let Some(rpath) = rpath {
+        let Some(slot) = search_path_slot(source, elf, sections, path_entries, rpath)? else { return Ok(None) };
+        patches.extend(overwrite(*dynstr_offset + slot.0, &slot.1, rpath));
+        entries = with_rpath(&entries, slot.0);
+    }
+    for (offset, old, new) in renames.slots(source, elf)? {
+        let end = offset + old.len() as u64;
+        if new.len() > old.len()
+            || other_references_inside(source, elf, sections, offset, end, Owner::Needed)? != Some(false)
+        {
+            return Ok(None);
+        }
+        patches.extend(overwrite(*dynstr_offset + offset, &old, &new));
+    }
+    let old_dynamic = encode_dynamic(&dynamic.entries, dynamic.slots);
+    patches.extend(diff_patch(dynamic.offset, &old_dynamic, &encode_dynamic(&entries, dynamic.slots)));
+    Ok(Some(RpathEdit {
+        original_len: source.len(),
+        patches: sorted_patches(source, patches)?,
+        appended: Vec::new(),
+        strategy: EditStrategy::InPlace,
+    }))
+}
+
+/// The first RPATH/RUNPATH slot (its offset and old string) that takes `rpath` and that no
+/// other name shares.
+fn search_path_slot(
+    source: &dyn Source,
+    elf: &ElfFile,
+    sections: &[parse::SectionHeader],
+    path_entries: &[&DynEntry],
+    rpath: &str,
+) -> Result<Option<(u64, String)>, ElfError> {
     for entry in path_entries {
         let old = elf.dynamic_string(source, entry)?;
         if rpath.len() > old.len() {
             continue;
         }
         let slot_end = entry.value + old.len() as u64;
-        if other_references_inside(source, elf, sections, entry.value, slot_end)? != Some(false) {
-            continue;
+        if other_references_inside(source, elf, sections, entry.value, slot_end, Owner::SearchPath)? == Some(false) {
+            return Ok(Some((entry.value, old)));
         }
-        let mut old_slot = old.into_bytes();
-        old_slot.push(0);
-        let mut new_slot = rpath.as_bytes().to_vec();
-        new_slot.resize(old_slot.len(), 0);
-        let old_dynamic = encode_dynamic(&dynamic.entries, dynamic.slots);
-        let new_dynamic = encode_dynamic(&with_rpath(&dynamic.entries, entry.value), dynamic.slots);
-        let patches = [
-            diff_patch(dynstr_offset + entry.value, &old_slot, &new_slot),
-            diff_patch(dynamic.offset, &old_dynamic, &new_dynamic),
-        ];
-        let patches = sorted_patches(source, patches.into_iter().flatten().collect())?;
-        return Ok(Some(RpathEdit {
-            original_len: source.len(),
-            patches,
-            appended: Vec::new(),
-            strategy: EditStrategy::InPlace,
-        }));
     }
     Ok(None)
+}
+
+/// The patch writing `new` over the string `old` at `offset`, the rest of the slot NULs.
+fn overwrite(offset: u64, old: &str, new: &str) -> Option<super::BytePatch> {
+    let mut old_slot = old.as_bytes().to_vec();
+    old_slot.push(0);
+    let mut new_slot = new.as_bytes().to_vec();
+    new_slot.resize(old_slot.len(), 0);
+    diff_patch(offset, &old_slot, &new_slot)
 }

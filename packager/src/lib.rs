@@ -8,8 +8,9 @@
 //! apart from everything here. `python` holds the Python code we ship, `launcher` the
 //! compiled executable-symlink replacement, `manylinux` the `--platform-tag auto` choice
 //! (reading ELF files through `elf-audit`), `variants` the device payload as wheel variants
-//! (`--variants`), `sbom` the bill of materials every wheel carries. `identity` (package
-//! roles and their names),
+//! (`--variants`), `sbom` the bill of materials every wheel carries, `repair` the linking
+//! of a wheel built on the SDK to the SDK's wheels. `identity` (package roles and their
+//! names),
 //! `targets` (GPU targets and families), `owners` (which device package a target's
 //! payload ships in) and `platform` (the wheel platform's machine) are the vocabulary
 //! every stage shares.
@@ -35,6 +36,7 @@ pub mod platform;
 pub mod progress;
 pub mod python;
 pub mod relpath;
+pub mod repair;
 pub mod report;
 pub mod sbom;
 pub mod small_file;

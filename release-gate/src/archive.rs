@@ -331,7 +331,9 @@ impl Read for HashingReader<'_> {
 /// Where a wheel member lands in site-packages: the root for most, `{x}.data/purelib|platlib/`
 /// stripped; `None` for scripts, headers and data, which install elsewhere.
 fn installed_path(name: &str) -> Option<String> {
-    let (first, rest) = name.split_once('/')?;
+    // A top-level member (an extension module `ext.cpython-311-x86_64-linux-gnu.so`)
+    // installs at the top of site-packages.
+    let Some((first, rest)) = name.split_once('/') else { return Some(name.to_owned()) };
     if !first.ends_with(".data") {
         return Some(name.to_owned());
     }
@@ -522,5 +524,9 @@ mod tests {
         assert_eq!(installed_path("_rocm_sdk_core/lib/x.so").as_deref(), Some("_rocm_sdk_core/lib/x.so"));
         assert_eq!(installed_path("x-1.data/platlib/y/z.so").as_deref(), Some("y/z.so"));
         assert_eq!(installed_path("x-1.data/scripts/tool"), None);
+        assert_eq!(
+            installed_path("ext.cpython-311-x86_64-linux-gnu.so").as_deref(),
+            Some("ext.cpython-311-x86_64-linux-gnu.so")
+        );
     }
 }

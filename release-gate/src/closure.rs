@@ -47,7 +47,7 @@ impl Unresolved {
 
 /// site-packages as the wheels and the devel tarball would lay it out.
 #[derive(Default)]
-struct Install {
+pub(crate) struct Install {
     nodes: BTreeMap<String, Node>,
     /// File name → the paths carrying it, to say where a missing library actually is.
     by_file_name: BTreeMap<String, Vec<String>>,
@@ -118,7 +118,7 @@ impl Install {
     }
 }
 
-fn build_install(archives: &[Archive]) -> Install {
+pub(crate) fn build_install(archives: &[Archive]) -> Install {
     let mut install = Install::default();
     for archive in archives {
         for path in &archive.installed {
@@ -141,18 +141,17 @@ fn build_install(archives: &[Archive]) -> Install {
 }
 
 /// Runs the closure, devel-link and launcher checks over the whole set.
-pub(crate) fn check_closure(archives: &[Archive], findings: &mut Findings) {
-    let install = build_install(archives);
+pub(crate) fn check_closure(archives: &[Archive], install: &Install, findings: &mut Findings) {
     for archive in archives {
         let file = archive.file.as_str();
         let devel_elves = archive.devel.iter().flat_map(|tree| tree.elf_files.iter());
         for member in archive.elf_files.iter().chain(devel_elves) {
-            check_needed(&install, file, member, findings);
-            check_launcher(&install, file, member, findings);
+            check_needed(install, file, member, findings);
+            check_launcher(install, file, member, findings);
         }
         for tree in &archive.devel {
             for entry in &tree.entries {
-                check_devel_link(&install, file, &entry.path, &entry.kind, findings);
+                check_devel_link(install, file, &entry.path, &entry.kind, findings);
             }
         }
     }
@@ -187,19 +186,36 @@ fn lexical(path: &str) -> String {
     parts.join("/")
 }
 
-fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mut Findings) {
+/// The directories `member`'s `$ORIGIN` entries search, in the install.
+fn search_dirs(member: &ElfMember) -> Vec<String> {
     let origin = parent_dir(&member.path);
-    let search_dirs: Vec<String> = search_path_entries(&member.elf)
+    search_path_entries(&member.elf)
         .filter_map(origin_rest)
         .map(|rest| join(origin, rest.trim_start_matches('/')))
-        .collect();
-    for needed in &member.elf.needed {
-        if is_system_library(needed) {
-            continue;
-        }
-        let found =
-            !needed.contains('/') && search_dirs.iter().any(|dir| install.resolve_file(&join(dir, needed)).is_ok());
-        if found {
+        .collect()
+}
+
+/// Where each DT_NEEDED of `member` resolves through its search path, as ld.so looks:
+/// the real path of the first file found, or `None`.
+pub(crate) fn resolve_needed<'a>(install: &Install, member: &'a ElfMember) -> Vec<(&'a str, Option<String>)> {
+    let dirs = search_dirs(member);
+    member
+        .elf
+        .needed
+        .iter()
+        .map(|needed| {
+            let found = (!needed.contains('/'))
+                .then(|| dirs.iter().find_map(|dir| install.resolve_file(&join(dir, needed)).ok()))
+                .flatten();
+            (needed.as_str(), found)
+        })
+        .collect()
+}
+
+fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mut Findings) {
+    let search_dirs = search_dirs(member);
+    for (needed, found) in resolve_needed(install, member) {
+        if is_system_library(needed) || found.is_some() {
             continue;
         }
         let searched = if search_dirs.is_empty() {
@@ -210,7 +226,7 @@ fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mu
         };
         let elsewhere = install
             .by_file_name
-            .get(needed.as_str())
+            .get(needed)
             .and_then(|paths| paths.first())
             .map(|path| format!("; a file of that name is at `{path}`"))
             .unwrap_or_default();

@@ -7,9 +7,11 @@
 //!
 //! Children: `archive` (zip/tar reading, member paths, dist-info), `record` (RECORD),
 //! `metadata` (names, versions, METADATA/WHEEL), `elf_checks` (structure, RPATH), `devel`
-//! (devel tarball), `closure` (simulated install), `set` (cross-package rules), `release`
-//! (which versions are one release), `variants` (wheel variant files), `sbom` (the bill of
-//! materials, read by its own CycloneDX reader, `sbom::schema`), `report`
+//! (devel tarball), `closure` (simulated install), `symbols` (every import binds in the
+//! libraries it loads), `set` (cross-package rules), `third_party` (wheels built on the
+//! SDK, judged with it), `release` (which versions are one release), `variants` (wheel
+//! variant files), `sbom` (the bill of materials, read by its own CycloneDX reader,
+//! `sbom::schema`), `report`
 //! (the result); `platform`, `targets` and `escape` are the gate's own words for a
 //! platform tag's machine, GPU targets and printable text. ELF files are read through the
 //! `elf-audit` crate (as is the glibc portability arithmetic), PE files through goblin.
@@ -32,7 +34,9 @@ mod release;
 mod report;
 mod sbom;
 mod set;
+mod symbols;
 mod targets;
+mod third_party;
 mod variants;
 mod zip_index;
 
@@ -117,7 +121,11 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
     }
     set::check_set(&archives, &mut findings);
     variants::check_variants(&archives, &indexes, &mut findings);
-    closure::check_closure(&archives, &mut findings);
+    let install = closure::build_install(&archives);
+    closure::check_closure(&archives, &install, &mut findings);
+    symbols::check_symbols(&archives, &install, &mut findings);
+    third_party::check_third_party(&archives, &mut findings);
+    drop(install);
     let wheels: Vec<pe::WheelPe<'_>> = archives
         .iter()
         .map(|archive| pe::WheelPe { file: &archive.file, installed: &archive.installed, pe_files: &archive.pe_files })

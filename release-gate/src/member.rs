@@ -13,7 +13,9 @@ use super::elf_checks::check_elf;
 use super::pe::PE_CAP;
 use super::report::{Check, Findings};
 use crate::platform::TargetMachine;
-use elf_audit::{elf_identity, parse_elf, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC};
+use elf_audit::{
+    elf_identity, parse_elf, read_dynamic_symbols, DynamicSymbols, ElfFile, ElfIdentity, ElfWindow, ELF_MAGIC,
+};
 use goblin::elf::header::EM_AMDGPU;
 
 /// Metadata files larger than this are reported instead of read.
@@ -30,6 +32,8 @@ const LAUNCHER_MAX_BYTES: u64 = 4 << 20;
 pub(crate) struct ElfMember {
     pub path: String,
     pub elf: ElfFile,
+    /// Its dynamic symbols, for the symbol closure (`symbols`).
+    pub symbols: DynamicSymbols,
     /// Launcher target after [`LAUNCHER_MARKER`], when present.
     pub launcher_target: Option<String>,
 }
@@ -161,7 +165,8 @@ pub(crate) fn inspect_elf(
             check_elf(file, path, &elf, findings);
             // Launchers are small; scanning only small files keeps huge libraries cheap.
             let launcher_target = (window.len() <= LAUNCHER_MAX_BYTES).then(|| find_launcher_target(window.head()));
-            Some(ElfMember { path: path.to_owned(), elf, launcher_target: launcher_target.flatten() })
+            let symbols = read_dynamic_symbols(window, &elf);
+            Some(ElfMember { path: path.to_owned(), elf, symbols, launcher_target: launcher_target.flatten() })
         }
     }
 }

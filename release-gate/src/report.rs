@@ -41,6 +41,11 @@ pub enum Check {
     Rpath,
     /// A DT_NEEDED that resolves nowhere in the simulated install.
     Closure,
+    /// An undefined dynamic symbol (or version node) the libraries a file loads do not
+    /// define.
+    Symbol,
+    /// A wheel built on the SDK that bundles a copy of a library the SDK ships.
+    SdkCopy,
     /// Symbol versions newer than the platform tag the wheel claims.
     Portability,
     /// The devel tarball's members and symlinks.

@@ -12,6 +12,7 @@ use super::report::{ArchiveKind, Check, Findings};
 use crate::release::{release_admits, same_release, specifier_admits};
 use crate::targets::owner_overrides;
 use crate::targets::Target;
+use crate::third_party::is_sdk_distribution;
 
 /// Files found under one name: keeps the first of each name, merging byte-identical copies
 /// and reporting different ones.
@@ -145,16 +146,22 @@ fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
     }
 }
 
+/// Packages of the SDK: wheels built on it have releases of their own (`third_party`
+/// judges their requirements instead).
+fn sdk_archives(archives: &[Archive]) -> impl Iterator<Item = &Archive> {
+    archives.iter().filter(|archive| archive.name.as_deref().is_none_or(is_sdk_distribution))
+}
+
 fn check_one_version(archives: &[Archive], findings: &mut Findings) {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for version in archives.iter().filter_map(|archive| archive.version.as_deref()) {
+    for version in sdk_archives(archives).filter_map(|archive| archive.version.as_deref()) {
         *counts.entry(version).or_default() += 1;
     }
     // The most common version is taken as the set's; ties go to the first in sort order.
     let Some((&majority, _)) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else { return };
     // What the set's pins admit belongs to it (SPEC §2): one package republished as a post
     // release, and nothing pip would not take for one.
-    for archive in archives {
+    for archive in sdk_archives(archives) {
         if let Some(version) = archive.version.as_deref().filter(|version| !release_admits(majority, version)) {
             findings.violation(
                 &archive.file,
@@ -173,7 +180,7 @@ fn check_pins(archives: &[Archive], findings: &mut Findings) {
         }
         map
     });
-    for archive in archives {
+    for archive in sdk_archives(archives) {
         for (name, pinned, requirement) in super::metadata::version_pins(&archive.headers) {
             let Some(available) = versions.get(&name) else { continue };
             if !available.iter().any(|version| specifier_admits(&pinned, version)) {

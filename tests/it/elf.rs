@@ -14,6 +14,8 @@ mod fuzz;
 mod growth;
 #[path = "elf_layouts.rs"]
 mod layouts;
+#[path = "elf_needed.rs"]
+mod needed;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -16,6 +16,7 @@ mod pipeline;
 mod post_release;
 mod python;
 mod release_rule;
+mod repair;
 mod rerun;
 mod runtime_api;
 mod sbom;

@@ -245,7 +245,9 @@ const BLAS_C: &str = "void *core_grow(void *, unsigned long);\nvoid *blas_grow(v
 fn build_libraries(build: &Path, blas_flags: &[&str]) -> Libraries {
     let core = support::shared_lib(build, "libcore.so", CORE_C, &[]);
     let dir = build.to_str().expect("utf-8 temp dir");
-    let mut flags = vec!["-L", dir, "-l:libcore.so"];
+    // The library comes before the source on the compiler's line: a linker that links
+    // `--as-needed` by default would drop it, and libblas would need nothing.
+    let mut flags = vec!["-L", dir, "-Wl,--no-as-needed", "-l:libcore.so"];
     flags.extend_from_slice(blas_flags);
     let blas = support::shared_lib(build, "libblas.so", BLAS_C, &flags);
     Libraries { core: fs_err::read(core).expect("read libcore"), blas: fs_err::read(blas).expect("read libblas") }

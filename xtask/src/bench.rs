@@ -5,7 +5,8 @@
 //! `dist/` against what stock zlib at level 6 makes of the same payload. Then reruns
 //! `package` into the same destination after a few changes, which copies what did not
 //! change from the wheels there (SPEC §8). Optionally runs the reference packager on the
-//! same tree.
+//! same tree. Then the repair row: a wheel built on the SDK linked to it by `repair`, and
+//! by `auditwheel repair --exclude` beside it (`repair`, SPEC §10).
 //!
 //! Owns: orchestrating runs, caching generated trees under `bench/` of cargo's target directory, `--json`. Does
 //! not own: generating the tree (`example_artifacts::write_synthetic`), the table (`render`).
@@ -15,6 +16,7 @@ mod floor;
 mod measure;
 mod output_floor;
 mod render;
+mod repair;
 mod rerun;
 mod zlib;
 
@@ -64,6 +66,10 @@ pub struct BenchArgs {
     /// rewritten, a file added and one removed).
     #[arg(long)]
     pub no_reruns: bool,
+    /// Skip the repair row (a wheel of three quarters of --size, holding one large
+    /// library, linked to the SDK by `repair` and by `auditwheel repair --exclude`).
+    #[arg(long)]
+    pub no_repair: bool,
     /// Print the results as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -82,6 +88,8 @@ pub struct BenchReport {
     pub devel_tarball_compression: bool,
     pub wheel_compression_level: u32,
     pub runs: Vec<SizeRun>,
+    /// The repair row, unless `--no-repair`.
+    pub repair: Option<repair::RepairRun>,
 }
 
 /// One size: the tree, our run, the floor and, if asked, the reference.
@@ -165,6 +173,7 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
         devel_tarball_compression: args.devel_tarball_compression,
         wheel_compression_level: args.wheel_compression_level,
         runs: Vec::new(),
+        repair: None,
     };
     let trees = match &args.artifact_dir {
         Some(dir) => vec![real_tree(dir)?],
@@ -177,12 +186,18 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
         }
         report.runs.push(run);
     }
+    if !args.no_repair {
+        let library_bytes = args.size / 4 * 3;
+        report.repair =
+            Some(repair::bench_repair(&work_dir, library_bytes, args.wheel_compression_level, output, args.json)?);
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).context("serialising the bench report")?);
     } else {
         print!("{}", render::render(&report));
     }
-    let all_ok = report.runs.iter().all(|run| run.package.success);
+    let all_ok = report.runs.iter().all(|run| run.package.success)
+        && report.repair.as_ref().is_none_or(|repair| repair.repair.success);
     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

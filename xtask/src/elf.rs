@@ -1,14 +1,17 @@
 //! `cargo xtask elf`: read or rewrite RPATHs patchelf-style, with the packager's own ELF code,
 //! for humans and for comparing with patchelf.
 //!
-//! Spelling follows patchelf: queries print bare values, one per line, in file order. Exit
+//! Spelling follows patchelf: queries print bare values, one per line, in file order, of
+//! the file as the edits asked of it in the same command leave it. Exit
 //! codes follow the rest of this CLI instead (README): any failing file prints
 //! `error: <file>: ...` on stderr (the other files are still processed), then each
 //! distinct `hint:` once, and the exit code is 2; no action flag at all is an error too.
 //! Unlike patchelf, `--set-rpath` and
 //! `--add-rpath` always write DT_RPATH (SPEC §2), so `--force-rpath` changes nothing and is
-//! accepted only so patchelf command lines work unchanged. An edit is atomic: the result is
-//! written beside the file and renamed over it, so a failure leaves the file as it was.
+//! accepted only so patchelf command lines work unchanged. `--replace-needed OLD NEW`
+//! renames a needed library in DT_NEEDED and in the symbol version requirements alike.
+//! An edit is atomic: the result is written beside the file and renamed over it, so a
+//! failure leaves the file as it was.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -43,6 +46,10 @@ pub struct ElfArgs {
     /// work unchanged.
     #[arg(long)]
     force_rpath: bool,
+    /// Rename the needed library OLD to NEW (DT_NEEDED and the symbol version requirements
+    /// made of it); repeat for more. A name the file does not need is ignored, as patchelf does.
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"], action = clap::ArgAction::Append)]
+    replace_needed: Vec<String>,
     /// ELF files to read or edit.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -60,8 +67,8 @@ pub fn run(args: ElfArgs, output: Output) -> anyhow::Result<ExitCode> {
     if !(args.print_rpath || args.print_soname || args.print_needed || args.print_kind || edits(&args)) {
         return Err(crate::CliError {
             message: "nothing to do: no action given".to_owned(),
-            hint: "add --print-rpath, --print-soname, --print-needed, --print-kind, --set-rpath LIST or \
-                   --add-rpath LIST (see `cargo xtask elf --help`)",
+            hint: "add --print-rpath, --print-soname, --print-needed, --print-kind, --set-rpath LIST, \
+                   --add-rpath LIST or --replace-needed OLD NEW (see `cargo xtask elf --help`)",
         }
         .into());
     }
@@ -99,6 +106,18 @@ fn run_one(args: &ElfArgs, file: &Path) -> Result<(), Failure> {
         let hint = "only ELF files (executables, shared libraries, objects) can be read or edited: check the path";
         return if wants_elf { Err(Failure { message: "not an ELF file".to_owned(), hint }) } else { Ok(()) };
     };
+    // After an edit, print what the file now says.
+    let info = if edits(args) {
+        let request = request(args, &info);
+        let edit = elf::plan_edit(file, &request).map_err(describe)?;
+        if !edit.is_unchanged() {
+            elf::apply_edit_in_place(file, &edit).map_err(describe)?;
+        }
+        tracing::info!(file = %file.display(), strategy = ?edit.strategy, "edited: {request:?}");
+        elf::read_elf(file).map_err(describe)?.unwrap_or(info)
+    } else {
+        info
+    };
     if args.print_soname {
         println!("{}", info.soname.as_deref().unwrap_or(""));
     }
@@ -107,24 +126,22 @@ fn run_one(args: &ElfArgs, file: &Path) -> Result<(), Failure> {
             println!("{needed}");
         }
     }
-    if edits(args) {
-        let rpath = requested_rpath(args, &info);
-        let edit = elf::plan_set_rpath(file, &rpath).map_err(describe)?;
-        if !edit.is_unchanged() {
-            elf::apply_edit_in_place(file, &edit).map_err(describe)?;
-        }
-        tracing::info!(file = %file.display(), strategy = ?edit.strategy, "rpath set to {rpath:?}");
-    }
     if args.print_rpath {
-        // After an edit, print what the file now says.
-        let info = if edits(args) { elf::read_elf(file).map_err(describe)?.unwrap_or(info) } else { info };
         println!("{}", info.search_path().unwrap_or(""));
     }
     Ok(())
 }
 
 fn edits(args: &ElfArgs) -> bool {
-    args.set_rpath.is_some() || args.add_rpath.is_some()
+    args.set_rpath.is_some() || args.add_rpath.is_some() || !args.replace_needed.is_empty()
+}
+
+/// The edit the flags ask of one file: its search path only when a search path flag is
+/// given, and the renames in pairs.
+fn request(args: &ElfArgs, info: &ElfInfo) -> elf::DynamicRequest {
+    let rpath = (args.set_rpath.is_some() || args.add_rpath.is_some()).then(|| requested_rpath(args, info));
+    let replace_needed = args.replace_needed.chunks_exact(2).map(|pair| (pair[0].clone(), pair[1].clone())).collect();
+    elf::DynamicRequest { rpath, replace_needed }
 }
 
 /// `--set-rpath` replaces the list, then `--add-rpath` appends what is missing.
@@ -163,9 +180,9 @@ mod tests {
         elf: ElfArgs,
     }
 
-    fn check(argv: &[&str], search_path: Option<&str>, expect: &str) {
-        let cli = Cli::try_parse_from(std::iter::once("elf").chain(argv.iter().copied())).expect("valid flags");
-        let info = ElfInfo {
+    /// A library whose search path is `search_path`.
+    fn info(search_path: Option<&str>) -> ElfInfo {
+        ElfInfo {
             kind: ElfKind::SharedLibrary,
             machine: 62,
             is_64: true,
@@ -175,8 +192,12 @@ mod tests {
             rpath: search_path.map(str::to_string),
             runpath: None,
             interpreter: None,
-        };
-        assert_eq!(requested_rpath(&cli.elf, &info), expect);
+        }
+    }
+
+    fn check(argv: &[&str], search_path: Option<&str>, expect: &str) {
+        let cli = Cli::try_parse_from(std::iter::once("elf").chain(argv.iter().copied())).expect("valid flags");
+        assert_eq!(requested_rpath(&cli.elf, &info(search_path)), expect);
     }
 
     #[test]
@@ -192,5 +213,17 @@ mod tests {
     #[test]
     fn add_rpath_to_nothing() {
         check(&["--add-rpath", "$ORIGIN", "f"], None, "$ORIGIN");
+    }
+
+    #[test]
+    fn replace_needed_takes_pairs_and_leaves_the_search_path() {
+        let argv = ["elf", "--replace-needed", "liba-1234abcd.so.1", "liba.so.1", "--replace-needed", "b", "c", "f"];
+        let cli = Cli::try_parse_from(argv).expect("valid flags");
+        let request = request(&cli.elf, &info(Some("/a")));
+        assert_eq!(request.rpath, None);
+        assert_eq!(
+            request.replace_needed,
+            [("liba-1234abcd.so.1".to_owned(), "liba.so.1".to_owned()), ("b".to_owned(), "c".to_owned())]
+        );
     }
 }

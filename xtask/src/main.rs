@@ -9,6 +9,7 @@ mod example;
 mod index;
 mod package;
 mod progress;
+mod repair;
 mod signals;
 mod summary;
 mod target_dir;
@@ -50,6 +51,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Write a PEP 503 simple index and a find-links page for a dist/ directory.
     Index(index::IndexArgs),
+    /// Link wheels built on the SDK to the SDK's wheels (RPATHs, requirements, tag).
+    Repair(repair::RepairArgs),
 }
 
 /// Global output settings every subcommand gets.
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Elf(args) => elf::run(args, output),
         Command::Bench(args) => bench::run(args, output),
         Command::Index(args) => index::run(args, output),
+        Command::Repair(args) => repair::run(args, output),
     };
     match result {
         Ok(code) => code,
@@ -148,11 +152,12 @@ fn diagnostics(error: &anyhow::Error) -> impl Iterator<Item = &dyn Diagnostic> {
     ) -> Option<&'a dyn Diagnostic> {
         cause.downcast_ref::<E>().map(|error| error as &dyn Diagnostic)
     }
-    let known: [AsDiagnostic; 6] = [
+    let known: [AsDiagnostic; 7] = [
         as_diagnostic::<CliError>,
         as_diagnostic::<packager::Error>,
         as_diagnostic::<packager::catalog::CatalogError>,
         as_diagnostic::<packager::index::IndexError>,
+        as_diagnostic::<packager::repair::RepairError>,
         as_diagnostic::<release_gate::VerifyError>,
         as_diagnostic::<example_artifacts::ExampleError>,
     ];

@@ -192,7 +192,7 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("serialising JSON")?;
     if path == Path::new("-") {
         println!("{text}");

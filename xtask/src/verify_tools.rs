@@ -78,6 +78,17 @@ const TOOLS: &[Tool] = &[
         source: Source::Debian("python3-venv"),
         slow_only: false,
     },
+    // The repair tests compile a Python C extension (SPEC §11).
+    Tool {
+        name: "Python.h",
+        probe: Probe::Runs(&[
+            "python3",
+            "-c",
+            "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))",
+        ]),
+        source: Source::Debian("python3-dev"),
+        slow_only: false,
+    },
     Tool {
         name: "cargo fmt",
         probe: Probe::Runs(&["cargo", "fmt", "--version"]),

@@ -243,3 +243,49 @@ fn verify_dist_without_packages_or_on_a_file_fails_with_a_hint() {
     let (code, stderr) = verify(&file);
     assert_one_error(code, &stderr, &format!("--dist {} is a file, not a directory", file.display()), hint);
 }
+
+/// `repair` refuses a Windows wheel in one line, and an `--against` that holds no SDK
+/// names it; both exit with 2 and a hint, and nothing is written.
+#[test]
+fn repair_refuses_a_windows_wheel_and_a_directory_without_an_sdk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repair = |wheel: &Path, against: &Path| {
+        let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .arg("repair")
+            .arg(wheel)
+            .arg("--against")
+            .arg(against)
+            .arg("--dest-dir")
+            .arg(dir.path().join("out"))
+            .env_remove("GITHUB_ACTIONS")
+            .output()
+            .expect("run xtask");
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let windows = dir.path().join("ext-1.0-cp311-cp311-win_amd64.whl");
+    std::fs::write(&windows, b"PK").expect("write");
+    let (code, stderr) = repair(&windows, dir.path());
+    let first = format!(
+        "repairing against {}: {} is a Windows wheel: DLLs have no RPATH (the SDK's DLLs load through \
+         rocm_sdk.initialize_process), so only Linux wheels are repaired",
+        dir.path().display(),
+        windows.display()
+    );
+    let hint = "install a Windows wheel beside the SDK as it is and call rocm_sdk.initialize_process() before \
+                importing it";
+    assert_one_error(code, &stderr, &first, hint);
+    let linux = dir.path().join("ext-1.0-cp311-cp311-linux_x86_64.whl");
+    std::fs::write(&linux, b"PK").expect("write");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let (code, stderr) = repair(&linux, &empty);
+    let first = format!(
+        "repairing against {}: no ROCm SDK in {}: no rocm-sdk-core package, neither installed nor as a wheel",
+        empty.display(),
+        empty.display()
+    );
+    let hint = "point --against at a dist/ holding the SDK's wheels (rocm_sdk_core-*.whl, ...) or at a \
+                site-packages where they are installed";
+    assert_one_error(code, &stderr, &first, hint);
+    assert!(!dir.path().join("out").exists(), "nothing written");
+}

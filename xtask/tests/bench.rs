@@ -1,6 +1,6 @@
 //! `cargo xtask bench` end to end on a tiny synthetic build: it generates the tree, packages
-//! it in a child process, measures the floor, and reports fields that make sense. No
-//! timing is asserted (speed lives in the command, not in the test suite).
+//! it in a child process, measures the floor, repairs a wheel built on the example SDK
+//! (and runs auditwheel on it), and reports fields that make sense. No timing is asserted (speed lives in the command, not in the test suite).
 
 use std::process::Command;
 
@@ -96,6 +96,19 @@ fn bench_reports_sane_fields() {
     // is removed without --keep.
     assert!(work.path().join("synthetic-16MiB-v2/summary.json").is_file());
     assert!(!work.path().join("run-16MiB/packages").exists());
+
+    // The repair row: a wheel of three quarters of --size linked to the example SDK, its
+    // one library coded again against the floor of that library, auditwheel beside it.
+    let repair = &report["repair"];
+    let field = |pointer: &str| repair.pointer(pointer).and_then(serde_json::Value::as_f64).expect(pointer);
+    assert_eq!(repair["repair"]["success"], true, "{}", repair["repair"]["error"]);
+    assert!(field("/library_bytes") >= 12.0 * 1048576.0, "{repair}");
+    assert_eq!(field("/floor/input_bytes"), field("/library_bytes"));
+    assert!(field("/wheel_bytes") > field("/library_bytes") / 2.0 && field("/repaired_bytes") > 0.0, "{repair}");
+    assert!(field("/ratio") > 0.0 && field("/cpu_ratio") > 0.0 && field("/copy_seconds") > 0.0, "{repair}");
+    assert!(field("/repair/peak_rss_bytes") > 4.0 * 1048576.0);
+    assert_eq!(repair["auditwheel"]["success"], true, "{}", repair["auditwheel_note"]);
+    assert!(field("/auditwheel_ratio") > 0.0);
 }
 
 /// `--artifact-dir` packages a real artifacts directory (here the bundled example) instead
@@ -125,7 +138,7 @@ fn bench_takes_a_real_artifacts_directory_and_leaves_it_unchanged() {
     };
     let before = listing(&artifacts);
     let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["bench", "--json", "--work-dir"])
+        .args(["bench", "--json", "--no-repair", "--work-dir"])
         .arg(work.path().join("bench"))
         .arg("--artifact-dir")
         .arg(&artifacts)
@@ -173,7 +186,7 @@ fn bench_runs_the_reference_packager_of_a_checkout() {
         .arg(work.path().join("bench"))
         .arg("--reference")
         .arg(&checkout)
-        .arg("--no-reruns")
+        .args(["--no-reruns", "--no-repair"])
         .output()
         .expect("run xtask bench");
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -164,7 +164,7 @@ fn help_lists_every_subcommand_and_each_has_its_own() {
     let temp = tempfile::tempdir().expect("test step");
     let output = run(xtask(temp.path()).arg("--help"));
     let help = String::from_utf8_lossy(&output.stdout);
-    let subcommands = ["package", "verify", "index", "example", "elf", "bench"];
+    let subcommands = ["package", "verify", "index", "example", "elf", "bench", "repair"];
     for subcommand in subcommands {
         assert!(help.lines().any(|line| line.trim_start().starts_with(&format!("{subcommand} "))), "{help}");
     }

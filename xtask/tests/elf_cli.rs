@@ -1,6 +1,6 @@
 //! `cargo xtask elf` as a user runs it: a real shared library and executable compiled with
-//! `cc`, the built binary's print flags compared with `readelf -d`, `--set-rpath` read back
-//! and the edited executable run, and failures (a non-ELF file among several, a write cut
+//! `cc`, the built binary's print flags compared with `readelf -d`, `--set-rpath` and
+//! `--replace-needed` read back and the edited executable run, and failures (a non-ELF file among several, a write cut
 //! short as on a full disk, no action at all) reported by file name with a hint and exit
 //! code 2, while every other file stays correct.
 
@@ -229,8 +229,24 @@ fn no_action_is_an_error_with_a_hint() {
     assert_eq!(
         stderr,
         "error: nothing to do: no action given\n\nhint: add --print-rpath, --print-soname, --print-needed, \
-         --print-kind, --set-rpath LIST or --add-rpath LIST (see `cargo xtask elf --help`)\n"
+         --print-kind, --set-rpath LIST, --add-rpath LIST or --replace-needed OLD NEW (see `cargo xtask elf --help`)\n"
     );
     assert_eq!(String::from_utf8_lossy(&result.stdout), "");
     assert!(fs_err::read(&build.lib).expect("read lib") == original, "the file changed");
+}
+
+/// `--replace-needed OLD NEW` with `--set-rpath`, patchelf's spelling: the program needs
+/// the library under its new name, finds it through the new search path, and runs.
+#[test]
+fn replace_needed_renames_a_library_and_the_program_runs() {
+    let build = Build::new();
+    let renamed = build.lib.with_file_name("libhello.so.1");
+    fs_err::copy(&build.lib, &renamed).expect("copy the library under its new name");
+    fs_err::remove_file(&build.lib).expect("the old name is gone");
+    let edit =
+        ["--set-rpath", "$ORIGIN/../lib", "--replace-needed", "libgreet.so.1", "libhello.so.1", "--print-needed"];
+    let needed = stdout_of(&mut xtask_elf(&edit, &[&build.app]));
+    assert_eq!(needed, "libhello.so.1\nlibc.so.6\n");
+    assert_eq!(stdout_of(&mut Command::new(&build.app)), "hello from libgreet\n");
+    assert_eq!(build.names("bin"), ["app"], "no temp file left");
 }

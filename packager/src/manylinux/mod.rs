@@ -150,6 +150,26 @@ pub fn choose_tags(
     Ok(tags)
 }
 
+/// The tag of a wheel that is not ours (one linked to the SDK, SPEC §11): the most widely
+/// installable `manylinux_2_X_{arch}` its host ELF `files` (member path, as read) allow,
+/// leaving to the host every needed library not `shipped` with the wheel or its
+/// requirements, as `--platform-tag auto` chooses ours.
+pub fn tag_for_files(
+    dist_name: &str,
+    files: &[(String, ElfFile)],
+    shipped: &BTreeSet<String>,
+    arch: &str,
+) -> Result<String, TagError> {
+    let mut needs = WheelNeeds::default();
+    for (member, file) in files {
+        needs.versions.add(&file.needed_versions, arch_name(file.machine, file.little_endian));
+        for library in file.needed.iter().filter(|library| !shipped.contains(*library)) {
+            needs.libraries.entry(library.clone()).or_default().insert(member.clone());
+        }
+    }
+    tag_for(dist_name, &needs, arch)
+}
+
 /// Every file of `package` that may be ELF, with its member path, in member order.
 fn sources_of(package: &PackagePlan) -> Result<Vec<Source>, crate::Error> {
     let platform_dir = &package.names.platform_dir;

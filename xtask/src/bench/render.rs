@@ -175,6 +175,9 @@ pub fn render(report: &BenchReport) -> String {
     for run in &report.runs {
         out.push_str(&render_reruns(run));
     }
+    if let Some(repair) = &report.repair {
+        out.push_str(&render_repair(repair));
+    }
     let _ = writeln!(out, "\ncolumns:");
     for (column, meaning) in LEGEND {
         let _ = writeln!(out, "  {column:>10}  {meaning}");
@@ -201,6 +204,66 @@ fn render_reruns(run: &SizeRun) -> String {
             human_bytes(rerun.compressed_bytes)
         );
     }
+    out
+}
+
+/// The repair row: ours against copy + floor, and auditwheel's beside it.
+fn render_repair(run: &super::repair::RepairRun) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nrepair of a {} wheel holding one {} library (edited, coded again), against the example SDK:",
+        human_bytes(run.wheel_bytes),
+        human_bytes(run.library_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>8} {:>8} {:>9} {:>10} {:>10} {:>9}",
+        "", "wall s", "CPU s", "peak RSS", "peak disk", "ratio", "CPU ratio"
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>8.2} {:>8.2} {:>9} {:>10} {:>10.2} {:>9.2}{}",
+        "cargo xtask repair",
+        run.repair.wall_seconds,
+        run.repair.cpu_seconds(),
+        human_bytes(run.repair.peak_rss_bytes),
+        human_bytes(run.repair.peak_extra_disk_bytes),
+        run.ratio,
+        run.cpu_ratio,
+        if run.repair.success { "" } else { "  FAILED" }
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>8.2} {:>8.2} {:>9} {:>10} {:>10}",
+        "copy + libdeflate floor",
+        run.copy_seconds + run.floor.wall_seconds,
+        run.floor.cpu_seconds,
+        "",
+        "",
+        format!("{:.2}+{:.2}", run.copy_seconds, run.floor.wall_seconds)
+    );
+    match (&run.auditwheel, run.auditwheel_ratio) {
+        (Some(cost), Some(ratio)) => {
+            let _ = writeln!(
+                out,
+                "{:<26} {:>8.2} {:>8.2} {:>9} {:>10} {:>9.2}x",
+                "auditwheel repair",
+                cost.wall_seconds,
+                cost.cpu_seconds(),
+                human_bytes(cost.peak_rss_bytes),
+                human_bytes(cost.peak_extra_disk_bytes),
+                ratio
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "auditwheel repair: {}", run.auditwheel_note.as_deref().unwrap_or("not run"));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "(ratio: repair wall / (copy + floor wall); CPU ratio: repair CPU / floor CPU; auditwheel's: its wall / ours)"
+    );
     out
 }
 
@@ -246,6 +309,7 @@ mod tests {
             devel_tarball_compression: false,
             wheel_compression_level: 6,
             runs: Vec::new(),
+            repair: None,
         };
         let text = render(&report);
         let header = text.lines().nth(1).expect("a header line");

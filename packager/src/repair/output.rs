@@ -1,0 +1,104 @@
+//! Writing the repaired wheel (SPEC §11): every member of the input but the bundled SDK
+//! copies and RECORD's signatures, in the writer's order, RECORD made anew from the
+//! hashes; members that did not change copied as their coded bytes, only edited ELF files
+//! (their edits spliced in while they stream) and the metadata coded again. Its bill of
+//! materials (SPEC §10) names each file as a member of the input wheel, edited or not,
+//! rendered from the digests the writer measures. Staged under a temp name in the output
+//! directory and renamed into place with the run's others.
+//!
+//! Owns: the writer's spec of a repaired wheel. Does not own: what changes (`links`,
+//! `metadata`), the writer (`archive-write`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::error::RepairError;
+use super::input::{hashed_copy, InputWheel};
+use super::metadata::requirements_of;
+use super::sdk_source::name_and_version;
+use crate::elf::RpathEdit;
+use crate::sbom::{self, Edit, Origin, Provenance};
+use crate::write::{
+    stage_rewritten_wheel, ArchiveOptions, Inventory, MemberData, Progress, RewriteContent, RewriteMember, RewriteSpec,
+    StagedFile,
+};
+
+/// What the repaired wheel holds beyond the input's unchanged members.
+pub struct Changes<'a> {
+    pub file_name: String,
+    pub metadata: String,
+    pub wheel_file: String,
+    /// Members left out (bundled SDK copies).
+    pub removed: &'a BTreeMap<String, String>,
+    /// Edited ELF members, by member name.
+    pub edits: BTreeMap<String, RpathEdit>,
+}
+
+/// Stages the repaired wheel in `output_dir`.
+pub fn stage(
+    wheel: InputWheel,
+    changes: Changes<'_>,
+    output_dir: &Path,
+    options: &ArchiveOptions,
+    progress: &dyn Progress,
+) -> Result<StagedFile, RepairError> {
+    let metadata_name = format!("{}/METADATA", wheel.dist_info);
+    let wheel_name = format!("{}/WHEEL", wheel.dist_info);
+    let mut edits = changes.edits;
+    let edited: BTreeSet<String> = edits.keys().cloned().collect();
+    let text = |text: &str| RewriteContent::Data(MemberData::Bytes(Arc::new(text.as_bytes().to_vec())));
+    let mut members = Vec::with_capacity(wheel.members.len());
+    let mut unchanged = Vec::new();
+    for member in wheel.members {
+        if changes.removed.contains_key(&member.name) {
+            continue;
+        }
+        let content = if member.name == metadata_name {
+            text(&changes.metadata)
+        } else if member.name == wheel_name {
+            text(&changes.wheel_file)
+        } else if let (Some(edit), Some(extracted)) = (edits.remove(&member.name), member.extracted.as_ref()) {
+            let path: Arc<Path> = Arc::from(extracted.as_path());
+            RewriteContent::Data(crate::member::patched(path, Arc::new(edit)))
+        } else {
+            unchanged.push(member);
+            continue;
+        };
+        members.push(RewriteMember { name: member.name, executable: member.executable, content });
+    }
+    // Unchanged extracted members are hashed now, on every core; the rest were while read.
+    let copied = unchanged
+        .into_par_iter()
+        .map(|member| {
+            let (name, executable) = (member.name.clone(), member.executable);
+            let copy = hashed_copy(&wheel.path, member)?;
+            Ok(RewriteMember { name, executable, content: RewriteContent::Copied(copy) })
+        })
+        .collect::<Result<Vec<_>, RepairError>>()?;
+    members.extend(copied);
+    let inventory = bill_of_materials(&wheel.path, &changes.metadata, &members, &edited);
+    let spec = RewriteSpec {
+        file_name: changes.file_name,
+        dist_info: wheel.dist_info,
+        generator: crate::assemble::GENERATOR,
+        members,
+        inventory: Some(inventory),
+    };
+    Ok(stage_rewritten_wheel(output_dir, spec, options, progress)?)
+}
+
+/// The repaired wheel's bill of materials: each member a member of the input wheel, its
+/// bytes edited or as they were; its requirements METADATA's.
+fn bill_of_materials(input: &Path, metadata: &str, members: &[RewriteMember], edited: &BTreeSet<String>) -> Inventory {
+    let file_name = input.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut provenance = Provenance::new(None);
+    for member in members {
+        let edit = if edited.contains(&member.name) { Edit::Rpath } else { Edit::None };
+        provenance.insert(member.name.clone(), Origin::Wheel { file_name: file_name.clone(), edit });
+    }
+    let (name, version) = name_and_version(metadata).unwrap_or_default();
+    sbom::inventory(&name, &version, provenance, requirements_of(metadata))
+}
