@@ -23,7 +23,7 @@ const TABLE: &[(&str, &str, bool, bool)] = &[
     // A dev build of a post release: a pre release to pip, taken with `--pre`.
     ("7.12.0", "7.12.0.post1.dev3", true, false),
     ("7.12.0", "7.12.0.post0.dev0", true, false),
-    // What `>=7.12.0,==7.12.0.*` admitted and the rule does not.
+    // What `>=7.12.0,<7.12.0.0.1` admitted and the rule does not.
     ("7.12.0", "7.12.0.1", false, false),
     ("7.12.0", "7.12.0.1rc1", false, false),
     ("7.12.0", "7.12.0.0.1", false, false),

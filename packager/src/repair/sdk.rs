@@ -194,7 +194,7 @@ mod tests {
         let one = |name: &str| BTreeSet::from([name.to_owned()]);
         assert_eq!(
             set.requirements(&[one("rocm-sdk-core"), one("rocm-sdk-libraries"), one("rocm-sdk-core")]),
-            ["rocm-sdk-core>=7.12.0,==7.12.0.*", "rocm-sdk-libraries>=7.12.0,==7.12.0.*"]
+            ["rocm-sdk-core>=7.12.0,<7.12.0.0.1", "rocm-sdk-libraries>=7.12.0,<7.12.0.0.1"]
         );
         let legacy = sdk(&[
             ("rocm-sdk-libraries-gfx110x-all", "7.12.0.dev0"),
