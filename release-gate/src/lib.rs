@@ -5,7 +5,8 @@
 //! Works on the reference packager's output too (family sub-directories, DT_RUNPATH,
 //! hyphenated package directories). Does not own: printing (xtask) or building anything.
 //!
-//! Children: `archive` (zip/tar reading, member paths, dist-info), `record` (RECORD),
+//! Children: `archive` (zip/tar reading, member paths, dist-info; `local_headers`: each
+//! member's local header against its central entry), `record` (RECORD),
 //! `metadata` (names, versions, METADATA/WHEEL), `elf_checks` (structure, RPATH), `devel`
 //! (devel tarball), `closure` (simulated install), `symbols` (every import binds in the
 //! libraries it loads), `set` (cross-package rules), `third_party` (wheels built on the
@@ -25,6 +26,7 @@ mod closure;
 mod devel;
 mod elf_checks;
 mod escape;
+mod local_headers;
 mod member;
 mod metadata;
 mod pe;
