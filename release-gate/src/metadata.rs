@@ -195,8 +195,28 @@ pub(crate) fn check_wheel_metadata(
     if header(&headers, "Wheel-Version").is_none() {
         findings.violation(file, Some(&wheel_path), Check::Metadata, "WHEEL has no Wheel-Version");
     }
+    check_single_fields(
+        file,
+        &wheel_path,
+        &headers,
+        &["Wheel-Version", "Root-Is-Purelib", "Generator", "Build"],
+        findings,
+    );
     match header(&headers, "Root-Is-Purelib") {
         None => findings.violation(file, Some(&wheel_path), Check::Metadata, "WHEEL has no Root-Is-Purelib"),
+        // Installed to purelib, which differs from platlib on some systems (Fedora's lib
+        // and lib64): the one site-packages our relative RPATHs rely on would be split
+        // (SPEC §2, "One site-packages").
+        Some("true") if wheel_name.platform != "any" => findings.violation(
+            file,
+            Some(&wheel_path),
+            Check::Metadata,
+            format!(
+                "Root-Is-Purelib is `true` on a platform wheel ({}): installers may put it apart from the \
+                 platform wheels it reaches through relative RPATHs",
+                wheel_name.platform
+            ),
+        ),
         Some("true" | "false") => {}
         Some(other) => findings.violation(
             file,
@@ -219,6 +239,44 @@ pub(crate) fn check_wheel_metadata(
     }
 }
 
+/// The core metadata fields that appear at most once (the core metadata specifications;
+/// the others, `Requires-Dist`, `Classifier`, ..., may repeat). A second `Name:` leaves
+/// which name a tool reads to the tool.
+const SINGLE_METADATA_FIELDS: &[&str] = &[
+    "Metadata-Version",
+    "Name",
+    "Version",
+    "Summary",
+    "Description",
+    "Description-Content-Type",
+    "Home-page",
+    "Download-URL",
+    "Author",
+    "Author-email",
+    "Maintainer",
+    "Maintainer-email",
+    "License",
+    "License-Expression",
+    "Requires-Python",
+];
+
+/// A violation for each of `fields` that `headers` hold more than once.
+fn check_single_fields(file: &str, path: &str, headers: &[(String, String)], fields: &[&str], findings: &mut Findings) {
+    for field in fields {
+        let values: Vec<&str> = header_values(headers, field).collect();
+        if values.len() > 1 {
+            let values: Vec<String> =
+                values.iter().map(|value| format!("`{}`", crate::escape::escape(value))).collect();
+            findings.violation(
+                file,
+                Some(path),
+                Check::Metadata,
+                format!("{field} appears {} times ({}); it may appear once", values.len(), values.join(", ")),
+            );
+        }
+    }
+}
+
 /// Metadata-Version, Name and Version of METADATA or PKG-INFO against the file name.
 pub(crate) fn check_core_metadata(
     file: &str,
@@ -231,6 +289,7 @@ pub(crate) fn check_core_metadata(
     if header(headers, "Metadata-Version").is_none() {
         findings.violation(file, Some(path), Check::Metadata, "no Metadata-Version");
     }
+    check_single_fields(file, path, headers, SINGLE_METADATA_FIELDS, findings);
     match header(headers, "Name") {
         None => findings.violation(file, Some(path), Check::Metadata, "no Name"),
         Some(name) if file_name_form(name) != file_name_form(file_name_part) => findings.violation(

@@ -196,3 +196,41 @@ fn a_local_header_with_another_method() {
         &[(CORE_WHEEL, Some("_rocm_sdk_core/__init__.py"), Check::Archive, "method 0, its central directory entry")],
     );
 }
+
+#[test]
+fn root_is_purelib_on_a_platform_wheel() {
+    let fixture = fixture();
+    let mut wheels = default_wheels(&fixture);
+    let wheel_file = "rocm_sdk_core-1.0.dist-info/WHEEL";
+    let text = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-linux_x86_64\n";
+    rewrite_member(&mut wheels, CORE_WHEEL, wheel_file, text);
+    let report = verify(&fixture, &wheels);
+    assert_violations(
+        &report,
+        &[(
+            CORE_WHEEL,
+            Some(wheel_file),
+            Check::Metadata,
+            "Root-Is-Purelib is `true` on a platform wheel (linux_x86_64)",
+        )],
+    );
+}
+
+#[test]
+fn two_name_fields_in_metadata() {
+    let fixture = fixture();
+    let mut wheels = default_wheels(&fixture);
+    let metadata = "rocm_sdk_core-1.0.dist-info/METADATA";
+    let text = "Metadata-Version: 2.1\nName: rocm-sdk-core\nVersion: 1.0\nName: rocm-sdk-core-evil\n";
+    rewrite_member(&mut wheels, CORE_WHEEL, metadata, text);
+    let report = verify(&fixture, &wheels);
+    assert_violations(
+        &report,
+        &[(
+            CORE_WHEEL,
+            Some(metadata),
+            Check::Metadata,
+            "Name appears 2 times (`rocm-sdk-core`, `rocm-sdk-core-evil`); it may appear once",
+        )],
+    );
+}
