@@ -115,7 +115,7 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
     let archives: Vec<Archive> =
         files.par_iter().map(|path| read_archive(dist, path)).collect::<Result<_, VerifyError>>()?;
     let indexes: Vec<variants::VariantsIndex> =
-        index_files.iter().map(|path| read_variants_index(dist, path)).collect::<Result<_, VerifyError>>()?;
+        index_files.iter().map(|path| read_variants_index(dist, path)).collect();
     let mut findings = Findings::default();
     let mut archives = set::dedupe_file_names(archives, &mut findings);
     for archive in &mut archives {
@@ -212,33 +212,24 @@ fn is_variants_index(path: &Path) -> bool {
     path.file_name().is_some_and(|name| name.to_string_lossy().ends_with(variants::INDEX_SUFFIX))
 }
 
-/// A `-variants.json` file: its text (or why it has none) and hash. Identical copies in
-/// family sub-directories are one index, as for archives.
-fn read_variants_index(dist: &Path, path: &Path) -> Result<variants::VariantsIndex, VerifyError> {
+/// A `-variants.json` file: its text (or why it has none, a violation of that file alone)
+/// and hash. Identical copies in family sub-directories are one index, as for archives.
+fn read_variants_index(dist: &Path, path: &Path) -> variants::VariantsIndex {
     let location = path.strip_prefix(dist).unwrap_or(path).to_path_buf();
     let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-    let read_error = |source| VerifyError::Read { path: path.to_path_buf(), source };
     // Opened without blocking, and read no further than an index file can be: a FIFO or a
-    // huge file under the name must not stall or flood the gate.
+    // huge file under the name must not stall or flood the gate (SPEC §5).
     let mut bytes = Vec::new();
-    open_regular(path)
-        .map_err(read_error)?
-        .take(MAX_VARIANTS_INDEX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_VARIANTS_INDEX_BYTES {
-        let reason = format!("is larger than {MAX_VARIANTS_INDEX_BYTES} bytes, more than any variants index needs");
-        return Err(read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, reason)));
-    }
+    let read = open_regular(path).and_then(|file| file.take(MAX_VARIANTS_INDEX_BYTES + 1).read_to_end(&mut bytes));
+    let text = match read {
+        Err(error) => Err(format!("cannot read it: {error}")),
+        Ok(_) if bytes.len() as u64 > MAX_VARIANTS_INDEX_BYTES => {
+            Err(format!("is larger than {MAX_VARIANTS_INDEX_BYTES} bytes, more than any variants index needs"))
+        }
+        Ok(_) => String::from_utf8(bytes.clone()).map_err(|_| "is not UTF-8 text".to_owned()),
+    };
     let sha256: String = Sha256::digest(&bytes).iter().map(|byte| format!("{byte:02x}")).collect();
-    let text = String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned());
-    Ok(variants::VariantsIndex {
-        name: variants::parse_index_name(&file),
-        file,
-        locations: vec![location],
-        sha256,
-        text,
-    })
+    variants::VariantsIndex { name: variants::parse_index_name(&file), file, locations: vec![location], sha256, text }
 }
 
 fn index_report(index: variants::VariantsIndex, violations: Vec<Violation>, warnings: Vec<Warning>) -> PackageReport {
