@@ -13,8 +13,11 @@ use archive_write::Version;
 /// (SPEC §3: every file name and `==` pin carries it as is). Returns the reason when it is
 /// not, naming the normal form when there is one (`07.1` → `use 7.1`).
 pub fn parse_version(version: &str) -> Result<Version, String> {
-    let parsed = Version::parse(version)
-        .map_err(|error| format!("{error} (PEP 440 allows e.g. 7.12.0, 7.12.0rc1, 7.12.0.dev0, 7.12.0.post1+local)"))?;
+    // The parser quotes the version in its message: escaped, as the rest of the message is.
+    let parsed = Version::parse(version).map_err(|error| {
+        let error = crate::escape::escape(&error.to_string());
+        format!("{error} (PEP 440 allows e.g. 7.12.0, 7.12.0rc1, 7.12.0.dev0, 7.12.0.post1+local)")
+    })?;
     if parsed.is_normal_form() {
         Ok(parsed)
     } else {

@@ -34,3 +34,22 @@ fn a_non_pep440_version_is_refused_with_the_reason() {
         assert_eq!(check_archives(&dist), Vec::<String>::new(), "{version}: nothing written");
     }
 }
+
+#[test]
+fn an_escape_in_the_version_is_escaped_in_the_parsers_words_too() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let artifacts = copy_example(temp.path());
+    let dist = temp.path().join("dist");
+    let result = output(
+        xtask()
+            .args(["package", "--version", "7.12.0.post1\u{1b}[31m", "--artifact-dir"])
+            .arg(&artifacts)
+            .arg("--dest-dir")
+            .arg(&dist),
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{}", describe(&result));
+    assert!(!stderr.contains('\u{1b}'), "a raw ESC reached the terminal: {stderr:?}");
+    assert!(stderr.contains("\\u{1b}[31m"), "{stderr}");
+    assert_eq!(check_archives(&dist), Vec::<String>::new(), "nothing written");
+}
