@@ -234,3 +234,21 @@ fn two_name_fields_in_metadata() {
         )],
     );
 }
+
+#[test]
+fn a_member_name_longer_than_255_bytes() {
+    let fixture = fixture();
+    let mut wheels = default_wheels(&fixture);
+    let core = position(&wheels, CORE_WHEEL);
+    let long = format!("_rocm_sdk_core/{}.h", "h".repeat(300));
+    // Added after RECORD and the bill of materials were written: they miss it too.
+    wheels[core].entries.insert(0, entry(&long, "", 0o644));
+    let report = verify(&fixture, &wheels);
+    let paths: Vec<_> = report
+        .violations()
+        .filter(|finding| finding.check == Check::MemberPath)
+        .map(|finding| (finding.path.clone(), finding.message.clone()))
+        .collect();
+    let message = "member path has a component longer than 255 bytes, which no file system takes".to_owned();
+    assert_eq!(paths, [(Some(long), message)]);
+}

@@ -63,9 +63,20 @@ pub enum PlanError {
     OwnerClash { owner: String, path: String, first: String, second: String, what: String },
     #[error("the build is incomplete, missing from {}: {}", output_dir.display(), missing.join(", "))]
     IncompleteOutput { output_dir: PathBuf, missing: Vec<String> },
+    /// A file or directory name the run would write is longer than file systems allow: pip
+    /// fails installing it with `File name too long` (SPEC §2, names).
+    #[error(
+        "{what} `{}` of {package} is {} bytes long; a file or directory name may be at most {NAME_MAX} bytes",
+        crate::escape::escape(name),
+        name.len()
+    )]
+    NameTooLong { what: &'static str, name: String, package: String },
     #[error("{message}")]
     Invalid { message: String },
 }
+
+/// The longest file or directory name Linux file systems (and NTFS, in UTF-16 units) take.
+pub const NAME_MAX: usize = 255;
 
 impl Diagnostic for PlanError {
     /// The file or directory the error is about, if it names one.
@@ -80,6 +91,10 @@ impl Diagnostic for PlanError {
     fn hint(&self) -> Option<&'static str> {
         match self {
             Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
+            Self::NameTooLong { .. } => Some(
+                "shorten what forms the name: --version-suffix (it ends every platform directory), --version \
+                 (it is in every .dist-info directory), or the artifact's file name",
+            ),
             Self::BadVersionSuffix { .. } => {
                 Some("pass a --version-suffix of ASCII letters, digits and `_` only (it ends directory and module names)")
             }
@@ -383,6 +398,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         });
     }
     check_no_shared_members(&packages)?;
+    check_name_lengths(&packages, &version)?;
     findings.sort();
     findings.dedup();
     overrides.sort_by(|a, b| a.rel.cmp(&b.rel));
@@ -399,6 +415,32 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         findings,
         artifacts: catalog.artifacts.clone(),
     })
+}
+
+/// Every name the run writes into a wheel, its `.dist-info` directory and every component of
+/// every member path, fits a file system (SPEC §2, names): refused before anything is
+/// written, naming the name and the bound.
+fn check_name_lengths(packages: &[PackagePlan], version: &archive_write::Version) -> Result<(), PlanError> {
+    for package in packages {
+        let too_long = |what: &'static str, name: &str| PlanError::NameTooLong {
+            what,
+            name: name.to_owned(),
+            package: package.names.distribution.clone(),
+        };
+        let dist_info = format!("{}-{}.dist-info", package.names.file_name_form(), version.as_str());
+        if dist_info.len() > NAME_MAX {
+            return Err(too_long("the .dist-info directory", &dist_info));
+        }
+        if package.names.platform_dir.as_str().len() > NAME_MAX {
+            return Err(too_long("the platform directory", package.names.platform_dir.as_str()));
+        }
+        for rel in package.files.keys() {
+            if let Some(component) = rel.as_str().split('/').find(|component| component.len() > NAME_MAX) {
+                return Err(too_long("the file name", component));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// No two wheels may ship the same member path (SPEC §6): uninstalling one would delete

@@ -53,3 +53,27 @@ fn an_escape_in_the_version_is_escaped_in_the_parsers_words_too() {
     assert!(stderr.contains("\\u{1b}[31m"), "{stderr}");
     assert_eq!(check_archives(&dist), Vec::<String>::new(), "nothing written");
 }
+
+#[test]
+fn a_version_suffix_making_a_name_longer_than_255_bytes_is_refused_naming_the_bound() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let artifacts = copy_example(temp.path());
+    let dist = temp.path().join("dist");
+    let suffix = "a".repeat(300);
+    let result = output(
+        xtask()
+            .args(["package", "--version", "7.12.0", "--version-suffix", &suffix, "--artifact-dir"])
+            .arg(&artifacts)
+            .arg("--dest-dir")
+            .arg(&dist),
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{}", describe(&result));
+    let expected = format!(
+        "the platform directory `_rocm_sdk_core{suffix}` of rocm-sdk-core is 314 bytes long; a file or directory \
+         name may be at most 255 bytes"
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(stderr.contains("hint: shorten what forms the name: --version-suffix"), "{stderr}");
+    assert_eq!(check_archives(&dist), Vec::<String>::new(), "nothing written");
+}
