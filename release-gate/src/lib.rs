@@ -40,6 +40,7 @@ mod symbols;
 mod targets;
 mod third_party;
 mod variants;
+mod windows_paths;
 mod zip_index;
 
 use std::io::Read;
@@ -51,6 +52,7 @@ use sha2::{Digest, Sha256};
 
 pub use release::release_admits;
 pub use report::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport, Violation, Warning};
+pub use windows_paths::{WindowsPaths, DEFAULT_WINDOWS_PREFIX, MAX_PATH};
 
 /// What the gate finds wrong with a CycloneDX 1.6 JSON document on its own (a wheel's bill
 /// of materials, SPEC §10): breaks of the 1.6 schema, in the part of it our documents use,
@@ -104,6 +106,11 @@ impl Diagnostic for VerifyError {
 /// Checks every `*.whl` and `*.tar.gz` under `dist` (recursively). Problems in the packages
 /// are findings in the report; only an unreadable dist tree is an error.
 pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
+    verify_dist_with(dist, &WindowsPaths::default())
+}
+
+/// [`verify_dist`], judging Windows wheels' depth under `windows` (SPEC §7).
+pub fn verify_dist_with(dist: &Path, windows: &WindowsPaths) -> Result<VerifyReport, VerifyError> {
     if !dist.is_dir() {
         return Err(VerifyError::NotADirectory { path: dist.to_path_buf() });
     }
@@ -134,7 +141,7 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
         .collect();
     pe::check_imports(&wheels, &mut findings);
     let portability: Vec<Option<Portability>> =
-        archives.iter().map(|archive| check_portability(archive, &mut findings)).collect();
+        archives.iter().map(|archive| check_portability(archive, windows, &mut findings)).collect();
     let mut by_file = findings.into_by_file();
     let mut packages: Vec<PackageReport> = archives
         .into_iter()
@@ -303,7 +310,7 @@ fn hash_file(path: &Path) -> Result<String, VerifyError> {
 
 /// Symbol-version needs of a wheel's host ELF files (devel tarball included), and a
 /// violation when its manylinux tag promises an older glibc than they need.
-fn check_portability(archive: &Archive, findings: &mut Findings) -> Option<Portability> {
+fn check_portability(archive: &Archive, windows: &WindowsPaths, findings: &mut Findings) -> Option<Portability> {
     let wheel_name = archive.wheel_name.as_ref()?;
     let mut needs = elf_audit::VersionNeeds::default();
     let devel_elves = archive.devel.iter().flat_map(|tree| tree.elf_files.iter());
@@ -315,7 +322,12 @@ fn check_portability(archive: &Archive, findings: &mut Findings) -> Option<Porta
         glibcxx: needs.glibcxx(),
         cxxabi: needs.cxxabi(),
         manylinux_tag: needs.manylinux_tag(),
+        windows_deepest_path: None,
+        windows_path_length: None,
     };
+    let deepest = windows_paths::check_windows_paths(archive, windows, findings);
+    let (windows_deepest_path, windows_path_length) = deepest.map_or((None, None), |(path, n)| (Some(path), Some(n)));
+    let portability = Portability { windows_deepest_path, windows_path_length, ..portability };
     for platform in wheel_name.platform.split('.') {
         let (Some(promised), Some(needed)) = (elf_audit::tag_glibc_minor(platform), needs.glibc_minor()) else {
             continue;
