@@ -66,11 +66,11 @@ pub enum PlanError {
     /// A file or directory name the run would write is longer than file systems allow: pip
     /// fails installing it with `File name too long` (SPEC §2, names).
     #[error(
-        "{what} `{}` of {package} is {} bytes long; a file or directory name may be at most {NAME_MAX} bytes",
+        "{what} `{}` of {package} is {} bytes long; a file or directory name may be at most {bound} bytes",
         crate::escape::escape(name),
         name.len()
     )]
-    NameTooLong { what: &'static str, name: String, package: String },
+    NameTooLong { what: &'static str, name: String, package: String, bound: usize },
     #[error("{message}")]
     Invalid { message: String },
 }
@@ -421,11 +421,23 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
 /// every member path, fits a file system (SPEC §2, names): refused before anything is
 /// written, naming the name and the bound.
 fn check_name_lengths(packages: &[PackagePlan], version: &archive_write::Version) -> Result<(), PlanError> {
+    // The `rocm` sdist's file name, as written (its temporary name must fit too).
+    let sdist = format!("{}-{}.tar.gz", identity::distribution_stem(PackageGroup::Meta), version.as_str());
+    if sdist.len() > archive_write::atomic::MAX_NAME_BYTES {
+        let bound = archive_write::atomic::MAX_NAME_BYTES;
+        return Err(PlanError::NameTooLong {
+            what: "the sdist file name",
+            name: sdist,
+            package: "rocm".to_owned(),
+            bound,
+        });
+    }
     for package in packages {
         let too_long = |what: &'static str, name: &str| PlanError::NameTooLong {
             what,
             name: name.to_owned(),
             package: package.names.distribution.clone(),
+            bound: NAME_MAX,
         };
         let dist_info = format!("{}-{}.dist-info", package.names.file_name_form(), version.as_str());
         if dist_info.len() > NAME_MAX {

@@ -77,3 +77,23 @@ fn a_version_suffix_making_a_name_longer_than_255_bytes_is_refused_naming_the_bo
     assert!(stderr.contains("hint: shorten what forms the name: --version-suffix"), "{stderr}");
     assert_eq!(check_archives(&dist), Vec::<String>::new(), "nothing written");
 }
+
+#[test]
+fn a_version_making_a_file_name_too_long_to_write_is_refused() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let artifacts = copy_example(temp.path());
+    // Each name fits, but the wheel's file name, with its temporary name's additions, does not.
+    let version = format!("7.12.0+{}", "a".repeat(205));
+    let result = output(
+        xtask()
+            .args(["package", "--version", &version, "--artifact-dir"])
+            .arg(&artifacts)
+            .arg("--dest-dir")
+            .arg(temp.path().join("out")),
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{}", describe(&result));
+    assert!(stderr.contains("bytes long; a file name written here may be at most 229 bytes"), "{stderr}");
+    assert!(!stderr.contains("os error 36"), "{stderr}");
+    assert_eq!(check_archives(&temp.path().join("out/dist")), Vec::<String>::new(), "nothing written");
+}
