@@ -27,6 +27,7 @@ pub fn package_config(artifacts: &Path, dest: &Path) -> packager::PackageConfig 
         platform_tag: packager::config::PlatformTag::Fixed(packager::platform::host_platform_tag()),
         build_os: None,
         build_time: packager::BuildTime::DEFAULT,
+        started: std::time::SystemTime::now(),
         output: OutputMode::Archives(archive_settings()),
         absolute_rpath: packager::config::AbsoluteRpath::Remove,
         variants: packager::config::DeviceVariants::Off,

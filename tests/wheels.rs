@@ -12,11 +12,12 @@ use packager::write::{
 /// The version of every test wheel.
 const VERSION: &str = "1.2.0.dev0";
 
-pub fn options() -> ArchiveOptions {
+pub fn options() -> ArchiveOptions<'static> {
     ArchiveOptions {
         compression: WheelCompression::Deflate { level: 6 },
         build_time: BuildTime::DEFAULT,
         reuse: packager::config::Reuse::FromPrevious,
+        identities: None,
     }
 }
 

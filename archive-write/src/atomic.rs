@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use tempfile::TempPath;
 
 use super::input::kind_of;
+use super::output_hash::{copy_start, FileSums, HashedSoFar};
 use super::record::hex;
 use super::{WriteAction, WriteError};
 
@@ -127,6 +128,8 @@ pub struct Staged {
     dest: PathBuf,
     pub len: u64,
     pub sha256: String,
+    /// Its length, sha256 and CRC-32, which the identity cache keeps for the next run.
+    pub sums: FileSums,
 }
 
 impl AtomicFile {
@@ -164,68 +167,76 @@ impl AtomicFile {
     }
 
     /// [`AtomicFile::stage`], with what the writer hashed as it wrote: the whole file (a
-    /// [`HashingWriter`] that never seeked) or its final first bytes, the rest read back.
+    /// `HashingWriter` that never seeked) or its final first bytes, the rest read back.
     pub fn stage_hashed(mut self, hashed: HashedSoFar) -> Result<Staged, WriteError> {
         let dest = self.dest.clone();
         let write_error = |source| WriteError::io(WriteAction::Write, dest.clone(), source);
         let file = self.temp.as_file_mut();
-        let (len, digest) = match hashed {
-            HashedSoFar::Whole(len, digest) => {
+        let sums = match hashed {
+            HashedSoFar::Whole(sums) => {
                 file.sync_all().map_err(|source| WriteError::io(WriteAction::Sync, dest.clone(), source))?;
-                (len, digest)
+                sums
             }
-            HashedSoFar::Prefix(hasher, len) => sync_and_read_back(file, hasher, len, &dest)?,
-            HashedSoFar::Nothing => sync_and_read_back(file, Sha256::new(), 0, &dest)?,
+            HashedSoFar::Prefix(hasher, crc, len) => sync_and_read_back(file, hasher, crc, len, &dest)?,
+            HashedSoFar::Nothing => sync_and_read_back(file, Sha256::new(), crc32fast::Hasher::new(), 0, &dest)?,
         };
         // tempfile creates 0600, whoever's umask ran the build; a package is readable by all.
         file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(write_error)?;
         // Closed now: a run stages dozens of outputs before committing any.
         let temp = self.temp.into_temp_path();
-        Ok(Staged { temp: Some(temp), dest: self.dest, len, sha256: hex(&digest) })
+        Ok(Staged { temp: Some(temp), dest: self.dest, len: sums.len, sha256: hex(&sums.sha256), sums })
     }
 
     /// Writes the first `len` bytes of `old` into the temp file, which holds nothing yet: a
-    /// [`HashingWriter`] deferred them because they were `old`'s.
+    /// `HashingWriter` deferred them because they were `old`'s.
     pub fn fill_from(&mut self, old: &File, len: u64) -> Result<(), WriteError> {
         let dest = self.dest.clone();
-        copy_start(old, len, self.temp.as_file_mut()).map_err(|source| WriteError::io(WriteAction::Write, dest, source))
+        copy_start(old, len, self.temp.as_file_mut(), None)
+            .map_err(|source| WriteError::io(WriteAction::Write, dest, source))
     }
 
     /// Gives up the temp file because the file under the final name already holds these
-    /// bytes (`len`, `digest`): committing leaves that file as it is, so a rerun that
-    /// changed nothing neither syncs nor renames. Only for a regular file (not a symlink)
-    /// of mode 0644, as a cold run would leave it; the temp file back otherwise.
-    pub fn keep_previous(self, len: u64, digest: [u8; 32]) -> Result<Staged, AtomicFile> {
+    /// bytes (`sums`): committing leaves that file as it is, so a rerun that changed
+    /// nothing neither syncs nor renames. Only for a regular file (not a symlink) of mode
+    /// 0644, as a cold run would leave it; the temp file back otherwise.
+    pub fn keep_previous(self, sums: FileSums) -> Result<Staged, AtomicFile> {
         let as_written = std::fs::symlink_metadata(&self.dest).is_ok_and(|metadata| {
-            metadata.is_file() && metadata.len() == len && metadata.permissions().mode() & 0o7777 == 0o644
+            metadata.is_file() && metadata.len() == sums.len && metadata.permissions().mode() & 0o7777 == 0o644
         });
         if !as_written {
             return Err(self);
         }
         // Dropping the temp file removes it.
-        Ok(Staged { temp: None, dest: self.dest, len, sha256: hex(&digest) })
+        Ok(Staged { temp: None, dest: self.dest, len: sums.len, sha256: hex(&sums.sha256), sums })
     }
 }
 
-/// Syncs the file of `dest` while reading it back from `from` on, `hasher` holding the
-/// hash of the bytes before: a wheel's last work, which would otherwise wait on the disk
-/// with the cores idle before hashing hundreds of MiB on one.
-fn sync_and_read_back(file: &mut File, hasher: Sha256, from: u64, dest: &Path) -> Result<(u64, [u8; 32]), WriteError> {
+/// Syncs the file of `dest` while reading it back from `from` on, `hasher` and `crc`
+/// holding the sums of the bytes before: a wheel's last work, which would otherwise wait
+/// on the disk with the cores idle before hashing hundreds of MiB on one.
+fn sync_and_read_back(
+    file: &mut File,
+    hasher: Sha256,
+    crc: crc32fast::Hasher,
+    from: u64,
+    dest: &Path,
+) -> Result<FileSums, WriteError> {
     let sync_error = |source| WriteError::io(WriteAction::Sync, dest, source);
     let syncing = file.try_clone().map_err(sync_error)?;
     std::thread::scope(|scope| {
         let synced = scope.spawn(move || syncing.sync_all());
-        let read = read_back(file, hasher, from).map_err(|source| WriteError::io(WriteAction::Write, dest, source));
+        let read =
+            read_back(file, hasher, crc, from).map_err(|source| WriteError::io(WriteAction::Write, dest, source));
         let synced = synced.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         synced.map_err(sync_error)?;
         read
     })
 }
 
-/// Reads the file back from `from` on, continuing `hasher`: its length and sha256. For a
+/// Reads the file back from `from` on, continuing `hasher` and `crc`: its sums. For a
 /// writer that patched bytes it had written (a header completed after its member), only
 /// the file knows them.
-fn read_back(file: &mut File, mut hasher: Sha256, from: u64) -> io::Result<(u64, [u8; 32])> {
+fn read_back(file: &mut File, mut hasher: Sha256, mut crc: crc32fast::Hasher, from: u64) -> io::Result<FileSums> {
     file.seek(SeekFrom::Start(from))?;
     let mut buffer = vec![0u8; 1 << 20];
     let mut len = from;
@@ -235,163 +246,10 @@ fn read_back(file: &mut File, mut hasher: Sha256, from: u64) -> io::Result<(u64,
             break;
         }
         hasher.update(&buffer[..n]);
+        crc.update(&buffer[..n]);
         len += n as u64;
     }
-    Ok((len, hasher.finalize().into()))
-}
-
-/// Hashes what passes through it, as long as it is written in order: a rerun that copies
-/// most of a wheel need not read it back to hash it (SPEC §8). The first seek stops the
-/// hash there: a writer seeks before it writes what it will patch (`zip` does, before a
-/// header completed later), so the bytes before stay final and only the rest is read
-/// back ([`HashedSoFar::Prefix`]); a write into them after all drops the hash.
-///
-/// Given the file its output will replace, it also tells whether every byte written is
-/// that file's byte at the same offset (then [`AtomicFile::keep_previous`] applies), and
-/// while that holds it writes nothing: the bytes are the old file's, copied into the temp
-/// file only once the output departs from it (or, at the end, if the old file cannot be
-/// kept after all: [`Hashed::deferred`]).
-pub struct HashingWriter<W: io::Write> {
-    inner: W,
-    /// The hash of the first `len` bytes; `None` once a write changed one of them.
-    hasher: Option<Sha256>,
-    len: u64,
-    /// Whether every byte so far was written in order (no seek yet): `len` then grows.
-    in_order: bool,
-    /// Where the next byte goes.
-    position: u64,
-    /// The file being replaced, while everything written so far equals its start.
-    same_as: Option<std::sync::Arc<File>>,
-    /// Bytes written so far but not passed on to `inner`: the replaced file's first ones.
-    deferred: u64,
-    scratch: Vec<u8>,
-}
-
-/// How much of a file its writer hashed.
-pub enum HashedSoFar {
-    Nothing,
-    /// The hash of the first bytes, which are final, and how many they are.
-    Prefix(Sha256, u64),
-    /// The length and sha256 of the whole file.
-    Whole(u64, [u8; 32]),
-}
-
-/// What a [`HashingWriter`] saw: the hash of everything written if it never seeked, else
-/// of what came before the first seek; and whether it is exactly the replaced file's content.
-pub struct Hashed {
-    pub digest: HashedSoFar,
-    pub same_as_previous: bool,
-    /// With `same_as_previous`: how many of the replaced file's bytes the temp file still
-    /// lacks, and that file ([`AtomicFile::fill_from`] copies them before staging it).
-    pub deferred: Option<(std::sync::Arc<File>, u64)>,
-}
-
-impl<W: io::Write> HashingWriter<W> {
-    pub fn new(inner: W, replaced: Option<std::sync::Arc<File>>) -> HashingWriter<W> {
-        HashingWriter {
-            inner,
-            hasher: Some(Sha256::new()),
-            len: 0,
-            in_order: true,
-            position: 0,
-            same_as: replaced,
-            deferred: 0,
-            scratch: Vec::new(),
-        }
-    }
-
-    /// The inner writer, complete unless the output is exactly the replaced file.
-    pub fn into_parts(mut self) -> io::Result<(W, Hashed)> {
-        let len = self.len;
-        let same_len = self.same_as.as_ref().and_then(|file| file.metadata().ok()).is_some_and(|old| old.len() == len);
-        let digest = match (self.in_order, self.hasher.take()) {
-            (true, Some(hasher)) => HashedSoFar::Whole(len, hasher.finalize().into()),
-            (false, Some(hasher)) => HashedSoFar::Prefix(hasher, len),
-            (_, None) => HashedSoFar::Nothing,
-        };
-        let same_as_previous = same_len && matches!(digest, HashedSoFar::Whole(..));
-        if !same_as_previous {
-            self.write_deferred()?;
-        }
-        let deferred = match (same_as_previous, self.same_as.take()) {
-            (true, Some(old)) => Some((old, self.deferred)),
-            _ => None,
-        };
-        Ok((self.inner, Hashed { digest, same_as_previous, deferred }))
-    }
-
-    /// Passes the deferred bytes (the replaced file's start) on to `inner`.
-    fn write_deferred(&mut self) -> io::Result<()> {
-        if self.deferred == 0 {
-            return Ok(());
-        }
-        let Some(old) = self.same_as.clone() else {
-            return Err(io::Error::other("deferred bytes without the file they are from"));
-        };
-        copy_start(&old, self.deferred, &mut self.inner)?;
-        self.deferred = 0;
-        Ok(())
-    }
-}
-
-/// Copies the first `len` bytes of `from` to `to`.
-fn copy_start(from: &File, len: u64, to: &mut impl io::Write) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let mut buffer = vec![0u8; 1 << 20];
-    let mut at = 0u64;
-    while at < len {
-        let n = (len - at).min(buffer.len() as u64) as usize;
-        from.read_exact_at(&mut buffer[..n], at)?;
-        to.write_all(&buffer[..n])?;
-        at += n as u64;
-    }
-    Ok(())
-}
-
-impl<W: io::Write> io::Write for HashingWriter<W> {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        if let Some(old) = &self.same_as {
-            use std::os::unix::fs::FileExt;
-            self.scratch.resize(bytes.len(), 0);
-            let same = old.read_exact_at(&mut self.scratch, self.len).is_ok() && self.scratch[..] == bytes[..];
-            if same {
-                if let Some(hasher) = &mut self.hasher {
-                    hasher.update(bytes);
-                }
-                self.deferred += bytes.len() as u64;
-                self.len += bytes.len() as u64;
-                self.position = self.len;
-                return Ok(bytes.len());
-            }
-            self.write_deferred()?;
-            self.same_as = None;
-        }
-        let n = self.inner.write(bytes)?;
-        if self.in_order {
-            if let Some(hasher) = &mut self.hasher {
-                hasher.update(&bytes[..n]);
-            }
-            self.len += n as u64;
-        } else if self.position < self.len {
-            self.hasher = None;
-        }
-        self.position += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-impl<W: io::Write + io::Seek> io::Seek for HashingWriter<W> {
-    fn seek(&mut self, position: SeekFrom) -> io::Result<u64> {
-        self.write_deferred()?;
-        self.in_order = false;
-        self.same_as = None;
-        self.position = self.inner.seek(position)?;
-        Ok(self.position)
-    }
+    Ok(FileSums { len, sha256: hasher.finalize().into(), crc: crc.finalize() })
 }
 
 impl Staged {
@@ -497,14 +355,15 @@ fn sync_dirs<'a>(dests: impl Iterator<Item = &'a Path>) -> Result<(), WriteError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output_hash::HashingWriter;
     use std::io::Write;
 
-    /// Writes `steps` through a [`HashingWriter`] into a staged file: its reported sha256
-    /// is the file's, however it was written, and what kind of hash the writer kept.
+    /// Writes `steps` through a [`HashingWriter`] into a staged file: its reported sums
+    /// are the file's, however it was written, and what kind of hash the writer kept.
     fn staged_digest(steps: &[(Option<SeekFrom>, &[u8])]) -> (bool, bool) {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut atomic = AtomicFile::create(dir.path(), "out.whl").expect("create");
-        let mut writer = HashingWriter::new(atomic.file(), None);
+        let mut writer = HashingWriter::new(atomic.file(), None, None);
         for (seek, bytes) in steps {
             if let Some(seek) = seek {
                 writer.seek(*seek).expect("seek");
@@ -516,7 +375,7 @@ mod tests {
         let staged = atomic.stage_hashed(hashed.digest).expect("stage");
         let bytes = std::fs::read(staged.temp.as_ref().expect("a temp file")).expect("read");
         assert_eq!(staged.sha256, hex(&Sha256::digest(&bytes)));
-        assert_eq!(staged.len, bytes.len() as u64);
+        assert_eq!((staged.sums.len, staged.sums.crc), (bytes.len() as u64, crc32fast::hash(&bytes)));
         kind
     }
 

@@ -54,6 +54,8 @@ pub struct MemberDigest {
 pub struct FinishedMember {
     pub name: String,
     pub digest: MemberDigest,
+    /// The CRC-32 of its bytes.
+    pub crc: u32,
 }
 
 /// A member's coded bytes that already exist: copied into the archive instead of coded.
@@ -306,7 +308,7 @@ impl Pipeline {
         if digest.len != member.sums.uncompressed {
             return Err(io::Error::other(format!("{}: read and coded sizes differ", member.header.name)));
         }
-        self.finished.push(FinishedMember { name: member.header.name, digest });
+        self.finished.push(FinishedMember { name: member.header.name, digest, crc: member.sums.crc });
         Ok(())
     }
 }

@@ -109,6 +109,9 @@ impl CodedCopy {
             digest: MemberDigest { sha256, len: self.sums.uncompressed },
             sums: self.sums,
             source: Box::new(CheckedCopy { bytes: self.bytes, crc }),
+            // Its bytes are the input wheel's, checked as they are copied; no source of
+            // an identity was trusted for them.
+            unread: false,
         })
     }
 }
@@ -401,6 +404,7 @@ mod tests {
             compression: WheelCompression::Deflate { level: 6 },
             build_time: BuildTime::DEFAULT,
             reuse: Reuse::Never,
+            identities: None,
         };
         let error = stage_rewritten_wheel(dir.path(), refused, &options, &Silent).err().expect("refused");
         assert!(error.to_string().contains("demo/lib.so is copied without its sha256"), "{error}");
@@ -421,6 +425,7 @@ mod tests {
             compression: WheelCompression::Deflate { level: 6 },
             build_time: BuildTime::DEFAULT,
             reuse: Reuse::Never,
+            identities: None,
         };
         let out = dir.path().join("out");
         std::fs::create_dir_all(&out).expect("mkdir");

@@ -23,17 +23,20 @@ mod deflate;
 mod error;
 mod existing;
 mod final_block;
+mod identity;
 mod input;
 mod member;
 mod metadata;
 mod names;
 mod options;
+mod output_hash;
 mod pipe;
 mod previous;
 mod progress;
 mod record;
 mod reuse;
 mod sdist;
+mod source_identity;
 mod tar;
 mod tree;
 mod tree_commit;
@@ -42,6 +45,7 @@ mod zip;
 
 pub use error::{WriteAction, WriteError};
 pub use existing::{CodedCopy, ExistingMember, ExistingWheel};
+pub use identity::IdentityCache;
 pub use input::{kind_of, open_regular, Links};
 pub use member::{from_io, to_io, MemberSource};
 pub use names::{
@@ -49,8 +53,10 @@ pub use names::{
     WheelFileName,
 };
 pub use options::{BuildTime, Generator, Reuse, TarballCompression, WheelCompression};
+pub use previous::Ignored;
 pub use progress::{Progress, Silent};
 pub use reuse::ReuseCounts;
+pub use source_identity::SourceIdentity;
 pub use tar::xz_stream;
 pub use tree_commit::{commit_trees, StagedTree};
 pub use wheel::{RewriteContent, RewriteMember, RewriteSpec};
@@ -246,12 +252,16 @@ pub struct TarballSpec {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub struct ArchiveOptions {
+pub struct ArchiveOptions<'a> {
     pub compression: WheelCompression,
     pub build_time: BuildTime,
     /// Copy unchanged members' coded bytes from a wheel of the same name already in the
     /// destination, instead of coding them again (SPEC §8).
     pub reuse: Reuse,
+    /// With [`Reuse::FromPrevious`]: what earlier runs knew of the member bytes of source
+    /// files by their identity, so a file that has not changed is not read again; what
+    /// this run reads is remembered there too. `None`: every new byte is read and hashed.
+    pub identities: Option<&'a IdentityCache>,
 }
 
 /// A finished output file, for the summary table.

@@ -15,6 +15,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::deflate::MemberDigest;
+use super::source_identity::SourceIdentity;
 use super::{MemberData, WriteAction, WriteError};
 
 /// Bytes from outside the writer, opened when the member is written.
@@ -35,6 +36,14 @@ pub trait MemberSource: Send + Sync + std::fmt::Debug {
     /// Opens the bytes. Every error the reader yields must be a [`WriteError`] carried by
     /// [`to_io`], so the writer reports it as it is.
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError>;
+
+    /// What the bytes are without reading them: the file they come from and a recipe that
+    /// tells apart every way the source may change them on the way
+    /// ([`SourceIdentity::of_file`]), looked at now. `None` (the default) when the bytes
+    /// depend on more than one file's content and the recipe: they are then always read.
+    fn identity(&self) -> Option<SourceIdentity> {
+        None
+    }
 }
 
 /// The exact size of the bytes `data` yields, when known before reading it.

@@ -89,7 +89,7 @@ impl Needs {
 }
 
 /// Why an old wheel is not read.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ignored {
     /// Damaged, foreign or not a regular file: its members are coded anew, which is
     /// worth a line only to who asks for detail.
@@ -97,6 +97,18 @@ pub enum Ignored {
     /// Larger than the new wheel can use ([`Needs`]): not read at all, and worth one
     /// warning, since such a wheel was not written by a run of the same packages.
     TooLarge(String),
+}
+
+/// Opens a file an earlier run left in the destination, as input (an old wheel, the
+/// identity cache): only a regular file of that name, never through a symlink, never
+/// blocking. `Ok(None)` when there is none; `Err` says why it is not read.
+pub(crate) fn open_input(path: &Path) -> Result<Option<File>, Ignored> {
+    match open_regular(path, Links::Refuse) {
+        Ok(file) => Ok(Some(file)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) if error.kind() == io::ErrorKind::InvalidData => Err(Ignored::Untrusted(format!("it {error}"))),
+        Err(error) => Err(Ignored::Untrusted(format!("cannot open it: {error}"))),
+    }
 }
 
 /// One member as the central directory describes it.
@@ -156,12 +168,7 @@ impl Previous {
     /// says why it is ignored; a missing file is `Ok(None)`.
     pub fn open(path: &Path, record_name: &str, needs: &Needs) -> Result<Option<Previous>, Ignored> {
         let untrusted = |reason: String| Ignored::Untrusted(reason);
-        let file = match open_regular(path, Links::Refuse) {
-            Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(error) if error.kind() == io::ErrorKind::InvalidData => return Err(untrusted(format!("it {error}"))),
-            Err(error) => return Err(untrusted(format!("cannot open it: {error}"))),
-        };
+        let Some(file) = open_input(path)? else { return Ok(None) };
         let metadata = file.metadata().map_err(|error| untrusted(format!("cannot read it: {error}")))?;
         let (central_start, central_len, n_entries) = read_end(&file, metadata.len()).map_err(untrusted)?;
         check_needs("its central directory lists", n_entries, "entries", needs.entries)?;
@@ -474,6 +481,7 @@ mod tests {
             compression: crate::WheelCompression::Deflate { level: 1 },
             build_time: BuildTime::DEFAULT,
             reuse: Reuse::Never,
+            identities: None,
         };
         write_wheel(dir, &spec, &options, &Silent).expect("writes").path
     }

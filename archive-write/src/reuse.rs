@@ -1,36 +1,50 @@
 //! Per member, whether the previous wheel's coded bytes can stand in for coding it again
-//! (SPEC §8). The new bytes are read and hashed in full first (a changed byte is never
-//! missed, whatever the file's size or time stamp says); only a member whose digest is the
-//! old one is copied, any other is read again and coded. Nothing of a member is held: a
-//! miss costs one extra read and hash, about a twentieth of deflating it.
+//! (SPEC §8). The new bytes are known first: from the identity cache when their source
+//! file is, by its identity, the one an earlier run read (`identity`: nothing is read
+//! then), else by reading and hashing them in full (a changed byte is never missed,
+//! whatever the file's size or time stamp says). Only a member whose digest is the old
+//! one is copied; any other is read again and coded. Nothing of a member is held: a miss
+//! costs one extra read and hash, about a twentieth of deflating it.
 //!
 //! Owns: that decision and the counts of what was reused and what was coded. Does not
-//! own: what is trustworthy in an old wheel (`previous`), the pipeline (`deflate`).
+//! own: what is trustworthy in an old wheel (`previous`), identities and their cache
+//! (`identity`), the pipeline (`deflate`).
 
 use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
 use super::chunk::CHUNK_SIZE;
-use super::deflate::{CodedSource, MemberDigest};
+use super::deflate::{CodedSource, FinishedMember, MemberDigest};
+use super::identity::{identity_of, read_from, tarball_identity, IdentityCache, ReadFrom};
 use super::member::{known_len, open_member, to_io};
+use super::output_hash::FileSums;
 use super::previous::Previous;
 use super::zip::{EntryHeader, EntrySums, Method};
-use super::{Member, MemberData};
+use super::{Member, MemberData, TarballSpec};
 
 /// Bytes of a wheel's members whose coded form was copied, and bytes coded by this run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReuseCounts {
     pub reused_members: u64,
     pub reused_bytes: u64,
+    /// Of the members copied, those whose new bytes were not read at all: their source
+    /// files had the identity an earlier run recorded (`identity`).
+    pub unread_members: u64,
+    pub unread_bytes: u64,
     pub compressed_members: u64,
     pub compressed_bytes: u64,
 }
 
 impl ReuseCounts {
-    pub fn add_reused(&mut self, bytes: u64) {
+    /// A member of `bytes` copied; `unread`: without reading its new bytes.
+    pub fn add_reused(&mut self, bytes: u64, unread: bool) {
         self.reused_members += 1;
         self.reused_bytes += bytes;
+        if unread {
+            self.unread_members += 1;
+            self.unread_bytes += bytes;
+        }
     }
 
     pub fn add_compressed(&mut self, bytes: u64) {
@@ -43,28 +57,34 @@ impl ReuseCounts {
         ReuseCounts {
             reused_members: self.reused_members + other.reused_members,
             reused_bytes: self.reused_bytes + other.reused_bytes,
+            unread_members: self.unread_members + other.unread_members,
+            unread_bytes: self.unread_bytes + other.unread_bytes,
             compressed_members: self.compressed_members + other.compressed_members,
             compressed_bytes: self.compressed_bytes + other.compressed_bytes,
         }
     }
 }
 
-/// A member to copy: its method, final sums, where its coded bytes come from, and its
-/// digest.
+/// A member to copy: its method, final sums, where its coded bytes come from, its
+/// digest, and whether its new bytes went unread.
 pub struct Copy {
     pub method: Method,
     pub sums: EntrySums,
     pub source: Box<dyn CodedSource>,
     pub digest: MemberDigest,
+    pub unread: bool,
 }
 
-/// Decides whether `header`'s member can be copied from `previous`. `open` yields the new
-/// bytes (called only when the old wheel has a candidate, so a cold run reads nothing
-/// twice); its errors are the caller's to map. `Ok(None)` means: code it.
-pub fn try_copy<'a, E>(
+/// Decides whether the tarball member `header` of `spec` can be copied from `previous`:
+/// known from the identity cache when every file in it is as an earlier run read it
+/// (nothing is produced then), else produced by `open` (called only when the old wheel has
+/// a candidate, so a cold run produces nothing twice) and hashed, and remembered. Its
+/// errors are the caller's to map. `Ok(None)` means: code it.
+pub fn try_copy_tarball<'a, E>(
     previous: Option<&Previous>,
+    identities: Option<&IdentityCache>,
     header: &EntryHeader,
-    known_len: Option<u64>,
+    spec: &TarballSpec,
     open: impl FnOnce() -> Result<Box<dyn Read + Send + 'a>, E>,
     read_error: impl Fn(std::io::Error) -> E,
 ) -> Result<Option<Copy>, E> {
@@ -72,19 +92,18 @@ pub fn try_copy<'a, E>(
     let Some(candidate) = previous.candidate(&header.name, header.fingerprint, methods(header)) else {
         return Ok(None);
     };
-    if known_len.is_some_and(|len| len != candidate.size()) {
-        return Ok(None);
+    let before = identities.and_then(|cache| tarball_identity(cache, spec));
+    if let Some(known) = identities.zip(before.as_ref()).and_then(|(cache, before)| cache.lookup_tarball(before)) {
+        return Ok(try_copy_hashed(Some(previous), header, Prehashed { known, unread: true }));
     }
-    let (digest, crc) = hash_all(open()?, candidate.size()).map_err(read_error)?;
-    if !candidate.matches(&digest, crc) {
-        return Ok(None);
+    let known = hash_all(open()?, candidate.size()).map_err(read_error)?;
+    // What was hashed is the whole tarball only if its producer succeeds, which the caller
+    // checks before anything is committed (and the cache is saved only after the commit).
+    if let (Some(cache), Some(before)) = (identities, before) {
+        let after = tarball_identity(cache, spec).map(ReadFrom::Tarball);
+        cache.learn_read(ReadFrom::Tarball(before), after, known);
     }
-    Ok(previous.verified_copy(&candidate).map(|(sums, source)| Copy {
-        method: candidate.method(),
-        sums,
-        source,
-        digest,
-    }))
+    Ok(try_copy_hashed(Some(previous), header, Prehashed { known, unread: false }))
 }
 
 /// The methods a member coded as `header` asks may have: a deflated member is stored
@@ -96,14 +115,29 @@ fn methods(header: &EntryHeader) -> &'static [Method] {
     }
 }
 
-/// What [`prehash`] found of one member's new bytes: their RECORD digest and CRC-32, or
-/// the read error (reported when the member is written, as a cold run would).
-pub type Prehashed = Option<std::io::Result<(MemberDigest, u32)>>;
+/// One member's new bytes as [`prehash`] came to know them.
+#[derive(Clone, Copy, Debug)]
+pub struct Prehashed {
+    known: FileSums,
+    /// Known from the identity cache, without reading them.
+    unread: bool,
+}
 
-/// Hashes, on all cores, the new bytes of every member the old wheel holds a candidate
+/// What [`prehash`] found of one member: `None` when the old wheel has no candidate for
+/// it, else its new bytes' digest or the read error (reported when the member is
+/// written, as a cold run would).
+pub type Prehash = Option<std::io::Result<Prehashed>>;
+
+/// Learns, on all cores, the new bytes of every member the old wheel holds a candidate
 /// for, so a rerun that changes little reads its inputs in parallel instead of one member
-/// after another. A tarball member is hashed its own way (it is produced while read).
-pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[EntryHeader]) -> Vec<Prehashed> {
+/// after another; a source the identity cache knows is not read at all, and one read is
+/// remembered there. A tarball member is hashed its own way (it is produced while read).
+pub fn prehash(
+    previous: Option<&Previous>,
+    identities: Option<&IdentityCache>,
+    members: &[Member],
+    headers: &[EntryHeader],
+) -> Vec<Prehash> {
     use rayon::prelude::*;
     let Some(previous) = previous else { return members.iter().map(|_| None).collect() };
     members
@@ -114,29 +148,65 @@ pub fn prehash(previous: Option<&Previous>, members: &[Member], headers: &[Entry
                 return None;
             }
             let candidate = previous.candidate(&header.name, header.fingerprint, methods(header))?;
-            if known_len(&member.data).is_some_and(|len| len != candidate.size()) {
+            let expected = known_len(&member.data);
+            if expected.is_some_and(|len| len != candidate.size()) {
                 return None;
             }
+            let before = identities.and_then(|_| identity_of(&member.data));
+            let remembered = identities.zip(before.as_ref()).and_then(|(cache, before)| cache.lookup(before));
+            if let Some(known) = remembered.filter(|known| Some(known.len) == expected) {
+                return Some(Ok(Prehashed { known, unread: true }));
+            }
             let reader = open_member(&member.data).map_err(to_io);
-            Some(reader.and_then(|reader| hash_all(reader, candidate.size())))
+            let hashed = reader.and_then(|reader| hash_all(reader, candidate.size()));
+            if let (Some(cache), Some(before), Ok(known)) = (identities, before, &hashed) {
+                cache.learn(before, identity_of(&member.data), *known);
+            }
+            Some(hashed.map(|known| Prehashed { known, unread: false }))
         })
         .collect()
 }
 
-/// [`try_copy`] for a member whose bytes [`prehash`] hashed already.
-pub fn try_copy_hashed(previous: Option<&Previous>, header: &EntryHeader, hashed: (MemberDigest, u32)) -> Option<Copy> {
+/// Whether a member whose new bytes are known (by [`prehash`], or a tarball's) can be
+/// copied from `previous`.
+pub fn try_copy_hashed(previous: Option<&Previous>, header: &EntryHeader, hashed: Prehashed) -> Option<Copy> {
     let previous = previous?;
     let candidate = previous.candidate(&header.name, header.fingerprint, methods(header))?;
-    let (digest, crc) = hashed;
-    if !candidate.matches(&digest, crc) {
+    let Prehashed { known, unread } = hashed;
+    let digest = MemberDigest { sha256: known.sha256, len: known.len };
+    if !candidate.matches(&digest, known.crc) {
         return None;
     }
-    previous.verified_copy(&candidate).map(|(sums, source)| Copy { method: candidate.method(), sums, source, digest })
+    previous.verified_copy(&candidate).map(|(sums, source)| Copy {
+        method: candidate.method(),
+        sums,
+        source,
+        digest,
+        unread,
+    })
 }
 
-/// Reads `reader` to its end: its RECORD digest and CRC-32. `expected` sizes the buffer,
-/// so thousands of small members do not each get a chunk-sized one.
-fn hash_all(mut reader: impl Read, expected: u64) -> std::io::Result<(MemberDigest, u32)> {
+/// Remembers what the sources read to code them turned out to be (`identity`), now that
+/// all of them have been read: `finished` holds every member in `members`' order.
+pub fn learn_read_sources(
+    cache: &IdentityCache,
+    members: &[Member],
+    finished: &[FinishedMember],
+    read_sources: Vec<(usize, ReadFrom)>,
+) {
+    for (index, before) in read_sources {
+        let (Some(member), Some(done)) = (members.get(index), finished.get(index)) else { continue };
+        if member.name != done.name {
+            continue;
+        }
+        let known = FileSums { len: done.digest.len, sha256: done.digest.sha256, crc: done.crc };
+        cache.learn_read(before, read_from(cache, &member.data), known);
+    }
+}
+
+/// Reads `reader` to its end: its length, RECORD digest and CRC-32. `expected` sizes the
+/// buffer, so thousands of small members do not each get a chunk-sized one.
+fn hash_all(mut reader: impl Read, expected: u64) -> std::io::Result<FileSums> {
     let mut sha256 = Sha256::new();
     let mut crc = crc32fast::Hasher::new();
     let mut buffer = vec![0u8; usize::try_from(expected.saturating_add(1)).unwrap_or(CHUNK_SIZE).min(CHUNK_SIZE)];
@@ -152,7 +222,7 @@ fn hash_all(mut reader: impl Read, expected: u64) -> std::io::Result<(MemberDige
         crc.update(&buffer[..n]);
         len += n as u64;
     }
-    Ok((MemberDigest { sha256: sha256.finalize().into(), len }, crc.finalize()))
+    Ok(FileSums { len, sha256: sha256.finalize().into(), crc: crc.finalize() })
 }
 
 #[cfg(test)]
@@ -191,8 +261,12 @@ mod tests {
     }
 
     fn write(dir: &Path, spec: &WheelSpec, level: u32, reuse: Reuse) -> (WrittenFile, Vec<u8>) {
-        let options =
-            ArchiveOptions { compression: WheelCompression::Deflate { level }, build_time: BuildTime::DEFAULT, reuse };
+        let options = ArchiveOptions {
+            compression: WheelCompression::Deflate { level },
+            build_time: BuildTime::DEFAULT,
+            reuse,
+            identities: None,
+        };
         let written = write_wheel(dir, spec, &options, &Silent).expect("writes");
         let bytes = std::fs::read(&written.path).expect("read back");
         // Hashed while written when nothing was patched, read back otherwise: the same.

@@ -216,6 +216,45 @@ fn write_tar<W: Write>(
     builder.into_inner().map_err(|error| from_io(error, output, false))
 }
 
+/// Bump when the tar bytes this writer makes of the same entries change in a way the
+/// probe below would not show.
+const LAYOUT_VERSION: u32 = 1;
+
+/// The sha256 of a fixed tarball as this build writes it (a directory, a file under a
+/// name too long for a plain header, an executable, a symlink with a long target), with
+/// [`LAYOUT_VERSION`]: part of every tarball's identity (`identity`), so a tarball made by
+/// another `tar` crate or header rule is never taken for this one's.
+pub fn layout_probe() -> &'static [u8; 32] {
+    static PROBE: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    PROBE.get_or_init(|| {
+        use sha2::{Digest, Sha256};
+        let long = format!("probe/{}/file.txt", "long-directory-name".repeat(8));
+        let file = |bytes: &[u8], executable| TarEntryKind::File {
+            data: super::MemberData::Bytes(std::sync::Arc::new(bytes.to_vec())),
+            executable,
+        };
+        let entries = vec![
+            TarEntry { name: "probe".to_owned(), kind: TarEntryKind::Dir },
+            TarEntry { name: long.clone(), kind: file(b"text\n", false) },
+            TarEntry { name: "probe/run".to_owned(), kind: file(b"#!/bin/sh\n", true) },
+            TarEntry { name: "probe/zlink".to_owned(), kind: TarEntryKind::Symlink { target: long } },
+        ];
+        let spec = TarballSpec {
+            entries,
+            streamed: None,
+            compression: TarballCompression::None,
+            build_time: super::BuildTime::DEFAULT,
+        };
+        let mut hasher = Sha256::new();
+        hasher.update(LAYOUT_VERSION.to_le_bytes());
+        match write_tar(&spec, Vec::new(), &super::Silent, "", Path::new("probe.tar")) {
+            Ok(bytes) => hasher.update(&bytes),
+            Err(error) => hasher.update(error.to_string().as_bytes()),
+        }
+        hasher.finalize().into()
+    })
+}
+
 /// Reports consumed input as it passes.
 pub struct ProgressReader<'a, R> {
     pub inner: R,

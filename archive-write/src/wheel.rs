@@ -22,15 +22,17 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::atomic::{AtomicFile, Hashed, HashedSoFar, HashingWriter};
+use super::atomic::AtomicFile;
 use super::chunk::{Coding, CHUNK_SIZE};
 use super::codec::{fingerprint, foreign_fingerprint};
 use super::deflate::{self, FinishedMember, MemberDigest, Pipeline};
+use super::identity::{read_from, IdentityCache};
 use super::member::{check_member_name, from_io, known_len, open_member};
 use super::metadata::{render_core_metadata, render_entry_points, render_wheel_file};
+use super::output_hash::{Hashed, HashedSoFar, HashingWriter};
 use super::previous::{Ignored, Needs, Previous};
 use super::record::Record;
-use super::reuse::{prehash, try_copy, try_copy_hashed, Copy, ReuseCounts};
+use super::reuse::{learn_read_sources, prehash, try_copy_hashed, try_copy_tarball, Copy, ReuseCounts};
 use super::zip::{EntryHeader, ZipWriter};
 use super::{tar, ArchiveOptions, Inventory, Member, MemberData, StagedFile, WheelSpec, WriteError, WrittenFile};
 use super::{Progress, Reuse, TarballCompression, WheelCompression};
@@ -145,16 +147,20 @@ pub(crate) fn stage_members(
     let write_error = |error| from_io(error, &dest, false);
     // The old wheel stays under its name, only read, until the commit renames the new one
     // over it; an interrupted run leaves it as it was.
-    let previous = match options.reuse {
-        Reuse::FromPrevious => open_previous(&dest, &record_name, &members, progress),
-        Reuse::Never => None,
+    let (previous, identities) = match options.reuse {
+        Reuse::FromPrevious => (open_previous(&dest, &record_name, &members, progress), options.identities),
+        Reuse::Never => (None, None),
     };
 
-    let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file));
+    // The old wheel's sums as the run that left it recorded them: a wheel that comes out
+    // as the old one, with that CRC-32, then needs no sha256 of its own (SPEC §8).
+    let recorded = identities.and_then(|cache| cache.output_sums(file_name));
+    let out = HashingWriter::new(atomic.file(), previous.as_ref().map(Previous::file), recorded);
     // The buffer gathers headers and small members; a chunk's data (hundreds of KiB) is
     // larger, so it goes to the file as it is instead of being copied through.
     let mut zip = ZipWriter::new(BufWriter::with_capacity(64 << 10, out), options.build_time);
-    let context = WriteContext { options, progress, file_name, dest: &dest, previous: previous.as_ref(), generator };
+    let context =
+        WriteContext { options, progress, file_name, dest: &dest, previous: previous.as_ref(), identities, generator };
     let (mut finished, mut reuse) = write_members(&mut zip, &members, copies, &context)?;
     drop(previous);
     let listed = finished.iter().map(|member| (member.name.as_str(), &member.digest));
@@ -180,19 +186,22 @@ pub(crate) fn stage_members(
     // A wheel that came out byte for byte as the one it replaces leaves that one in place:
     // nothing written, synced or renamed (SPEC §8).
     let staged = match hashed {
-        Hashed { digest: HashedSoFar::Whole(len, digest), same_as_previous: true, deferred } => {
-            match atomic.keep_previous(len, digest) {
+        Hashed { digest: HashedSoFar::Whole(sums), same_as_previous: true, deferred } => {
+            match atomic.keep_previous(sums) {
                 Ok(kept) => kept,
                 Err(mut atomic) => {
                     if let Some((old, deferred)) = deferred {
                         atomic.fill_from(&old, deferred)?;
                     }
-                    atomic.stage_hashed(HashedSoFar::Whole(len, digest))?
+                    atomic.stage_hashed(HashedSoFar::Whole(sums))?
                 }
             }
         }
         Hashed { digest, .. } => atomic.stage_hashed(digest)?,
     };
+    if let Some(cache) = identities {
+        cache.learn_output(file_name, staged.sums);
+    }
     progress.output_finished(file_name);
     let written = WrittenFile {
         path: staged.dest().to_path_buf(),
@@ -241,7 +250,7 @@ fn write_whole<W: Write + std::io::Seek>(
     let mut header = entry_header(name.clone(), coding(options), false, generator);
     header.method = whole_coding.method();
     zip.write_entry(header, sums, size_bound, &[data])?;
-    Ok(FinishedMember { name, digest })
+    Ok(FinishedMember { name, digest, crc: sums.crc })
 }
 
 fn entry_header(name: String, coding: Coding, executable: bool, generator: &str) -> EntryHeader {
@@ -250,11 +259,12 @@ fn entry_header(name: String, coding: Coding, executable: bool, generator: &str)
 
 /// What every member of one wheel is written with.
 struct WriteContext<'a> {
-    options: &'a ArchiveOptions,
+    options: &'a ArchiveOptions<'a>,
     progress: &'a dyn Progress,
     file_name: &'a str,
     dest: &'a Path,
     previous: Option<&'a Previous>,
+    identities: Option<&'a IdentityCache>,
     /// The generator's name, part of every member's codec fingerprint.
     generator: &'a str,
 }
@@ -284,16 +294,19 @@ fn write_members<W: Write + std::io::Seek>(
         .iter()
         .map(|member| entry_header(member.name.clone(), member_coding, member.executable, generator))
         .collect();
-    let prehashed = prehash(previous_for_files, members, &headers);
+    let prehashed = prehash(previous_for_files, context.identities, members, &headers);
+    // The identities of the sources read to code them, taken before they were opened.
+    let mut read_sources = Vec::new();
     let finished = std::thread::scope(|scope| {
         let mut pipeline = Pipeline::new();
-        for (((member, mut header), prehashed), given) in members.iter().zip(headers).zip(prehashed).zip(copies) {
+        let rows = members.iter().zip(headers).zip(prehashed).zip(copies).enumerate();
+        for (index, (((member, mut header), prehashed), given)) in rows {
             if let Some(copy) = given {
                 // Another writer's coded bytes: the fingerprint says no coding of ours made them.
                 header.fingerprint = foreign_fingerprint(generator);
                 let size_bound = deflate::size_bound(copy.sums.uncompressed.max(copy.sums.compressed));
                 progress.advance(file_name, copy.digest.len);
-                counts.add_reused(copy.digest.len);
+                counts.add_reused(copy.digest.len, copy.unread);
                 push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
                 continue;
             }
@@ -314,7 +327,8 @@ fn write_members<W: Write + std::io::Seek>(
                         *hashed.borrow_mut() = Some(producer);
                         Ok(Box::new(reader))
                     };
-                    let copy = try_copy(previous, &header, None, open, |error| from_io(error, dest, true));
+                    let read_error = |error| from_io(error, dest, true);
+                    let copy = try_copy_tarball(previous, context.identities, &header, tar_spec, open, read_error);
                     // The hashing producer's own result decides whether what was hashed was
                     // the whole tarball.
                     if let Some(producer) = hashed.into_inner() {
@@ -322,11 +336,14 @@ fn write_members<W: Write + std::io::Seek>(
                     }
                     if let Some(copy) = copy? {
                         progress.advance(file_name, tar::input_len(tar_spec));
-                        counts.add_reused(copy.digest.len);
+                        counts.add_reused(copy.digest.len, copy.unread);
                         push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
                         continue;
                     }
                     pipeline.begin(header, member_coding, size_bound);
+                    if let Some(before) = context.identities.and_then(|cache| read_from(cache, &member.data)) {
+                        read_sources.push((index, before));
+                    }
                     let (reader, producer) = tar::spawn_tarball(scope, tar_spec, &member.name, progress, file_name);
                     let streamed = stream_member(&mut pipeline, zip, reader, None, None, dest);
                     let produced = join_producer(producer, &member.name);
@@ -342,11 +359,14 @@ fn write_members<W: Write + std::io::Seek>(
                     let copy = hashed.and_then(|hashed| try_copy_hashed(previous_for_files, &header, hashed));
                     if let Some(copy) = copy {
                         progress.advance(file_name, copy.digest.len);
-                        counts.add_reused(copy.digest.len);
+                        counts.add_reused(copy.digest.len, copy.unread);
                         push_copy(&mut pipeline, zip, header, size_bound, copy, dest)?;
                         continue;
                     }
                     pipeline.begin(header, member_coding, size_bound);
+                    if let Some(before) = context.identities.and_then(|cache| read_from(cache, data)) {
+                        read_sources.push((index, before));
+                    }
                     let reader = open_member(data)?;
                     let progress = Some((progress, file_name));
                     counts.add_compressed(stream_member(&mut pipeline, zip, reader, known_len(data), progress, dest)?);
@@ -355,6 +375,9 @@ fn write_members<W: Write + std::io::Seek>(
         }
         pipeline.finish(zip).map_err(|error| from_io(error, dest, false))
     })?;
+    if let Some(cache) = context.identities {
+        learn_read_sources(cache, members, &finished, read_sources);
+    }
     Ok((finished, counts))
 }
 
@@ -486,8 +509,13 @@ mod tests {
         expected
     }
 
-    fn options(reuse: Reuse) -> ArchiveOptions {
-        ArchiveOptions { compression: WheelCompression::Deflate { level: 6 }, build_time: BuildTime::DEFAULT, reuse }
+    fn options(reuse: Reuse) -> ArchiveOptions<'static> {
+        ArchiveOptions {
+            compression: WheelCompression::Deflate { level: 6 },
+            build_time: BuildTime::DEFAULT,
+            reuse,
+            identities: None,
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::config::{
 use crate::dest_lock::DestLock;
 use crate::elf::EditStrategy;
 use crate::identity::{self, PackageRole, PlatformTags};
+use crate::identity_cache::{load_identities, save_identities};
 use crate::launcher::LauncherTemplate;
 use crate::manylinux;
 use crate::plan::{DevelEntry, DevelTree, PackagePlan, Plan, PlanError, PlannedFile};
@@ -109,7 +110,7 @@ pub fn write_outputs(
         );
         return Err(WriteError::Invalid { reason }.into());
     }
-    let launcher = compile_launcher_if_needed(plan, config)?;
+    let launcher = crate::launcher::compile_if_needed(plan, config)?;
     let packages = selected_packages(plan, config, progress);
     let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
     let third_party = read_third_party(config)?;
@@ -202,10 +203,13 @@ fn write_archives(
     settings: ArchiveSettings,
 ) -> Result<Vec<OutputReport>, crate::Error> {
     let output_dir = run.lock.output_dir();
+    let dest_dir = &run.lock.destination().dest_dir;
+    let identities = load_identities(settings.reuse, dest_dir, run.plan, run.config.started, run.progress);
     let options = ArchiveOptions {
         compression: settings.wheel_compression,
         build_time: run.config.build_time,
         reuse: settings.reuse,
+        identities: identities.as_ref(),
     };
     // Until the commit below, each output lives under a temp name and is removed if
     // anything fails (dropping it): renaming as each one finished would replace an earlier
@@ -229,6 +233,9 @@ fn write_archives(
     run.lock.commit(files)?;
     if full_run {
         remove_stale(run.plan, output_dir, &outputs, run.progress)?;
+    }
+    if let Some(identities) = &identities {
+        save_identities(identities, dest_dir, full_run, run.progress);
     }
     Ok(outputs)
 }
@@ -334,25 +341,6 @@ fn stage_wheels(
     // the wheels staged meanwhile are dropped with the rest, which removes them.
     results.sort_by_key(|(index, _)| *index);
     results.into_iter().map(|(_, result)| result).collect()
-}
-
-fn compile_launcher_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Option<LauncherTemplate>, crate::Error> {
-    let needed = plan
-        .packages
-        .iter()
-        .any(|package| package.files.values().any(|file| matches!(file, PlannedFile::Launcher { .. })));
-    if !needed {
-        return Ok(None);
-    }
-    let scratch = match &config.scratch_dir {
-        Some(dir) => tempfile::tempdir_in(dir),
-        None => tempfile::tempdir(),
-    }
-    .map_err(|source| {
-        let dir = config.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
-        WriteError::io(crate::write::WriteAction::CreateTemp, dir, source)
-    })?;
-    Ok(Some(LauncherTemplate::compile(scratch.path())?))
 }
 
 /// The tag of every wheel of a Windows build (SPEC §7), unless one is given.
@@ -483,7 +471,7 @@ fn member_data(file: &PlannedFile, launcher: Option<&LauncherTemplate>) -> Resul
             crate::member::file(Arc::clone(source), *len, Some(*stamp))
         }
         PlannedFile::PatchRpath { source, len, stamp, edit, .. } => {
-            crate::member::patch_rpath(Arc::clone(source), *len, Some(*stamp), edit.rpath.clone(), edit.new_len)
+            crate::member::patch_rpath(Arc::clone(source), *len, Some(*stamp), edit.planned())
         }
         PlannedFile::Launcher { target, .. } => {
             let template =

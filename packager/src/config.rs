@@ -166,6 +166,9 @@ pub struct PackageConfig {
     /// `--build-os`: the build's operating system when its binaries cannot tell (SPEC §7).
     pub build_os: Option<crate::build_os::BuildOs>,
     pub build_time: BuildTime,
+    /// When the run started, by the caller's clock: a file whose status changed after
+    /// (or just before) is read again by the next run, whatever its identity says (SPEC §8).
+    pub started: std::time::SystemTime,
     /// Archives (with their settings) or trees.
     pub output: OutputMode,
     pub absolute_rpath: AbsoluteRpath,

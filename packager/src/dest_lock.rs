@@ -74,7 +74,7 @@ impl DestLock {
         }
         let path: PathBuf = dest_dir.join(LOCK_NAME);
         let file = lock_file(dest_dir, &path)?;
-        let removed_stale = remove_temp_files_in(output_dir)?;
+        let removed_stale = remove_temp_files_in(destination)?;
         Ok(DestLock { _file: file, path, destination: destination.clone(), removed_stale, cleaned: Mutex::new(false) })
     }
 
@@ -96,7 +96,7 @@ impl DestLock {
         let mut cleaned = self.cleaned.lock().unwrap_or_else(PoisonError::into_inner);
         let first = !*cleaned;
         *cleaned = true;
-        let removed = remove_temp_files_in(self.output_dir())?;
+        let removed = remove_temp_files_in(&self.destination)?;
         // The run ends here (it commits nothing after a cleanup), and the process may exit
         // without dropping the lock. Once only: the next run may have made a new one since.
         if first {
@@ -257,8 +257,14 @@ fn remove_lock_file(path: &Path) {
     let _ = std::fs::remove_file(path);
 }
 
-fn remove_temp_files_in(dest: &Path) -> Result<usize, WriteError> {
-    write::atomic::remove_temp_entries(dest)
+/// The writers' temp files in the output directory, and in the destination above it
+/// (where the identity cache is saved, `identity_cache`).
+fn remove_temp_files_in(destination: &Destination) -> Result<usize, WriteError> {
+    let mut removed = write::atomic::remove_temp_entries(&destination.output_dir)?;
+    if destination.dest_dir != destination.output_dir {
+        removed += write::atomic::remove_temp_entries(&destination.dest_dir)?;
+    }
+    Ok(removed)
 }
 
 #[cfg(test)]

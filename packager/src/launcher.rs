@@ -1,11 +1,15 @@
 //! Launchers: the small compiled programs that replace executable symlinks in wheels
 //! (SPEC §2). The C source is `launcher-template/launcher.c`; it is compiled once per run
-//! and each launcher gets its target written into a reserved slot after a marker string.
+//! (when the plan has a launcher at all) and each launcher gets its target written into a
+//! reserved slot after a marker string.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use diagnostic::Diagnostic;
+
+use crate::config::PackageConfig;
+use crate::plan::{Plan, PlannedFile};
 
 const SOURCE: &str = include_str!("../../launcher-template/launcher.c");
 const MARKER: &[u8] = b"ROCM_SDK_LAUNCHER_TARGET=";
@@ -41,6 +45,27 @@ impl Diagnostic for LauncherError {
             _ => None,
         }
     }
+}
+
+/// The run's launcher template, compiled once in a scratch directory (`config.scratch_dir`,
+/// else the system's temp dir) if any package of `plan` has a launcher.
+pub fn compile_if_needed(plan: &Plan, config: &PackageConfig) -> Result<Option<LauncherTemplate>, crate::Error> {
+    let needed = plan
+        .packages
+        .iter()
+        .any(|package| package.files.values().any(|file| matches!(file, PlannedFile::Launcher { .. })));
+    if !needed {
+        return Ok(None);
+    }
+    let scratch = match &config.scratch_dir {
+        Some(dir) => tempfile::tempdir_in(dir),
+        None => tempfile::tempdir(),
+    }
+    .map_err(|source| {
+        let dir = config.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
+        crate::write::WriteError::io(crate::write::WriteAction::CreateTemp, dir, source)
+    })?;
+    Ok(Some(LauncherTemplate::compile(scratch.path())?))
 }
 
 /// The compiled launcher with the offset of its target slot.

@@ -26,6 +26,7 @@ pub mod catalog;
 pub mod config;
 pub mod escape;
 pub mod identity;
+pub mod identity_cache;
 pub mod index;
 pub mod launcher;
 pub mod manylinux;

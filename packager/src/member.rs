@@ -5,8 +5,13 @@
 //! re-checked when it is opened (type, length, inode, modification time against the
 //! catalog's) and with `fstat` once it has been read.
 //!
-//! Owns: these sources and their checks. Does not own: archive formats (`write`), ELF
-//! splicing itself (`elf`).
+//! A file source also says what its bytes are without reading them (SPEC §8): the file's
+//! identity and a recipe, empty for a copy and the planned edit's digest
+//! ([`edit_digest`]) for an edited file, so a rerun whose file is as an earlier run read
+//! it does not read it again.
+//!
+//! Owns: these sources, their checks and recipes. Does not own: archive formats
+//! (`write`), ELF splicing itself (`elf`).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -15,8 +20,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::catalog::FileStamp;
+use sha2::{Digest, Sha256};
+
 use crate::elf::{RpathEdit, SplicedReader};
-use crate::write::{to_io, MemberData, MemberSource, WriteError};
+use crate::write::{to_io, MemberData, MemberSource, SourceIdentity, WriteError};
 
 /// A file copied as it is; `len` and `stamp` (when known) are what the plan saw, and a
 /// change is an error.
@@ -29,12 +36,43 @@ pub fn patched(path: Arc<Path>, edit: Arc<RpathEdit>) -> MemberData {
     MemberData::Source(Arc::new(PatchedFile { path, edit }))
 }
 
-/// An ELF file whose search path becomes `rpath` (DT_RPATH). The edit is planned when the
-/// member is opened and dropped when it has streamed, so a wheel of thousands of libraries
-/// never holds their grown tables all at once. `len` and `new_len` are what the plan saw,
-/// as is `stamp` (when known); a difference at write time is an error.
-pub fn patch_rpath(path: Arc<Path>, len: u64, stamp: Option<FileStamp>, rpath: String, new_len: u64) -> MemberData {
-    MemberData::Source(Arc::new(RpathFile { path, original_len: len, stamp, rpath, new_len }))
+/// What an RPATH edit does to a file's bytes, as a digest: the length it starts from, each
+/// patch's place and bytes, and what it appends. Two edits of one file with the same
+/// digest make the same bytes, whatever planned them.
+pub fn edit_digest(edit: &RpathEdit) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(edit.original_len.to_le_bytes());
+    hasher.update((edit.patches.len() as u64).to_le_bytes());
+    for patch in &edit.patches {
+        hasher.update(patch.offset.to_le_bytes());
+        hasher.update((patch.bytes.len() as u64).to_le_bytes());
+        hasher.update(&patch.bytes);
+    }
+    hasher.update((edit.appended.len() as u64).to_le_bytes());
+    hasher.update(&edit.appended);
+    hasher.finalize().into()
+}
+
+/// The planned RPATH edit of a file: its search path, the member's length after it and
+/// the edit's digest ([`edit_digest`]).
+pub struct PlannedRpath {
+    pub rpath: String,
+    pub new_len: u64,
+    pub edit_digest: [u8; 32],
+}
+
+/// An ELF file whose search path becomes `planned.rpath` (DT_RPATH). The edit is planned
+/// again when the member is opened and dropped when it has streamed, so a wheel of
+/// thousands of libraries never holds their grown tables all at once. `len` and the
+/// planned edit are what the plan saw, as is `stamp` (when known); a difference at write
+/// time is an error.
+pub fn patch_rpath(path: Arc<Path>, len: u64, stamp: Option<FileStamp>, planned: PlannedRpath) -> MemberData {
+    MemberData::Source(Arc::new(RpathFile { path, original_len: len, stamp, planned }))
+}
+
+/// The recipe of a file edited by `edit_digest`'s edit.
+fn rpath_recipe(edit_digest: &[u8; 32]) -> Vec<u8> {
+    [b"rpath edit ".as_slice(), edit_digest].concat()
 }
 
 #[derive(Debug)]
@@ -55,6 +93,11 @@ impl MemberSource for PlainFile {
 
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
         open_exact(&self.path, self.len, self.stamp, self.len, Ok)
+    }
+
+    // Copied as it is: the file's identity alone says what the bytes are.
+    fn identity(&self) -> Option<SourceIdentity> {
+        SourceIdentity::of_file(&self.path, b"")
     }
 }
 
@@ -81,20 +124,29 @@ impl MemberSource for PatchedFile {
     }
 }
 
-#[derive(Debug)]
 struct RpathFile {
     path: Arc<Path>,
     /// The size of the file on disk, before the edit; `len()` is the member's, after it.
     original_len: u64,
     stamp: Option<FileStamp>,
-    rpath: String,
-    new_len: u64,
+    planned: PlannedRpath,
+}
+
+impl std::fmt::Debug for RpathFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpathFile")
+            .field("path", &self.path)
+            .field("original_len", &self.original_len)
+            .field("rpath", &self.planned.rpath)
+            .field("new_len", &self.planned.new_len)
+            .finish_non_exhaustive()
+    }
 }
 
 impl MemberSource for RpathFile {
     // The member is the edited file: its length is the one after the edit.
     fn len(&self) -> u64 {
-        self.new_len
+        self.planned.new_len
     }
 
     fn path(&self) -> &Path {
@@ -102,17 +154,27 @@ impl MemberSource for RpathFile {
     }
 
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
-        let (path, new_len) = (&self.path, self.new_len);
+        let (path, new_len) = (&self.path, self.planned.new_len);
         // The edit is planned once the file is open and checked, so it is this file's.
         open_exact(path, self.original_len, self.stamp, new_len, |file| {
-            let edit = crate::elf::plan_set_rpath(path, &self.rpath)
+            let edit = crate::elf::plan_set_rpath(path, &self.planned.rpath)
                 .map_err(|error| WriteError::Changed { path: path.to_path_buf(), reason: error.to_string() })?;
             if edit.new_len() != new_len {
                 let reason = format!("its RPATH edit now yields {} bytes, planned {new_len}", edit.new_len());
                 return Err(WriteError::Changed { path: path.to_path_buf(), reason });
             }
+            // The identity cache knows the member by this digest (SPEC §8).
+            if edit_digest(&edit) != self.planned.edit_digest {
+                let reason = "its RPATH edit now differs from the planned one".to_owned();
+                return Err(WriteError::Changed { path: path.to_path_buf(), reason });
+            }
             SplicedReader::new_owned(file, edit).map_err(|source| WriteError::Read { path: path.to_path_buf(), source })
         })
+    }
+
+    // The file's identity and the edit planned from its bytes say what the member is.
+    fn identity(&self) -> Option<SourceIdentity> {
+        SourceIdentity::of_file(&self.path, &rpath_recipe(&self.planned.edit_digest))
     }
 }
 

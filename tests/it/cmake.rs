@@ -77,8 +77,10 @@ fn the_python_packages_target_writes_dist_and_pip_installs_from_it() {
         Command::new(venv.join("bin/pip"))
             .args(["install", "rocm[libraries,devel]", "--pre", "--no-cache-dir"])
             .arg(format!("--find-links={}/dist", packages.display()))
-            // Hermetic: `--find-links` alone also asks PyPI, where another `rocm` lives.
+            // Hermetic: `--find-links` alone also asks PyPI, where another `rocm` lives;
+            // and this machine's GPUs choose nothing (SPEC §3).
             .env("PIP_NO_INDEX", "1")
+            .env("ROCM_SDK_KFD_TOPOLOGY", support::kfd_topology("cpu_only"))
             .env_remove("ROCM_SDK_TARGET_FAMILY"),
     );
     let tested = support::run(Command::new(venv.join("bin/rocm-sdk")).arg("test"));

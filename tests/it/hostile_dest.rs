@@ -1,8 +1,9 @@
 //! The destination is shared: taking the lock removes only temp files our
 //! writers marked as theirs, never another tool's `.x.tmp-y`, a directory or a symlink,
-//! and the lock file is never opened through a symlink. `--no-build-packages` is all or
-//! nothing like the archives: a full disk leaves the earlier trees as they were, and a
-//! SIGKILL while trees are swapped leaves every tree whole, old or new.
+//! and neither the lock file nor the identity cache is opened through a symlink.
+//! `--no-build-packages` is all or nothing like the archives: a full disk leaves the
+//! earlier trees as they were, and a SIGKILL while trees are swapped leaves every tree
+//! whole, old or new.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
@@ -57,6 +58,29 @@ fn the_lock_file_is_not_opened_through_a_symlink() {
     assert!(text.contains(&lock.display().to_string()), "{text}");
     assert!(!target.exists(), "the link was followed: {text}");
     assert_eq!(names_but_the_lock(&dest), Vec::<String>::new(), "{text}");
+}
+
+/// The identity cache beside `dist/` is read like an old wheel (SPEC §8): a symlink
+/// planted at its name is neither followed to read a cache nor written through; the run
+/// says it could not save the cache, and its packages are complete.
+#[test]
+fn the_identity_cache_is_not_read_or_written_through_a_symlink() {
+    let example = Example::new();
+    let config = example.config();
+    let cache = config.dest_dir.join(packager::identity_cache::IDENTITY_CACHE_NAME);
+    fs_err::create_dir_all(&config.dest_dir).expect("mkdir");
+    let outside = example.temp.path().join("not-a-cache.txt");
+    fs_err::write(&outside, "not yours").expect("write");
+    symlink(&outside, &cache).expect("symlink");
+    let warnings = crate::support::Warnings::default();
+    let report = packager::package(&config, &warnings).expect("packages");
+    assert!(report.outputs.iter().all(|output| output.path.is_file()), "the packages are in place");
+    let warned = warnings.take();
+    let about_cache = warned.iter().find(|warning| warning.starts_with("cannot save the identity cache"));
+    let warning = about_cache.unwrap_or_else(|| panic!("no warning about the cache: {warned:?}"));
+    assert!(warning.contains(&cache.display().to_string()) && warning.contains("is a symlink"), "{warning}");
+    assert!(cache.is_symlink(), "the link was replaced");
+    assert_eq!(fs_err::read_to_string(&outside).expect("read"), "not yours");
 }
 
 /// Every tree in `dir` by name, each as its files (relative path → bytes) and symlinks.

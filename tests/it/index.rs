@@ -11,6 +11,8 @@ use crate::support;
 fn pip(venv: &Path) -> Command {
     let mut command = Command::new(venv.join("bin/python"));
     command.args(["-m", "pip", "install", "--quiet", "--no-cache-dir", "--disable-pip-version-check"]);
+    // The sdist's choice must not depend on the GPUs of the machine running the tests.
+    command.env("ROCM_SDK_KFD_TOPOLOGY", support::kfd_topology("cpu_only"));
     command
 }
 

@@ -298,6 +298,7 @@ fn uv_installs_and_uninstalls_the_example() {
         .arg("--find-links")
         .arg(dist)
         .arg("rocm[libraries,devel]")
+        .env("ROCM_SDK_KFD_TOPOLOGY", support::kfd_topology("cpu_only"))
         .output()
         .expect("uv");
     assert_success(&output, "uv pip install");
@@ -333,6 +334,7 @@ fn uv_with_no_cache_follows_the_family_after_a_cached_install() {
             .env("UV_CACHE_DIR", &cache)
             .env("ROCM_SDK_TARGET_FAMILY", family)
             .env("PATH", installed::PATH_WITHOUT_GPU_TOOLS)
+            .env("ROCM_SDK_KFD_TOPOLOGY", support::kfd_topology("cpu_only"))
             .output()
             .expect("uv");
         assert_success(&output, &format!("uv pip install for {family}"));

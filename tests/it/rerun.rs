@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use packager::config::{ArchiveSettings, OutputMode, Reuse, WheelCompression};
+use packager::plan::PlannedFile;
 use packager::{PackageConfig, Report};
 
 use crate::hostile::{dist_snapshot, Example};
@@ -125,6 +126,48 @@ fn after_each_change_the_archives_are_those_of_a_cold_run() {
     fs_err::remove_file(share.join("removed.txt")).expect("rm");
     let changed = rerun_matches_cold(&example, &config, "a file added and one removed");
     assert!(changed.reuse.reused_bytes > changed.reuse.compressed_bytes, "{:?}", changed.reuse);
+}
+
+/// A rerun whose files are as the last run read them reads none of them: the identity
+/// cache beside `dist/` knows their bytes (SPEC §8). The runs claim to start a minute
+/// after the example was written, so every file has settled; a file rewritten since is
+/// read whatever that clock says, because its status-change time is new.
+#[test]
+fn a_rerun_reads_no_file_whose_identity_is_unchanged() {
+    let example = Example::new();
+    let config = PackageConfig {
+        started: std::time::SystemTime::now() + std::time::Duration::from_secs(60),
+        ..example.config()
+    };
+    let first = package(&config);
+    let cache = config.dest_dir.join(packager::identity_cache::IDENTITY_CACHE_NAME);
+    assert!(cache.is_file(), "the run saved its identity cache beside dist/");
+    let in_dist: Vec<String> = fs_err::read_dir(archive_dir(&first))
+        .expect("list")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with(".whl") && !name.ends_with(".tar.gz"))
+        .collect();
+    assert_eq!(in_dist, Vec::<String>::new(), "nothing but packages in dist/");
+
+    let unchanged = rerun_matches_cold(&example, &config, "nothing changed, files known by identity");
+    let core = core_output(&unchanged).reuse;
+    assert!(core.unread_members > 0 && core.unread_bytes > 0, "{core:?}");
+    // Every member the artifacts supply is copied unread, each devel tarball too (not
+    // produced again); generated ones (Python, metadata, launchers) are bytes in memory,
+    // hashed as before.
+    let plan = packager::plan(&config, &packager::Silent).expect("plan");
+    let files = plan.packages.iter().flat_map(|package| package.files.values());
+    let from_artifacts = files.filter(|file| matches!(file, PlannedFile::Copy { .. } | PlannedFile::PatchRpath { .. }));
+    let tarballs = plan.packages.iter().filter(|package| package.devel_tree.is_some()).count();
+    assert_eq!(unchanged.reuse.unread_members, (from_artifacts.count() + tarballs) as u64, "{:?}", unchanged.reuse);
+
+    let library = large_core_library(&example);
+    let size = fs_err::metadata(&library).expect("stat").len();
+    rewrite_same_size_same_time(&library);
+    let rewritten = rerun_matches_cold(&example, &config, "a library rewritten with its size and time");
+    let core = core_output(&rewritten).reuse;
+    assert!(core.compressed_bytes >= size, "the library is read and compressed again: {core:?}");
+    assert!(core.unread_members > 0, "the other files are still known: {core:?}");
 }
 
 fn core_output(report: &Report) -> &packager::assemble::OutputReport {

@@ -55,6 +55,8 @@ fn the_seeds_sequence_runs_verbatim_with_our_command() {
             .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
             .env_remove("ROCM_SDK_WHEEL_PLATFORM_TAG")
             .env_remove("ROCM_SDK_TARGET_FAMILY")
+            // This machine's GPUs choose nothing (SPEC §3).
+            .env("ROCM_SDK_KFD_TOPOLOGY", support::kfd_topology("cpu_only"))
             .env_remove("VIRTUAL_ENV"),
     )
     .expect("run bash");

@@ -221,11 +221,13 @@ pub fn package_example(dir: &Path, kpack_split: bool) -> PathBuf {
 }
 
 /// `pip install --no-index --find-links dist <requirements>` into `venv` (no cache, so the
-/// `rocm` sdist's install-time selection runs every time). `envs` go to pip only.
+/// `rocm` sdist's install-time selection runs every time), on the KFD topology of a machine
+/// without a GPU, whatever GPUs the machine running the tests has. `envs` go to pip only
+/// (and may name another topology).
 pub fn pip_install(venv: &Path, dist: &Path, requirements: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
     let mut command = Command::new(venv.join("bin/python"));
     command.args(["-m", "pip", "install", "--quiet", "--no-cache-dir", "--no-index", "--find-links"]).arg(dist);
-    command.args(requirements);
+    command.args(requirements).env("ROCM_SDK_KFD_TOPOLOGY", kfd_topology("cpu_only"));
     for (key, value) in envs {
         command.env(key, value);
     }

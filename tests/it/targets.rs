@@ -8,7 +8,8 @@
 //! need no second edit), `foreign_machines` (i386 and aarch64 libraries in an x86_64
 //! build are copied untouched), `devel_rpath` (devel-only ELF files: DT_RPATH, removals
 //! reported), `verify` (`verify_dist` on a hand-broken copy), `owners` (two targets in one
-//! owner's device wheel).
+//! owner's device wheel), `kfd` (the sdist's choice from each recorded KFD topology, by
+//! pip and uv, legacy and kpack-split).
 
 #[path = "targets_cli.rs"]
 pub(crate) mod cli;
@@ -20,6 +21,8 @@ mod elf_edits;
 mod foreign_machines;
 #[path = "targets_install.rs"]
 mod install;
+#[path = "targets_kfd.rs"]
+mod kfd;
 #[path = "targets_owners.rs"]
 mod owners;
 #[path = "targets_verify.rs"]

@@ -272,6 +272,7 @@ fn to_config(args: &PackageArgs, output: Output) -> anyhow::Result<PackageConfig
             None => PlatformTag::Default(packager::platform::host_platform_tag()),
         },
         build_time: build_time()?,
+        started: std::time::SystemTime::now(),
         output: output_mode(args),
         absolute_rpath: if args.keep_absolute_rpath { AbsoluteRpath::Keep } else { AbsoluteRpath::Remove },
         variants: if args.variants { DeviceVariants::Wheels } else { DeviceVariants::Off },

@@ -181,8 +181,13 @@ fn stage_line(report: &Report) -> String {
 /// How much of the input was copied compressed from the previous wheels (SPEC §8).
 fn reuse_line(report: &Report) -> String {
     let reuse = &report.reuse;
+    // The members proven unchanged by their files' identities, not by reading them.
+    let unread = match reuse.unread_members {
+        0 => String::new(),
+        n => format!("; {} of them ({n} members) not read again", human_bytes(reuse.unread_bytes)),
+    };
     format!(
-        "{} reused from the previous wheels ({} members), {} compressed ({} members)",
+        "{} reused from the previous wheels ({} members{unread}), {} compressed ({} members)",
         human_bytes(reuse.reused_bytes),
         reuse.reused_members,
         human_bytes(reuse.compressed_bytes),

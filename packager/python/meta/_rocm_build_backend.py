@@ -2,9 +2,12 @@
 
 Installing `rocm[...]` builds this sdist on the user's machine, and the build decides the
 dependencies: `Requires-Dist: rocm-sdk-core=={v}` plus one extra per optional package,
-pinned to the target family chosen here (`ROCM_SDK_TARGET_FAMILY`, else the GPU
-`offload-arch` reports, else the default). Standard library only, so installing needs
-nothing from an index beyond the sdist itself.
+pinned to the target family chosen here (`ROCM_SDK_TARGET_FAMILY`, else the GPUs of the
+KFD topology, which the amdgpu driver publishes with no ROCm installed, else the GPU
+`offload-arch` reports, else the default). The topology is read by the very module
+`rocm-sdk doctor` uses, `rocm_sdk/_kfd_topology.py` of this sdist, so the choice is the
+package `doctor` would name. Standard library only, so installing needs nothing from an
+index beyond the sdist itself.
 """
 
 import base64
@@ -17,12 +20,15 @@ import os
 import sys
 import tarfile
 import zipfile
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Optional, cast
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Protocol
 
     from rocm_sdk._dist_info import FamilyChoice, PackageEntry
+    from rocm_sdk._kfd_topology import Agent
 
     class DistInfo(Protocol):
         """What the backend reads of `rocm_sdk._dist_info` (the module itself is loaded
@@ -33,12 +39,26 @@ if TYPE_CHECKING:
         AVAILABLE_TARGET_FAMILIES: list[str]
         LINUX_TARGET_FAMILIES: list[str]
         WINDOWS_TARGET_FAMILIES: list[str]
+        DEFAULT_TARGET_FAMILY: Optional[str]
+        KPACK_SPLIT: bool
         SOURCE_DEFAULT: str
+        SOURCE_DETECTED: str
+        SOURCE_KFD: str
 
         def resolve_target_family(self) -> FamilyChoice: ...
+        def match_target_family(self, requested: str, available: Optional[Sequence[str]] = None) -> Optional[str]: ...
+        def family_for_gpu(self, reported: str, available: Optional[Sequence[str]] = None) -> Optional[str]: ...
+        def printable(self, text: object, keep_newlines: bool = False) -> str: ...
+        def _offload_arch_candidates(self) -> list[str]: ...
         def device_owner(self, name: str) -> str: ...
         def target_dist_segment(self, name: str) -> str: ...
         def release_specifier(self, version: Optional[str] = None) -> str: ...
+
+    class KfdTopology(Protocol):
+        """What the backend reads of `rocm_sdk._kfd_topology`, loaded as `_dist_info` is."""
+
+        def topology_root(self, environ: Optional[Mapping[str, str]] = None) -> str: ...
+        def detect_agents(self, root: str = ...) -> list[Agent]: ...
 
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -51,8 +71,8 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 def _log(message: str) -> None:
-    # pip shows a backend's output with -v only. Control characters (from the environment)
-    # are escaped, as the packager and the runtime escape them.
+    # pip shows a backend's output with -v only. Control characters (from the environment,
+    # or a topology's path) are escaped, as the packager and the runtime escape them.
     text = "".join(ch if ch in " \n" or ch.isprintable() else repr(ch)[1:-1] for ch in str(message))
     print("rocm build backend: " + text, file=sys.stderr)
 
@@ -72,6 +92,128 @@ def load_dist_info(root: str = ROOT) -> "DistInfo":
     spec.submodule_search_locations = [os.path.join(root, "rocm_sdk")]
     sys.modules[_BUILD_PACKAGE] = importlib.util.module_from_spec(spec)
     return cast("DistInfo", importlib.import_module(_BUILD_PACKAGE + "._dist_info"))
+
+
+def detect_gpus() -> tuple[Optional[list[tuple[int, str]]], Optional[str]]:
+    """`([(node, target)], topology)`: the GPUs of this machine's KFD topology (or of the
+    one `ROCM_SDK_KFD_TOPOLOGY` names) in node order, read by `_kfd_topology.py` of the
+    sdist `load_dist_info` loaded last, the reader of `rocm-sdk doctor` (SPEC §3, §4).
+    `(None, None)` when that module cannot be loaded: the choice then goes on without it,
+    and the log says why."""
+    try:
+        kfd = cast("KfdTopology", importlib.import_module(_BUILD_PACKAGE + "._kfd_topology"))
+    except Exception as error:  # An sdist without the reader still installs.
+        _log("cannot read the KFD topology: %s" % error)
+        return None, None
+    topology = kfd.topology_root()
+    return [(agent.node, agent.target) for agent in kfd.detect_agents(topology)], topology
+
+
+class TargetSelection(NamedTuple):
+    """What the `rocm` sdist installs for (SPEC §3): the family target-specific packages
+    are pinned to, where it came from, the families whose device packages the `device`
+    extra names (kpack-split: one per owner this machine's GPUs need; none without a named
+    or detected target, and in legacy mode), and the lines saying which source decided and
+    why, for the log."""
+
+    family: Optional[str]
+    source: str
+    device_families: list[str]
+    log: list[str]
+
+
+def gpu_family(dist_info: "DistInfo", target: str) -> Optional[str]:
+    """The family on offer that a GPU of `target` (`gfx942`, as the KFD topology names
+    it) needs, or None, as `rocm-sdk doctor` judges it: in a kpack-split build the target
+    on offer with its owner (its device package), in a legacy one the family of its
+    series (`gfx94X-dcgpu`)."""
+    return dist_info.match_target_family(target) if dist_info.KPACK_SPLIT else dist_info.family_for_gpu(target)
+
+
+def _gpu_words(dist_info: "DistInfo", node: int, target: str) -> str:
+    return "%s (KFD node %d)" % (dist_info.printable(target), node)
+
+
+def select_target_families(
+    dist_info: "DistInfo", gpus: Optional[Sequence[tuple[int, str]]] = None, topology: Optional[str] = None
+) -> TargetSelection:
+    """The install-time choice (SPEC §3): `ROCM_SDK_TARGET_FAMILY`; else the GPUs of the
+    KFD topology read at `topology` (`gpus`: `(node, target)` in node order, as
+    `detect_gpus` gives them; None when it was not read), each mapped to its family or
+    owner; else the first GPU `offload-arch` reports; else the default. The environment,
+    `offload-arch` and the default are `resolve_target_family()`'s rule, the runtime's.
+
+    With several GPUs, a kpack-split build takes the device package of every owner they
+    need; a legacy build takes the first GPU's family (one environment holds one family's
+    libraries) and says what the others would need. Raises TargetFamilyError (a
+    ValueError) naming the available families when the environment names one this
+    distribution does not have.
+    """
+    requested = os.environ.get("ROCM_SDK_TARGET_FAMILY", "").strip()
+    if requested:
+        family, source = dist_info.resolve_target_family()
+        why = "target family %s (from %s): ROCM_SDK_TARGET_FAMILY=%s" % (family, source, dist_info.printable(requested))
+        return TargetSelection(family, source, [] if family is None else [family], [why])
+    log: list[str] = []
+    if gpus is not None:
+        selection = _select_from_gpus(dist_info, gpus, dist_info.printable(topology), log)
+        if selection is not None:
+            return selection
+    family, source = dist_info.resolve_target_family()
+    if family is not None and source == dist_info.SOURCE_DETECTED:
+        why = "target family %s (from %s): offload-arch reported a GPU of it" % (family, source)
+        return TargetSelection(family, source, [family], [*log, why])
+    found = dist_info._offload_arch_candidates()
+    if found:
+        log.append("offload-arch (%s) reported no GPU this build offers" % dist_info.printable(found[0]))
+    else:
+        log.append("no offload-arch in core, on PATH or beside the interpreter")
+    why = "target family %s (from %s)" % (family, source)
+    if dist_info.KPACK_SPLIT:
+        why += ": no device package is chosen (the `device` extra is left out)"
+    return TargetSelection(family, source, [], [*log, why])
+
+
+def _select_from_gpus(
+    dist_info: "DistInfo", gpus: Sequence[tuple[int, str]], topology: str, log: list[str]
+) -> Optional[TargetSelection]:
+    """`select_target_families` on the KFD topology's GPUs, or None (with `log` saying
+    why) when none of them has a family on offer."""
+    chosen = []
+    for node, target in gpus:
+        family = gpu_family(dist_info, target)
+        if family is None:
+            log.append(
+                "GPU %s: this build has no device code for it (it offers %s)"
+                % (_gpu_words(dist_info, node, target), ", ".join(dist_info.AVAILABLE_TARGET_FAMILIES) or "none")
+            )
+        else:
+            chosen.append((node, target, family))
+    if not chosen:
+        what = "lists no GPU" if not gpus else "lists no GPU this build offers"
+        log.append("the KFD topology at %s %s" % (topology, what))
+        return None
+    family = chosen[0][2]
+    source = dist_info.SOURCE_KFD
+    listed = ", ".join("GPU %s -> %s" % (_gpu_words(dist_info, node, target), found) for node, target, found in chosen)
+    why = "target family %s (from %s): the KFD topology at %s lists %s" % (family, source, topology, listed)
+    device_families: list[str] = []
+    if dist_info.KPACK_SPLIT:
+        owners = set()
+        for _, _, found in chosen:
+            if dist_info.device_owner(found) not in owners:
+                owners.add(dist_info.device_owner(found))
+                device_families.append(found)
+        why += "; device packages: " + ", ".join(dist_info.device_owner(found) for found in device_families)
+        return TargetSelection(family, source, device_families, [why, *log])
+    for node, target, found in chosen[1:]:
+        if found != family:
+            log.append(
+                "GPU %s would need the %s packages, which cannot share an environment with %s's: "
+                "install them in another one with ROCM_SDK_TARGET_FAMILY=%s"
+                % (_gpu_words(dist_info, node, target), found, family, found)
+            )
+    return TargetSelection(family, source, device_families, [why, *log])
 
 
 def _marker_for(dist_info: "DistInfo", owner: str) -> Optional[str]:
@@ -103,8 +245,11 @@ def compute_requirements(dist_info: "DistInfo") -> Requirements:
     Raises ValueError naming the available families when `ROCM_SDK_TARGET_FAMILY` names
     one this distribution does not have.
     """
-    family, source = dist_info.resolve_target_family()
-    _log("target family %s (from %s)" % (family, source))
+    gpus, topology = detect_gpus()
+    selection = select_target_families(dist_info, gpus, topology)
+    for line in selection.log:
+        _log(line)
+    family, source = selection.family, selection.source
     packages = dist_info.ALL_PACKAGES
     requires = [_require(dist_info, packages["core"])]
     extras: dict[str, list[str]] = {}
@@ -117,9 +262,10 @@ def compute_requirements(dist_info: "DistInfo") -> Requirements:
     device = packages["device"]
     if device.built:
         # The fallback default is not a detection: without a named or detected target,
-        # a plain `device` extra would install the wrong GPU's files.
-        if family is not None and source != dist_info.SOURCE_DEFAULT:
-            extras["device"] = [_require(dist_info, device, family)]
+        # a plain `device` extra would install the wrong GPU's files. With GPUs of several
+        # owners, it installs each one's device package.
+        if family is not None and source != dist_info.SOURCE_DEFAULT and selection.device_families:
+            extras["device"] = [_require(dist_info, device, found) for found in selection.device_families]
         # One extra per owner: targets that share a device package share its extra, and
         # `device-all` names each package once (SPEC §2, §3).
         every = []

@@ -54,6 +54,8 @@ class BackendSupport(support.TempDirTest):
         result = support.run_python(
             CALL, env=support.clean_env(env, path_dirs), args=[root, name, *list(args)], check=True
         )
+        # The backend's log (what `pip install -v` shows), for tests that read it.
+        self.log = result.stderr
         return json.loads(result.stdout)
 
     def kpack(self, **options: Any) -> Path:

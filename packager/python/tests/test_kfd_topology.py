@@ -36,6 +36,7 @@ class KfdTopologyTest(support.TempDirTest):
             "mi210_gfx90a": [(1, "gfx90a")],
             "strix_halo_gfx1151_apu": [(1, "gfx1151")],
             "two_gpus_gfx90a_gfx1030": [(1, "gfx90a"), (2, "gfx1030")],
+            "mi300x_gfx942": [(1, "gfx942")],
             "cpu_only": [],
         }
         for tree, expected in cases.items():

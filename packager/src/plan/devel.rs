@@ -342,6 +342,7 @@ impl DevelTree {
         if let PlannedFile::PatchRpath { edit, .. } = &mut edited {
             edit.strategy = planned.strategy;
             edit.new_len = planned.new_len();
+            edit.edit_digest = crate::member::edit_digest(&planned);
         }
         Ok(edited)
     }

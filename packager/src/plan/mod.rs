@@ -178,6 +178,18 @@ pub struct RpathPlan {
     pub strategy: EditStrategy,
     /// Length after the edit (filled in when the edit is planned).
     pub new_len: u64,
+    /// What the edit does to the file's bytes (`member::edit_digest`, filled in when the
+    /// edit is planned): with the file's identity, it tells a rerun the member's bytes
+    /// without reading them (SPEC §8).
+    #[serde(skip)]
+    pub edit_digest: [u8; 32],
+}
+
+impl RpathPlan {
+    /// The edit as the writer re-plans and checks it when the file is opened.
+    pub fn planned(&self) -> crate::member::PlannedRpath {
+        crate::member::PlannedRpath { rpath: self.rpath.clone(), new_len: self.new_len, edit_digest: self.edit_digest }
+    }
 }
 
 /// One entry of the devel tree (`_rocm_sdk_devel/...` in the tarball).

@@ -56,6 +56,7 @@ pub fn rpath_edit(source: &Arc<Path>, file: SourceFile, kind: elf::ElfKind, deci
             removed: decision.removed,
             strategy: elf::EditStrategy::Unchanged,
             new_len: len,
+            edit_digest: [0; 32],
         }),
     }
 }
@@ -368,6 +369,7 @@ pub fn plan_edits<'p>(files: impl Iterator<Item = &'p mut PlannedFile>) -> Resul
                 let planned = elf::plan_set_rpath(source, &edit.rpath)?;
                 edit.strategy = planned.strategy;
                 edit.new_len = planned.new_len();
+                edit.edit_digest = crate::member::edit_digest(&planned);
             }
             Ok::<(), elf::ElfError>(())
         })

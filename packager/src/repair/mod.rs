@@ -105,6 +105,9 @@ pub fn repair(request: &RepairRequest, progress: &dyn Progress) -> Result<Repair
         compression: WheelCompression::Deflate { level: request.compression_level.min(9) },
         build_time: request.build_time,
         reuse: Reuse::Never,
+        // A repaired wheel is written anew from its input each time: no earlier run's
+        // identities stand for its members.
+        identities: None,
     };
     let mut staged = Vec::new();
     let mut reports = Vec::new();

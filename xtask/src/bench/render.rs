@@ -192,18 +192,25 @@ fn render_reruns(run: &SizeRun) -> String {
         return out;
     }
     let _ = writeln!(out, "\nreruns into the same destination, {}:", human_bytes(run.input.payload_bytes));
-    let _ = writeln!(out, "{:<42} {:>8} {:>8} {:>10} {:>11}", "scenario", "wall s", "CPU s", "reused", "compressed");
+    let header = ["scenario", "wall s", "CPU s", "reused", "unread", "compressed"];
+    let _ = writeln!(
+        out,
+        "{:<42} {:>8} {:>8} {:>10} {:>10} {:>11}",
+        header[0], header[1], header[2], header[3], header[4], header[5]
+    );
     for rerun in &run.reruns {
         let _ = writeln!(
             out,
-            "{:<42} {:>8.2} {:>8.2} {:>10} {:>11}",
+            "{:<42} {:>8.2} {:>8.2} {:>10} {:>10} {:>11}",
             rerun.scenario,
             rerun.cost.wall_seconds,
             rerun.cost.cpu_seconds(),
             human_bytes(rerun.reused_bytes),
+            human_bytes(rerun.unread_bytes),
             human_bytes(rerun.compressed_bytes)
         );
     }
+    let _ = writeln!(out, "  unread: reused bytes whose files the identity cache knew, so not read again");
     out
 }
 

@@ -254,6 +254,7 @@ fn write_input_wheel(wheel: &Path, library: &Path, level: u32) -> anyhow::Result
         compression: WheelCompression::Deflate { level },
         build_time: BuildTime::DEFAULT,
         reuse: Reuse::Never,
+        identities: None,
     };
     let written = write_wheel(dir, &spec, &options, &packager::Silent)?;
     anyhow::ensure!(written.path == wheel, "the input wheel is {}, not {}", written.path.display(), wheel.display());

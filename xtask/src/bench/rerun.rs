@@ -24,6 +24,9 @@ pub struct Rerun {
     pub cost: ProcessCost,
     /// Member bytes copied compressed from the previous wheels.
     pub reused_bytes: u64,
+    /// Of those, bytes not read at all: their files' identities were as the identity
+    /// cache recorded them (SPEC §8).
+    pub unread_bytes: u64,
     /// Member bytes compressed by the run.
     pub compressed_bytes: u64,
 }
@@ -43,16 +46,14 @@ pub fn measure_reruns(
     command: &dyn Fn(&Path) -> Command,
     change_files: bool,
 ) -> anyhow::Result<Vec<Rerun>> {
-    let (reused_bytes, compressed_bytes) = reuse_counts(cold_report)?;
-    let mut reruns = vec![Rerun { scenario: "cold", cost: cold.clone(), reused_bytes, compressed_bytes }];
+    let mut reruns = vec![rerun_of("cold", cold.clone(), cold_report)?];
     let run = |scenario: &'static str, n: usize| -> anyhow::Result<Rerun> {
         let report = run_dir.join(format!("rerun-{n}.json"));
         let cost = measure::measure(command(&report), run_dir, &run_dir.join(format!("rerun-{n}.log")))?;
         if let Some(error) = &cost.error {
             anyhow::bail!("the rerun ({scenario}) failed:\n{error}");
         }
-        let (reused_bytes, compressed_bytes) = reuse_counts(&report)?;
-        Ok(Rerun { scenario, cost, reused_bytes, compressed_bytes })
+        rerun_of(scenario, cost, &report)
     };
     reruns.push(run("nothing changed", 1)?);
     if !change_files {
@@ -84,12 +85,18 @@ pub fn measure_reruns(
     Ok(reruns)
 }
 
-/// (reused, compressed) bytes from a `package --json` report.
-fn reuse_counts(report: &Path) -> anyhow::Result<(u64, u64)> {
+/// A run's figures: its cost and the reuse counts of its `package --json` report.
+fn rerun_of(scenario: &'static str, cost: ProcessCost, report: &Path) -> anyhow::Result<Rerun> {
     let value: serde_json::Value = serde_json::from_str(&fs_err::read_to_string(report)?)
         .with_context(|| format!("reading {}", report.display()))?;
     let count = |field: &str| value["reuse"][field].as_u64().with_context(|| format!("no reuse.{field} in the report"));
-    Ok((count("reused_bytes")?, count("compressed_bytes")?))
+    Ok(Rerun {
+        scenario,
+        cost,
+        reused_bytes: count("reused_bytes")?,
+        unread_bytes: count("unread_bytes")?,
+        compressed_bytes: count("compressed_bytes")?,
+    })
 }
 
 /// Every regular file under `dir` with its size, in sorted order.

@@ -36,9 +36,11 @@ from ._dist_info_data import WINDOWS_TARGET_FAMILIES as WINDOWS_TARGET_FAMILIES
 from ._dist_info_data import __version__ as __version__
 
 # Where a target family came from: the environment, the target-specific packages installed
-# here (run time only), `offload-arch`, or the fallback.
+# here (run time only), the KFD topology (install time only: the `rocm` sdist's backend
+# reads it, SPEC §3), `offload-arch`, or the fallback.
 SOURCE_ENVIRONMENT = "environment"
 SOURCE_INSTALLED = "installed"
+SOURCE_KFD = "kfd topology"
 SOURCE_DETECTED = "detected"
 SOURCE_DEFAULT = "default"
 
@@ -371,10 +373,10 @@ FamilyChoice = tuple[Optional[str], str]
 
 
 def resolve_target_family() -> FamilyChoice:
-    """(family, source) at install time (SPEC §3), as the `rocm` sdist's backend decides:
-    `ROCM_SDK_TARGET_FAMILY`, else a detected GPU, else the default. Nothing is installed
-    yet then, so installed packages play no part; at run time see
-    `resolve_runtime_target_family`.
+    """(family, source) where nothing is installed yet: `ROCM_SDK_TARGET_FAMILY`, else
+    the GPU `offload-arch` reports, else the default. The `rocm` sdist's backend asks the
+    KFD topology between the environment and this rule's `offload-arch` (SPEC §3,
+    `select_target_families` there); at run time see `resolve_runtime_target_family`.
 
     Raises TargetFamilyError naming the available families when the environment names one
     that this distribution does not have. The family is None only for a distribution that

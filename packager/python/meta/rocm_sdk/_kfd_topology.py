@@ -3,7 +3,8 @@ reads it (SPEC §4, `rocm-sdk doctor`).
 
 Standard library only, and nothing from the rest of `rocm_sdk`: `detect_agents` is a pure
 function from a topology directory to the agents it describes, so another package (a
-PEP 850 variant provider) can carry this file as it is.
+PEP 850 variant provider) can carry this file as it is, and the `rocm` sdist's build
+backend loads it from the sdist to choose what to install before anything is (SPEC §3).
 
 The amdgpu driver's KFD publishes one directory per HSA node under
 `/sys/class/kfd/kfd/topology/nodes/`, whose `properties` file holds one `name value` pair
