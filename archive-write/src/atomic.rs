@@ -28,6 +28,10 @@ use super::{WriteAction, WriteError};
 /// removes only what a writer of this crate made, never another tool's `.x.tmp-y`.
 pub const TEMP_MARKER: &str = ".tmp-archive-write-";
 
+/// The longest name a writer here can write: while written it is `.{name}{TEMP_MARKER}`
+/// and six random characters, which must fit the file system's 255 bytes (NAME_MAX) too.
+pub const MAX_NAME_BYTES: usize = 255 - 1 - TEMP_MARKER.len() - 6;
+
 /// Inside a temp directory (a tree being written, or an older tree
 /// moved aside), this file says the directory is ours: [`remove_temp_entries`] removes a
 /// directory only when it carries both this file and the marked name.

@@ -271,7 +271,7 @@ impl WheelFileName {
         if let Some(label) = variant {
             check_variant_label(label)?;
         }
-        Ok(WheelFileName {
+        let wheel = WheelFileName {
             name,
             version,
             build: None,
@@ -279,7 +279,17 @@ impl WheelFileName {
             abi: ABI_TAG.to_owned(),
             platform,
             variant: variant.map(str::to_owned),
-        })
+        };
+        // Longer, it or its temp name would not fit a file system (NAME_MAX).
+        let length = wheel.to_string().len();
+        let bound = crate::atomic::MAX_NAME_BYTES;
+        if length > bound {
+            return Err(NameError(format!(
+                "the wheel file name `{wheel}` is {length} bytes long; a file name written here may be at most \
+                 {bound} bytes (its temporary name must fit 255)"
+            )));
+        }
+        Ok(wheel)
     }
 
     /// `{name}-{version}` as file names spell them: what the `.dist-info` directory and an

@@ -19,6 +19,7 @@ use super::pe::{elf_in_windows_wheel, inspect_pe, windows_machine, PeMember};
 use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
 use super::sbom::{check_sbom, is_sbom, SBOM_LEAF};
+use super::zip_index::IndexSize;
 use crate::platform::TargetMachine;
 use elf_audit::{elf_identity, ElfWindow};
 use goblin::elf::header::EM_AMDGPU;
@@ -100,13 +101,26 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
         }
         Err(reason) => archive.findings.violation(file, None, Check::FileName, format!("wheel file name {reason}")),
     }
-    let opened = match open_bounded(path) {
-        Ok(file) => file,
+    let (opened, index) = match open_bounded(path) {
+        Ok(opened) => opened,
         Err(reason) => {
             archive.findings.violation(file, None, Check::Archive, reason);
             return archive;
         }
     };
+    // What pip's zipfile refuses, or other readers read otherwise (SPEC §5).
+    let mismatches = index.map(|index| super::local_headers::mismatches(&opened, &index)).transpose();
+    match mismatches {
+        Ok(mismatches) => {
+            for (member, what) in mismatches.unwrap_or_default() {
+                archive.findings.violation(file, Some(&member), Check::Archive, what);
+            }
+        }
+        Err(error) => {
+            archive.findings.violation(file, None, Check::Archive, format!("cannot read it: {error}"));
+            return archive;
+        }
+    }
     let zip = zip::ZipArchive::new(io::BufReader::new(opened));
     let mut zip = match zip {
         Ok(zip) => zip,
@@ -173,15 +187,15 @@ fn check_wheel_platform_dir(
 
 /// Opens the wheel if its index is small enough to read: the zip reader keeps the whole
 /// central directory in memory, so its size is checked first (`zip_index`).
-fn open_bounded(path: &Path) -> Result<std::fs::File, String> {
+fn open_bounded(path: &Path) -> Result<(std::fs::File, Option<IndexSize>), String> {
     let file = crate::open_regular(path).map_err(|error| format!("cannot open it: {error}"))?;
     match super::zip_index::index_size(&file) {
         Ok(Some(size)) => match size.too_large() {
             Some(reason) => Err(reason),
-            None => Ok(file),
+            None => Ok((file, Some(size))),
         },
         // No end record: the zip reader says what is wrong.
-        Ok(None) => Ok(file),
+        Ok(None) => Ok((file, None)),
         Err(error) => Err(format!("cannot read it: {error}")),
     }
 }

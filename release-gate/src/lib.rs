@@ -5,7 +5,8 @@
 //! Works on the reference packager's output too (family sub-directories, DT_RUNPATH,
 //! hyphenated package directories). Does not own: printing (xtask) or building anything.
 //!
-//! Children: `archive` (zip/tar reading, member paths, dist-info), `record` (RECORD),
+//! Children: `archive` (zip/tar reading, member paths, dist-info; `local_headers`: each
+//! member's local header against its central entry), `record` (RECORD),
 //! `metadata` (names, versions, METADATA/WHEEL), `elf_checks` (structure, RPATH), `devel`
 //! (devel tarball), `closure` (simulated install), `symbols` (every import binds in the
 //! libraries it loads), `set` (cross-package rules), `third_party` (wheels built on the
@@ -25,6 +26,7 @@ mod closure;
 mod devel;
 mod elf_checks;
 mod escape;
+mod local_headers;
 mod member_check;
 mod metadata;
 mod pe;
@@ -38,6 +40,7 @@ mod symbols;
 mod targets;
 mod third_party;
 mod variants;
+mod windows_paths;
 mod zip_index;
 
 use std::io::Read;
@@ -48,6 +51,8 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 pub use report::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport, Violation, Warning};
+pub use same_release::release_admits;
+pub use windows_paths::{WindowsPaths, DEFAULT_WINDOWS_PREFIX, MAX_PATH};
 
 /// What the gate finds wrong with a CycloneDX 1.6 JSON document on its own (a wheel's bill
 /// of materials, SPEC §10): breaks of the 1.6 schema, in the part of it our documents use,
@@ -101,6 +106,11 @@ impl Diagnostic for VerifyError {
 /// Checks every `*.whl` and `*.tar.gz` under `dist` (recursively). Problems in the packages
 /// are findings in the report; only an unreadable dist tree is an error.
 pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
+    verify_dist_with(dist, &WindowsPaths::default())
+}
+
+/// [`verify_dist`], judging Windows wheels' depth under `windows` (SPEC §7).
+pub fn verify_dist_with(dist: &Path, windows: &WindowsPaths) -> Result<VerifyReport, VerifyError> {
     if !dist.is_dir() {
         return Err(VerifyError::NotADirectory { path: dist.to_path_buf() });
     }
@@ -112,7 +122,7 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
     let archives: Vec<Archive> =
         files.par_iter().map(|path| read_archive(dist, path)).collect::<Result<_, VerifyError>>()?;
     let indexes: Vec<variants::VariantsIndex> =
-        index_files.iter().map(|path| read_variants_index(dist, path)).collect::<Result<_, VerifyError>>()?;
+        index_files.iter().map(|path| read_variants_index(dist, path)).collect();
     let mut findings = Findings::default();
     let mut archives = set::dedupe_file_names(archives, &mut findings);
     for archive in &mut archives {
@@ -131,7 +141,7 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
         .collect();
     pe::check_imports(&wheels, &mut findings);
     let portability: Vec<Option<Portability>> =
-        archives.iter().map(|archive| check_portability(archive, &mut findings)).collect();
+        archives.iter().map(|archive| check_portability(archive, windows, &mut findings)).collect();
     let mut by_file = findings.into_by_file();
     let mut packages: Vec<PackageReport> = archives
         .into_iter()
@@ -209,33 +219,24 @@ fn is_variants_index(path: &Path) -> bool {
     path.file_name().is_some_and(|name| name.to_string_lossy().ends_with(variants::INDEX_SUFFIX))
 }
 
-/// A `-variants.json` file: its text (or why it has none) and hash. Identical copies in
-/// family sub-directories are one index, as for archives.
-fn read_variants_index(dist: &Path, path: &Path) -> Result<variants::VariantsIndex, VerifyError> {
+/// A `-variants.json` file: its text (or why it has none, a violation of that file alone)
+/// and hash. Identical copies in family sub-directories are one index, as for archives.
+fn read_variants_index(dist: &Path, path: &Path) -> variants::VariantsIndex {
     let location = path.strip_prefix(dist).unwrap_or(path).to_path_buf();
     let file = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-    let read_error = |source| VerifyError::Read { path: path.to_path_buf(), source };
     // Opened without blocking, and read no further than an index file can be: a FIFO or a
-    // huge file under the name must not stall or flood the gate.
+    // huge file under the name must not stall or flood the gate (SPEC §5).
     let mut bytes = Vec::new();
-    open_regular(path)
-        .map_err(read_error)?
-        .take(MAX_VARIANTS_INDEX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_VARIANTS_INDEX_BYTES {
-        let reason = format!("is larger than {MAX_VARIANTS_INDEX_BYTES} bytes, more than any variants index needs");
-        return Err(read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, reason)));
-    }
+    let read = open_regular(path).and_then(|file| file.take(MAX_VARIANTS_INDEX_BYTES + 1).read_to_end(&mut bytes));
+    let text = match read {
+        Err(error) => Err(format!("cannot read it: {error}")),
+        Ok(_) if bytes.len() as u64 > MAX_VARIANTS_INDEX_BYTES => {
+            Err(format!("is larger than {MAX_VARIANTS_INDEX_BYTES} bytes, more than any variants index needs"))
+        }
+        Ok(_) => String::from_utf8(bytes.clone()).map_err(|_| "is not UTF-8 text".to_owned()),
+    };
     let sha256: String = Sha256::digest(&bytes).iter().map(|byte| format!("{byte:02x}")).collect();
-    let text = String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned());
-    Ok(variants::VariantsIndex {
-        name: variants::parse_index_name(&file),
-        file,
-        locations: vec![location],
-        sha256,
-        text,
-    })
+    variants::VariantsIndex { name: variants::parse_index_name(&file), file, locations: vec![location], sha256, text }
 }
 
 fn index_report(index: variants::VariantsIndex, violations: Vec<Violation>, warnings: Vec<Warning>) -> PackageReport {
@@ -311,7 +312,7 @@ fn hash_file(path: &Path) -> Result<String, VerifyError> {
 
 /// Symbol-version needs of a wheel's host ELF files (devel tarball included), and a
 /// violation when its manylinux tag promises an older glibc than they need.
-fn check_portability(archive: &Archive, findings: &mut Findings) -> Option<Portability> {
+fn check_portability(archive: &Archive, windows: &WindowsPaths, findings: &mut Findings) -> Option<Portability> {
     let wheel_name = archive.wheel_name.as_ref()?;
     let mut needs = elf_audit::VersionNeeds::default();
     let devel_elves = archive.devel.iter().flat_map(|tree| tree.elf_files.iter());
@@ -323,7 +324,12 @@ fn check_portability(archive: &Archive, findings: &mut Findings) -> Option<Porta
         glibcxx: needs.glibcxx(),
         cxxabi: needs.cxxabi(),
         manylinux_tag: needs.manylinux_tag(),
+        windows_deepest_path: None,
+        windows_path_length: None,
     };
+    let deepest = windows_paths::check_windows_paths(archive, windows, findings);
+    let (windows_deepest_path, windows_path_length) = deepest.map_or((None, None), |(path, n)| (Some(path), Some(n)));
+    let portability = Portability { windows_deepest_path, windows_path_length, ..portability };
     for platform in wheel_name.platform.split('.') {
         let (Some(promised), Some(needed)) = (elf_audit::tag_glibc_minor(platform), needs.glibc_minor()) else {
             continue;

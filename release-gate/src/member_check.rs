@@ -190,6 +190,9 @@ pub(crate) fn check_member_path(file: &str, name: &str, findings: &mut Findings)
         Some("has a backslash, which Windows tools read as a separator")
     } else if trimmed.is_empty() || trimmed.split('/').any(|part| part.is_empty() || part == ".") {
         Some("has an empty or `.` component")
+    } else if trimmed.split('/').any(|part| part.len() > 255) {
+        // NAME_MAX: pip fails the install with `File name too long` (SPEC §2, names).
+        Some("has a component longer than 255 bytes, which no file system takes")
     } else {
         None
     };

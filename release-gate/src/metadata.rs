@@ -146,8 +146,9 @@ fn header_values<'a>(headers: &'a [(String, String)], key: &'a str) -> impl Iter
     headers.iter().filter(move |(name, _)| name.eq_ignore_ascii_case(key)).map(|(_, value)| value.as_str())
 }
 
-/// `Requires-Dist` entries pinned with `==`: (normalised name, version, the whole line).
-pub(crate) fn exact_pins(headers: &[(String, String)]) -> Vec<(String, String, String)> {
+/// `Requires-Dist` entries with a version specifier: (normalised name, the specifiers as
+/// written, `>=7.12.0,<7.12.0.0.1`, the whole line). Extras and parentheses are left out.
+pub(crate) fn version_pins(headers: &[(String, String)]) -> Vec<(String, String, String)> {
     let mut pins = Vec::new();
     for requirement in header_values(headers, "Requires-Dist") {
         let requirement_part = requirement.split(';').next().unwrap_or_default();
@@ -155,15 +156,14 @@ pub(crate) fn exact_pins(headers: &[(String, String)]) -> Vec<(String, String, S
             .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
             .unwrap_or(requirement_part.len());
         let name = normalize_name(&requirement_part[..name_end]);
-        let specifiers = &requirement_part[name_end..];
-        for specifier in specifiers.split(',') {
-            let specifier = specifier.trim_matches(|c: char| c.is_whitespace() || matches!(c, '(' | ')'));
-            let specifier = specifier.rsplit(']').next().unwrap_or(specifier).trim();
-            if let Some(version) = specifier.strip_prefix("==") {
-                if !version.starts_with('=') {
-                    pins.push((name.clone(), version.trim().to_owned(), requirement.to_owned()));
-                }
-            }
+        let rest = requirement_part[name_end..].trim_start();
+        let rest = match rest.strip_prefix('[') {
+            Some(extras) => extras.split_once(']').map_or("", |(_, after)| after),
+            None => rest,
+        };
+        let specifiers = rest.trim().trim_start_matches('(').trim_end_matches(')').trim();
+        if !specifiers.is_empty() {
+            pins.push((name, specifiers.to_owned(), requirement.to_owned()));
         }
     }
     pins
@@ -195,8 +195,28 @@ pub(crate) fn check_wheel_metadata(
     if header(&headers, "Wheel-Version").is_none() {
         findings.violation(file, Some(&wheel_path), Check::Metadata, "WHEEL has no Wheel-Version");
     }
+    check_single_fields(
+        file,
+        &wheel_path,
+        &headers,
+        &["Wheel-Version", "Root-Is-Purelib", "Generator", "Build"],
+        findings,
+    );
     match header(&headers, "Root-Is-Purelib") {
         None => findings.violation(file, Some(&wheel_path), Check::Metadata, "WHEEL has no Root-Is-Purelib"),
+        // Installed to purelib, which differs from platlib on some systems (Fedora's lib
+        // and lib64): the one site-packages our relative RPATHs rely on would be split
+        // (SPEC §2, "One site-packages").
+        Some("true") if wheel_name.platform != "any" => findings.violation(
+            file,
+            Some(&wheel_path),
+            Check::Metadata,
+            format!(
+                "Root-Is-Purelib is `true` on a platform wheel ({}): installers may put it apart from the \
+                 platform wheels it reaches through relative RPATHs",
+                wheel_name.platform
+            ),
+        ),
         Some("true" | "false") => {}
         Some(other) => findings.violation(
             file,
@@ -219,6 +239,44 @@ pub(crate) fn check_wheel_metadata(
     }
 }
 
+/// The core metadata fields that appear at most once (the core metadata specifications;
+/// the others, `Requires-Dist`, `Classifier`, ..., may repeat). A second `Name:` leaves
+/// which name a tool reads to the tool.
+const SINGLE_METADATA_FIELDS: &[&str] = &[
+    "Metadata-Version",
+    "Name",
+    "Version",
+    "Summary",
+    "Description",
+    "Description-Content-Type",
+    "Home-page",
+    "Download-URL",
+    "Author",
+    "Author-email",
+    "Maintainer",
+    "Maintainer-email",
+    "License",
+    "License-Expression",
+    "Requires-Python",
+];
+
+/// A violation for each of `fields` that `headers` hold more than once.
+fn check_single_fields(file: &str, path: &str, headers: &[(String, String)], fields: &[&str], findings: &mut Findings) {
+    for field in fields {
+        let values: Vec<&str> = header_values(headers, field).collect();
+        if values.len() > 1 {
+            let values: Vec<String> =
+                values.iter().map(|value| format!("`{}`", crate::escape::escape(value))).collect();
+            findings.violation(
+                file,
+                Some(path),
+                Check::Metadata,
+                format!("{field} appears {} times ({}); it may appear once", values.len(), values.join(", ")),
+            );
+        }
+    }
+}
+
 /// Metadata-Version, Name and Version of METADATA or PKG-INFO against the file name.
 pub(crate) fn check_core_metadata(
     file: &str,
@@ -231,6 +289,7 @@ pub(crate) fn check_core_metadata(
     if header(headers, "Metadata-Version").is_none() {
         findings.violation(file, Some(path), Check::Metadata, "no Metadata-Version");
     }
+    check_single_fields(file, path, headers, SINGLE_METADATA_FIELDS, findings);
     match header(headers, "Name") {
         None => findings.violation(file, Some(path), Check::Metadata, "no Name"),
         Some(name) if file_name_form(name) != file_name_form(file_name_part) => findings.violation(
@@ -318,13 +377,12 @@ mod tests {
     #[test]
     fn pins() {
         let headers = parse_headers(
-            "Name: x\nRequires-Dist: rocm-sdk-core==7.0.0\nRequires-Dist: rocm_sdk_devel (==7.0.0) ; extra == \"devel\"\nRequires-Dist: numpy>=1\n",
+            "Name: x\nRequires-Dist: rocm-sdk-core==7.0.0\nRequires-Dist: rocm_sdk_devel (==7.0.0) ; extra == \"devel\"\n\
+             Requires-Dist: numpy[extra]>=1,<2\nRequires-Dist: plain\n",
         );
-        let pins: Vec<(String, String)> = exact_pins(&headers).into_iter().map(|(n, v, _)| (n, v)).collect();
-        assert_eq!(
-            pins,
-            [("rocm-sdk-core".to_owned(), "7.0.0".to_owned()), ("rocm-sdk-devel".to_owned(), "7.0.0".to_owned())]
-        );
+        let pins: Vec<(String, String)> = version_pins(&headers).into_iter().map(|(n, v, _)| (n, v)).collect();
+        let expected = [("rocm-sdk-core", "==7.0.0"), ("rocm-sdk-devel", "==7.0.0"), ("numpy", ">=1,<2")];
+        assert_eq!(pins, expected.map(|(name, pin)| (name.to_owned(), pin.to_owned())));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub enum Check {
     WindowsName,
     /// All packages of a set share one version.
     Version,
-    /// `Requires-Dist` `==` pins inside the set.
+    /// `Requires-Dist` version pins inside the set (SPEC §2: what they admit).
     Pin,
     /// One member path shipped by two wheels.
     DuplicatePath,
@@ -102,6 +102,10 @@ pub struct Portability {
     /// The most widely installable manylinux tag the files allow, e.g.
     /// `manylinux_2_34_x86_64`; `None` when no host ELF file is in the wheel.
     pub manylinux_tag: Option<String>,
+    /// A Windows wheel's deepest installed path under the stated site-packages prefix, and
+    /// its length in UTF-16 units (SPEC §7, MAX_PATH).
+    pub windows_deepest_path: Option<String>,
+    pub windows_path_length: Option<usize>,
 }
 
 /// Everything known about one archive file (or several byte-identical copies of it).

@@ -1,30 +1,57 @@
-//! Which versions are one release, as the gate reads them (SPEC §4, post releases): a final
-//! release and its post releases (`7.12.0`, `7.12.0.post1`) are one release; dev, pre and
-//! local versions are only ever themselves. Read with `pep440_rs`, apart from the packager's
-//! own rule, so a mistake in one is seen by the other.
+//! Which versions are one release, as the gate reads them (SPEC §2, post releases): the
+//! versions a set's pins admit, as pip reads them with `--pre` (TheRock's install line).
+//! The pin of a final release `R` or its post release is `>=R,<R.0.1` (R, its post
+//! releases, dev ones of those, local builds), of any other version `V` `==V`. Spelled and
+//! evaluated here with `pep440_rs`, apart from the packager's and the runtime's copies of
+//! the rule; tests/it/release_rule.rs walks one table of versions through all three and
+//! pip's own `packaging`.
 //!
-//! Owns: that comparison. Does not own: which packages must agree (`set`).
+//! Owns: that rule. Does not own: which packages must agree (`set`).
 
-use pep440_rs::Version;
+use std::str::FromStr;
 
-/// The final release `version` belongs to, spelled `[E!]N(.N)*` (`7.12.0.post1` → `7.12.0`),
-/// or None for a dev, pre or local version, or one that is not PEP 440.
-pub(crate) fn final_release(version: &str) -> Option<String> {
+use pep440_rs::{Version, VersionSpecifiers};
+
+/// The pin a package of a set of `version` names the others with, or None when `version`
+/// is not PEP 440.
+fn release_pin(version: &str) -> Option<VersionSpecifiers> {
     let parsed: Version = version.parse().ok()?;
-    if parsed.is_pre() || parsed.is_dev() || parsed.is_local() {
-        return None;
-    }
-    let release: Vec<String> = parsed.release().iter().map(u64::to_string).collect();
-    let release = release.join(".");
-    Some(match parsed.epoch() {
-        0 => release,
-        epoch => format!("{epoch}!{release}"),
-    })
+    let pin = if parsed.is_pre() || parsed.is_dev() || parsed.is_local() {
+        format!("=={version}")
+    } else {
+        let release: Vec<String> = parsed.release().iter().map(u64::to_string).collect();
+        let release = match parsed.epoch() {
+            0 => release.join("."),
+            epoch => format!("{epoch}!{}", release.join(".")),
+        };
+        format!(">={release},<{release}.0.1")
+    };
+    VersionSpecifiers::from_str(&pin).ok()
 }
 
-/// Whether two versions are one release: equal, or one final release up to a `.postN`.
+/// Whether a `Requires-Dist` specifier (`>=7.12.0,<7.12.0.0.1`, `==7.12.0.dev0`) admits
+/// `version` as pip reads it with `--pre`; a specifier or version that is not PEP 440 admits
+/// only the same text.
+pub(crate) fn specifier_admits(specifiers: &str, version: &str) -> bool {
+    match (VersionSpecifiers::from_str(specifiers), version.parse::<Version>()) {
+        (Ok(specifiers), Ok(version)) => specifiers.contains(&version),
+        _ => specifiers.trim().strip_prefix("==").map(str::trim) == Some(version),
+    }
+}
+
+/// Whether the pins of a set of `set_version` admit `version` (SPEC §2): `7.12.0` admits
+/// `7.12.0.post1` and `7.12.0.post1.dev3`, never `7.12.0.1` or `7.12.1`. A version that is
+/// not PEP 440 is only itself.
+pub fn release_admits(set_version: &str, version: &str) -> bool {
+    match (release_pin(set_version), version.parse::<Version>()) {
+        (Some(pin), Ok(parsed)) => pin.contains(&parsed),
+        _ => set_version == version,
+    }
+}
+
+/// Whether two versions are one release, either read as the set's.
 pub(crate) fn same_release(first: &str, second: &str) -> bool {
-    first == second || final_release(first).is_some_and(|release| final_release(second) == Some(release))
+    release_admits(first, second) || release_admits(second, first)
 }
 
 #[cfg(test)]
@@ -37,18 +64,21 @@ mod tests {
             ("7.12.0", "7.12.0.post1", true),
             ("7.12.0.post1", "7.12.0.post2", true),
             ("1!7.12.0", "1!7.12.0.post3", true),
+            ("7.12.0", "7.12.0.post1.dev3", true),
             ("7.12.0", "7.12.1", false),
             ("7.12.0", "7.12.0.1", false),
+            ("7.12.0", "7.12.0.0.1", false),
+            ("7.12.0", "7.12.0.1rc1", false),
             ("7.12.0.dev0", "7.12.0.post1.dev0", false),
             ("7.12.0rc1", "7.12.0rc1.post1", false),
-            ("7.12.0+abc", "7.12.0.post1", false),
             ("7.12.0.dev0", "7.12.0.dev0", true),
             ("not a version", "7.12.0", false),
         ] {
             assert_eq!(same_release(first, second), same, "{first} {second}");
             assert_eq!(same_release(second, first), same, "{second} {first}");
         }
-        assert_eq!(final_release("7.12.0.post4").as_deref(), Some("7.12.0"));
-        assert_eq!(final_release("7.12.0.dev0"), None);
+        assert!(specifier_admits(">=7.12.0,<7.12.0.0.1", "7.12.0.post4"));
+        assert!(!specifier_admits(">=7.12.0,<7.12.0.0.1", "7.12.0.1"));
+        assert!(specifier_admits("==7.12.0.*", "7.12.0.1"));
     }
 }

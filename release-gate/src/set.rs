@@ -1,5 +1,5 @@
 //! Rules about the set of packages as a whole (SPEC §2 "Validations", SPEC §6): one release
-//! (a post release is its release, SPEC §4), consistent pins, no member path in two wheels,
+//! (what the set's pins admit, a post release too, SPEC §2), consistent pins, no member path in two wheels,
 //! one file per file name, and a complete kpack-split set with one device wheel per owner.
 //!
 //! Owns: cross-package checks over read archives. Does not own: reading them (`archive`).
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::archive::Archive;
 use super::metadata::{available_target_families, file_name_form, normalize_name};
 use super::report::{ArchiveKind, Check, Findings};
-use crate::same_release::{final_release, same_release};
+use crate::same_release::{release_admits, same_release, specifier_admits};
 use crate::targets::owner_overrides;
 use crate::targets::Target;
 use crate::third_party::is_sdk_distribution;
@@ -159,9 +159,10 @@ fn check_one_version(archives: &[Archive], findings: &mut Findings) {
     }
     // The most common version is taken as the set's; ties go to the first in sort order.
     let Some((&majority, _)) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else { return };
-    // A post release of the set's release belongs to it (SPEC §4): one package republished.
+    // What the set's pins admit belongs to it (SPEC §2): one package republished as a post
+    // release, and nothing pip would not take for one.
     for archive in sdk_archives(archives) {
-        if let Some(version) = archive.version.as_deref().filter(|version| !same_release(version, majority)) {
+        if let Some(version) = archive.version.as_deref().filter(|version| !release_admits(majority, version)) {
             findings.violation(
                 &archive.file,
                 None,
@@ -169,15 +170,6 @@ fn check_one_version(archives: &[Archive], findings: &mut Findings) {
                 format!("version {version} differs from the rest of the set ({majority})"),
             );
         }
-    }
-}
-
-/// Whether a `Requires-Dist` pin admits `version`, as pip reads it: `==V` exactly, `==R.*`
-/// the final release `R` and its post releases (what the packager writes, SPEC §2).
-fn pin_admits(pinned: &str, version: &str) -> bool {
-    match pinned.strip_suffix(".*") {
-        Some(release) => final_release(version).as_deref() == Some(release),
-        None => pinned == version,
     }
 }
 
@@ -189,9 +181,9 @@ fn check_pins(archives: &[Archive], findings: &mut Findings) {
         map
     });
     for archive in sdk_archives(archives) {
-        for (name, pinned, requirement) in super::metadata::exact_pins(&archive.headers) {
+        for (name, pinned, requirement) in super::metadata::version_pins(&archive.headers) {
             let Some(available) = versions.get(&name) else { continue };
-            if !available.iter().any(|version| pin_admits(&pinned, version)) {
+            if !available.iter().any(|version| specifier_admits(&pinned, version)) {
                 findings.violation(
                     &archive.file,
                     None,

@@ -20,12 +20,16 @@ use super::report::{Check, Findings};
 /// The name every index file ends with (PEP 825).
 pub(crate) const INDEX_SUFFIX: &str = "-variants.json";
 
-/// Keys the 0.2.0 schema knows, per object; any other is reported as a warning (a newer
-/// draft may add keys an installer of today ignores).
+/// Keys the 0.2.0 schema knows at the top level; any other is reported as a warning (a
+/// newer draft may add keys an installer of today ignores, and variantlib does).
 const TOP_KEYS: &[&str] = &["$schema", "default-priorities", "providers", "static-properties", "variants"];
-const PRIORITY_KEYS: &[&str] = &["namespace", "feature", "property"];
+/// Keys of `default-priorities` and of a provider that variantlib 0.2.2 reads: it refuses
+/// the whole file for any other, so the gate does too.
+const PRIORITY_KEYS: &[&str] = &["namespace"];
 const PROVIDER_KEYS: &[&str] =
-    &["requires", "enable-if", "optional", "install-time", "plugin-api", "feature-order", "property-order"];
+    &["requires", "optional", "plugin-api", "feature-order", "static-properties", "builtin", "build-requires"];
+/// The label of the variant without properties, and only of it (variantlib).
+const NULL_LABEL: &str = "null";
 
 /// One `*-variants.json` file of the dist tree.
 #[derive(Clone, Debug)]
@@ -188,6 +192,12 @@ fn schema(value: &Value, problems: &mut Problems) -> Option<Parsed> {
     }
     let namespaces = default_priorities(top.get("default-priorities"), problems);
     let providers = providers(top.get("providers"), problems);
+    if namespaces != providers {
+        problems.violations.push(format!(
+            "`default-priorities.namespace` lists {namespaces:?}, `providers` {providers:?}: they must be the same \
+             namespaces (variantlib)"
+        ));
+    }
     let variants = match top.get("variants").and_then(Value::as_object) {
         None => {
             problems.violations.push("`variants` is missing or not an object".to_owned());
@@ -198,6 +208,13 @@ fn schema(value: &Value, problems: &mut Problems) -> Option<Parsed> {
     for (label, properties) in &variants {
         if !is_label(label) {
             problems.violations.push(format!("variant label `{label}` is not [0-9a-z_.]{{1,16}} (PEP 825)"));
+        }
+        let null = properties.as_object().is_some_and(Map::is_empty);
+        if null != (label == NULL_LABEL) {
+            problems.violations.push(match null {
+                true => format!("variant `{label}` has no properties: the null variant, whose label is `{NULL_LABEL}`"),
+                false => format!("the label `{NULL_LABEL}` is the null variant's, which has no properties"),
+            });
         }
         for namespace in variant_namespaces(label, properties, problems) {
             if !providers.contains(&namespace) {
@@ -224,13 +241,20 @@ fn unknown_keys(object: &Map<String, Value>, known: &[&str], what: &str, problem
     }
 }
 
+/// Keys variantlib refuses the file for.
+fn refused_keys(object: &Map<String, Value>, known: &[&str], what: &str, problems: &mut Problems) {
+    for key in object.keys().filter(|key| !known.contains(&key.as_str())) {
+        problems.violations.push(format!("`{key}` at {what} is no key variantlib reads (it refuses the file)"));
+    }
+}
+
 /// `default-priorities`: required, with a non-empty list of distinct namespaces.
 fn default_priorities(value: Option<&Value>, problems: &mut Problems) -> BTreeSet<String> {
     let Some(priorities) = value.and_then(Value::as_object) else {
         problems.violations.push("`default-priorities` is missing or not an object".to_owned());
         return BTreeSet::new();
     };
-    unknown_keys(priorities, PRIORITY_KEYS, "default-priorities", problems);
+    refused_keys(priorities, PRIORITY_KEYS, "default-priorities", problems);
     let names = strings(priorities.get("namespace"));
     let unique: BTreeSet<String> = names.iter().cloned().collect();
     if names.is_empty() || unique.len() != names.len() || !names.iter().all(|name| is_identifier(name)) {
@@ -253,12 +277,31 @@ fn providers(value: Option<&Value>, problems: &mut Problems) -> BTreeSet<String>
             problems.violations.push(format!("provider `{namespace}` is not an object"));
             continue;
         };
-        unknown_keys(provider, PROVIDER_KEYS, &format!("providers.{namespace}"), problems);
+        refused_keys(provider, PROVIDER_KEYS, &format!("providers.{namespace}"), problems);
         let requires_ok = provider.get("requires").is_none_or(|requires| {
-            requires.as_array().is_some_and(|items| items.iter().all(|item| item.as_str().is_some_and(is_requirement)))
+            requires.as_array().is_some_and(|items| {
+                !items.is_empty() && items.iter().all(|item| item.as_str().is_some_and(is_requirement))
+            })
         });
         if !requires_ok {
-            problems.violations.push(format!("`providers.{namespace}.requires` is not a list of requirements"));
+            problems
+                .violations
+                .push(format!("`providers.{namespace}.requires` is not a non-empty list of requirements"));
+        }
+        // How the installer gets the provider's properties: exactly one way (variantlib);
+        // build requirements belong to pyproject.toml, not to a built wheel's files.
+        let ways =
+            ["requires", "static-properties", "builtin"].iter().filter(|key| provider.contains_key(**key)).count();
+        if ways != 1 || provider.contains_key("build-requires") {
+            problems.violations.push(format!(
+                "`providers.{namespace}` must have exactly one of `requires`, `static-properties` and `builtin`"
+            ));
+        }
+        if provider.contains_key("plugin-api") && !provider.contains_key("requires") {
+            problems.violations.push(format!("`providers.{namespace}.plugin-api` is valid only with `requires`"));
+        }
+        if !provider.get("optional").is_none_or(Value::is_boolean) {
+            problems.violations.push(format!("`providers.{namespace}.optional` is not true or false"));
         }
         if !provider.get("plugin-api").is_none_or(|api| api.as_str().is_some_and(is_plugin_api)) {
             problems.violations.push(format!("`providers.{namespace}.plugin-api` is not `module[:object]`"));
@@ -360,7 +403,9 @@ mod tests {
             .replace("[\"gfx90a\"]", "[\"gfx90a:xnack+\"]")
             .replace("\"namespace\": [\"amd\"]", "\"namespace\": []");
         let violations = problems(&broken).violations;
-        assert_eq!(violations.len(), 4, "{violations:#?}");
+        // The empty namespace list breaks its own rule and the one tying it to `providers`.
+        assert_eq!(violations.len(), 5, "{violations:#?}");
+        assert!(violations.iter().any(|v| v.contains("must be the same")));
         assert!(violations.iter().any(|v| v.contains("label `GFX90A`")));
         assert!(violations.iter().any(|v| v.contains("`amd :: gfx_arch`")));
         assert!(violations.iter().any(|v| v.contains("default-priorities.namespace")));

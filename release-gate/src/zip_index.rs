@@ -27,6 +27,12 @@ const ZIP64_LOCATOR_SIGNATURE: u32 = 0x0706_4b50;
 pub(crate) struct IndexSize {
     pub entries: u64,
     pub central_bytes: u64,
+    /// Where the central directory starts in the file, as Python's `zipfile` finds it: just
+    /// before the end record (or the ZIP64 one).
+    pub central_start: u64,
+    /// How far that is past where the end record says it starts: bytes before the archive
+    /// (`zipfile`'s `concat`), which move every offset the records hold.
+    pub prefix: u64,
 }
 
 impl IndexSize {
@@ -61,12 +67,15 @@ pub(crate) fn index_size(file: &File) -> io::Result<Option<IndexSize>> {
     let end = &tail[end_at..];
     let entries = u64::from(u16::from_le_bytes([end[10], end[11]]));
     let central_bytes = u64::from(u32_at(end, 12));
-    let mut size = IndexSize { entries, central_bytes };
     let end_offset = len - tail_len + end_at as u64;
+    let central_start = end_offset.saturating_sub(central_bytes);
+    let prefix = central_start.saturating_sub(u64::from(u32_at(end, 16)));
+    let mut size = IndexSize { entries, central_bytes, central_start, prefix };
     if let Some(wide) = zip64_size(file, end_offset)? {
         size = IndexSize {
             entries: size.entries.max(wide.entries),
             central_bytes: size.central_bytes.max(wide.central_bytes),
+            ..wide
         };
     }
     Ok(Some(size))
@@ -89,7 +98,11 @@ fn zip64_size(file: &File, end_offset: u64) -> io::Result<Option<IndexSize>> {
     {
         return Ok(None);
     }
-    Ok(Some(IndexSize { entries: word(&zip64_end, 32), central_bytes: word(&zip64_end, 40) }))
+    let central_bytes = word(&zip64_end, 40);
+    // Python's `zipfile` takes the ZIP64 end record to sit just before its locator.
+    let central_start = locator_at.saturating_sub(56).saturating_sub(central_bytes);
+    let prefix = central_start.saturating_sub(word(&zip64_end, 48));
+    Ok(Some(IndexSize { entries: word(&zip64_end, 32), central_bytes, central_start, prefix }))
 }
 
 #[cfg(test)]
@@ -117,9 +130,9 @@ mod tests {
         assert_eq!(size.entries, 3);
         assert!(size.central_bytes > 3 * 46, "{size:?}");
         assert_eq!(size.too_large(), None);
-        let huge = IndexSize { entries: MAX_ENTRIES + 1, central_bytes: 0 };
+        let huge = IndexSize { entries: MAX_ENTRIES + 1, central_bytes: 0, central_start: 0, prefix: 0 };
         assert!(huge.too_large().expect("too large").contains("lists 200001 members"));
-        let wide = IndexSize { entries: 1, central_bytes: MAX_CENTRAL_BYTES + 1 };
+        let wide = IndexSize { entries: 1, central_bytes: MAX_CENTRAL_BYTES + 1, central_start: 0, prefix: 0 };
         assert!(wide.too_large().expect("too large").contains("central directory is"));
     }
 }

@@ -15,6 +15,7 @@ mod manylinux;
 mod pipeline;
 mod post_release;
 mod python;
+mod release_rule;
 mod repair;
 mod rerun;
 mod runtime_api;

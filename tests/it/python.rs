@@ -53,8 +53,8 @@ fn rendered_sdist_builds_a_wheel_with_its_backend() {
     )
     .expect("read METADATA");
     // A final release admits its post releases (SPEC §3).
-    assert!(metadata.contains("Requires-Dist: rocm-sdk-core>=7.12.0,==7.12.0.*\n"), "{metadata}");
-    let device = "Requires-Dist: rocm-sdk-device-gfx90a>=7.12.0,==7.12.0.*; extra == \"device\"\n";
+    assert!(metadata.contains("Requires-Dist: rocm-sdk-core>=7.12.0,<7.12.0.0.1\n"), "{metadata}");
+    let device = "Requires-Dist: rocm-sdk-device-gfx90a>=7.12.0,<7.12.0.0.1; extra == \"device\"\n";
     assert!(metadata.contains(device), "{metadata}");
     assert!(wheel.by_name("rocm_sdk/_dist_info.py").is_ok());
 }

@@ -29,7 +29,7 @@ use packager::repair::{repair, RepairError, RepairReport, RepairRequest};
 use crate::installed;
 use crate::support;
 
-/// A final release, so requirements take the `>=R,==R.*` form.
+/// A final release, so requirements take the `>=R,<R.0.1` form.
 pub const RELEASE: &str = "7.12.0";
 
 /// The HIP runtime stand-in: the example's two functions, and the API the extensions call.

@@ -84,7 +84,7 @@ fn the_set_with_a_repaired_wheel_passes_and_each_broken_variant_fails() {
     );
 
     let metadata = super::member_text(&repaired, "ext-1.0.dist-info/METADATA");
-    let pinned = metadata.replace("rocm-sdk-core>=7.12.0,==7.12.0.*", "rocm-sdk-core==7.11.0");
+    let pinned = metadata.replace("rocm-sdk-core>=7.12.0,<7.12.0.0.1", "rocm-sdk-core==7.11.0");
     let mispinned = with_member(&repaired, "ext-1.0.dist-info/METADATA", &pinned, &work.path().join("mispinned"));
     let found = violations(&set_with(&work.path().join("pins"), &[&mispinned]));
     let pins = of(&found, "ext-", Check::Pin);

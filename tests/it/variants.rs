@@ -294,3 +294,159 @@ fn the_gate_holds_variant_wheels_to_their_index() {
     assert_eq!(found[0].0, variant_wheel("gfx1030"));
     assert!(found[0].1.contains("the properties of `gfx1030` differ"), "{found:#?}");
 }
+
+/// variantlib's verdict on each index file named: `accept` or `reject: why`.
+const VARIANTLIB_READS: &str = r#"
+import json, sys
+from variantlib.variants_json import VariantsJson
+for path in sys.argv[1:]:
+    try:
+        with open(path, "rb") as f:
+            VariantsJson(json.load(f))
+        print("accept")
+    except Exception as error:
+        print("reject: %s" % str(error).replace("\n", " "))
+"#;
+
+/// The gate's rules for an index file match variantlib's: each mutation of the built index
+/// is refused by both or by neither. Where the drafts' schema is stricter than variantlib
+/// (a label over 16 characters, no `variants`, a namespace listed twice), the gate keeps
+/// the schema's rule; those rows say so.
+#[test]
+fn the_gates_variant_rules_match_variantlibs_on_every_mutation() {
+    type Mutation = fn(&mut serde_json::Value);
+    let mutations: Vec<(&str, Mutation, bool)> = vec![
+        ("as built", |_| {}, false),
+        ("a variant with empty properties", |index| index["variants"]["gfx90a"] = serde_json::json!({}), false),
+        ("the null variant", |index| index["variants"]["null"] = serde_json::json!({}), false),
+        (
+            "properties under the null label",
+            |index| index["variants"]["null"] = serde_json::json!({"amd": {"gfx_arch": ["gfx90a"]}}),
+            false,
+        ),
+        ("a namespace without features", |index| index["variants"]["gfx90a"] = serde_json::json!({"amd": {}}), false),
+        (
+            "a feature without values",
+            |index| index["variants"]["gfx90a"]["amd"]["gfx_arch"] = serde_json::json!([]),
+            false,
+        ),
+        (
+            "two values of a feature",
+            |index| index["variants"]["gfx90a"]["amd"]["gfx_arch"] = serde_json::json!(["gfx90a", "gfx942"]),
+            false,
+        ),
+        (
+            "an upper-case label",
+            |index| index["variants"]["GFX90A"] = serde_json::json!({"amd": {"gfx_arch": ["gfx90a"]}}),
+            false,
+        ),
+        (
+            "a value with a colon",
+            |index| index["variants"]["gfx90a"]["amd"]["gfx_arch"] = serde_json::json!(["gfx90a:xnack+"]),
+            false,
+        ),
+        (
+            "a priority namespace no provider has",
+            |index| index["default-priorities"]["namespace"] = serde_json::json!(["amd", "other"]),
+            false,
+        ),
+        (
+            "feature priorities",
+            |index| index["default-priorities"]["feature"] = serde_json::json!({"amd": ["gfx_arch"]}),
+            false,
+        ),
+        (
+            "a provider without requires",
+            |index| drop(index["providers"]["amd"].as_object_mut().map(|amd| amd.remove("requires"))),
+            false,
+        ),
+        ("empty requires", |index| index["providers"]["amd"]["requires"] = serde_json::json!([]), false),
+        (
+            "requires and static properties",
+            |index| index["providers"]["amd"]["static-properties"] = serde_json::json!({"gfx_arch": ["gfx90a"]}),
+            false,
+        ),
+        ("build requirements", |index| index["providers"]["amd"]["build-requires"] = serde_json::json!(["x"]), false),
+        (
+            "a provider key variantlib does not read",
+            |index| index["providers"]["amd"]["install-time"] = serde_json::json!(false),
+            false,
+        ),
+        ("optional as a string", |index| index["providers"]["amd"]["optional"] = serde_json::json!("yes"), false),
+        (
+            "no plugin-api",
+            |index| drop(index["providers"]["amd"].as_object_mut().map(|amd| amd.remove("plugin-api"))),
+            false,
+        ),
+        ("an unknown top-level key", |index| index["extra"] = serde_json::json!(1), false),
+        ("no $schema", |index| drop(index.as_object_mut().map(|top| top.remove("$schema"))), false),
+        (
+            "a 17-character label",
+            |index| index["variants"]["a234567890abcdefg"] = serde_json::json!({"amd": {"gfx_arch": ["gfx90a"]}}),
+            true,
+        ),
+        ("no variants", |index| drop(index.as_object_mut().map(|top| top.remove("variants"))), true),
+        (
+            "a namespace listed twice",
+            |index| index["default-priorities"]["namespace"] = serde_json::json!(["amd", "amd"]),
+            true,
+        ),
+    ];
+    let built: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(build().dist.join(index_file())).expect("read the index"))
+            .expect("the index is JSON");
+    let temp = tempfile::tempdir().expect("temp dir");
+    let mut paths = Vec::new();
+    let mut gate = Vec::new();
+    for (number, (_, mutate, _)) in mutations.iter().enumerate() {
+        let dist = temp.path().join(number.to_string());
+        fs_err::create_dir_all(&dist).expect("mkdir");
+        let mut index = built.clone();
+        mutate(&mut index);
+        let path = dist.join(index_file());
+        fs_err::write(&path, serde_json::to_string_pretty(&index).expect("JSON")).expect("write the index");
+        let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
+        gate.push(
+            report
+                .violations()
+                .filter(|v| v.check == release_gate::Check::Variant)
+                .map(|v| v.message.clone())
+                .collect::<Vec<_>>(),
+        );
+        paths.push(path);
+    }
+    let output = support::run(
+        Command::new(support::tools_venv().join("bin/python")).args(["-c", VARIANTLIB_READS]).args(&paths),
+    );
+    let verdicts: Vec<&str> = output.lines().collect();
+    assert_eq!(verdicts.len(), mutations.len(), "{output}");
+    let mut disagreements = Vec::new();
+    for (((what, _, stricter), verdict), violations) in mutations.iter().zip(&verdicts).zip(&gate) {
+        let variantlib_refuses = verdict.starts_with("reject");
+        let gate_refuses = !violations.is_empty();
+        if gate_refuses != (variantlib_refuses || *stricter) || (*stricter && variantlib_refuses) {
+            disagreements.push(format!("{what}: variantlib {verdict}; the gate {violations:?}"));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
+
+/// A variants index that is a FIFO (no writer: a blocking read waits forever) or larger
+/// than any index is a violation of that file, and the rest of the dist is still judged.
+#[test]
+fn a_fifo_or_oversized_variants_index_is_a_violation_of_that_file() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dist = temp.path();
+    let fifo = dist.join("rocm_sdk_device-1.0-variants.json");
+    let status = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo is needed (coreutils)");
+    assert!(status.success());
+    fs_err::write(dist.join("rocm_sdk_libraries-1.0-variants.json"), vec![b' '; 2 << 20]).expect("write");
+    let report = release_gate::verify_dist(dist).expect("verify judges the dist");
+    let found: Vec<(String, String)> =
+        report.violations().map(|violation| (violation.file.clone(), violation.message.clone())).collect();
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_eq!(found[0].0, "rocm_sdk_device-1.0-variants.json");
+    assert!(found[0].1.contains("is a FIFO, not a regular file"), "{found:#?}");
+    assert_eq!(found[1].0, "rocm_sdk_libraries-1.0-variants.json");
+    assert!(found[1].1.contains("is larger than 1048576 bytes"), "{found:#?}");
+}

@@ -126,3 +126,129 @@ fn wheel_tag_that_differs_from_the_file_name() {
         )],
     );
 }
+
+/// The offset of `name`'s local header in the zip `bytes`.
+fn local_header_of(bytes: &[u8], name: &str) -> usize {
+    (0..bytes.len() - 30)
+        .find(|&at| {
+            let name_len = usize::from(u16::from_le_bytes([bytes[at + 26], bytes[at + 27]]));
+            bytes[at..at + 4] == *b"PK\x03\x04" && bytes.get(at + 30..at + 30 + name_len) == Some(name.as_bytes())
+        })
+        .expect("the member's local header")
+}
+
+/// Writes the set, then `patch`es the bytes of the core wheel's `_rocm_sdk_core/__init__.py`
+/// local header (at its offset) as a forger or a broken writer would; returns the report
+/// and what Python's `zipfile`, pip's reader, says opening that member.
+fn with_local_header_patched(patch: impl Fn(&mut [u8], usize)) -> (VerifyReport, String) {
+    let fixture = fixture();
+    write_dist(&fixture.dist, &default_wheels(&fixture));
+    let path = fixture.dist.join(CORE_WHEEL);
+    let mut bytes = fs_err::read(&path).expect("read wheel");
+    let at = local_header_of(&bytes, "_rocm_sdk_core/__init__.py");
+    patch(&mut bytes, at);
+    fs_err::write(&path, &bytes).expect("write the patched wheel");
+    let report = verify(&fixture, &[]);
+    let pip_says = std::process::Command::new(support::tools_venv().join("bin/python"))
+        .args(["-c", "import sys, zipfile\ntry:\n    zipfile.ZipFile(sys.argv[1]).read(sys.argv[2])\nexcept Exception as error:\n    print(type(error).__name__, error)\nelse:\n    print('read')"])
+        .arg(&path)
+        .arg("_rocm_sdk_core/__init__.py")
+        .output()
+        .expect("run python");
+    (report, String::from_utf8_lossy(&pip_says.stdout).trim().to_owned())
+}
+
+#[test]
+fn a_local_header_naming_another_file_than_its_central_entry() {
+    // Same length, so every offset stays right: only the name differs.
+    let (report, pip_says) =
+        with_local_header_patched(|bytes, at| bytes[at + 30 + 22..at + 30 + 26].copy_from_slice(b"evil"));
+    assert!(pip_says.starts_with("BadZipFile File name in directory"), "{pip_says}");
+    assert_violations(
+        &report,
+        &[(
+            CORE_WHEEL,
+            Some("_rocm_sdk_core/__init__.py"),
+            Check::Archive,
+            "its local header names `_rocm_sdk_core/__init_evil`, its central directory entry `_rocm_sdk_core/__init__.py`",
+        )],
+    );
+}
+
+#[test]
+fn a_local_header_announcing_another_size() {
+    let (report, _) = with_local_header_patched(|bytes, at| {
+        let compressed = u32::from_le_bytes(bytes[at + 18..at + 22].try_into().expect("4 bytes"));
+        bytes[at + 18..at + 22].copy_from_slice(&(compressed + 7).to_le_bytes());
+    });
+    assert_violations(
+        &report,
+        &[(CORE_WHEEL, Some("_rocm_sdk_core/__init__.py"), Check::Archive, "its local header announces")],
+    );
+}
+
+#[test]
+fn a_local_header_with_another_method() {
+    let (report, _) =
+        with_local_header_patched(|bytes, at| bytes[at + 8..at + 10].copy_from_slice(&0u16.to_le_bytes()));
+    assert_violations(
+        &report,
+        &[(CORE_WHEEL, Some("_rocm_sdk_core/__init__.py"), Check::Archive, "method 0, its central directory entry")],
+    );
+}
+
+#[test]
+fn root_is_purelib_on_a_platform_wheel() {
+    let fixture = fixture();
+    let mut wheels = default_wheels(&fixture);
+    let wheel_file = "rocm_sdk_core-1.0.dist-info/WHEEL";
+    let text = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-linux_x86_64\n";
+    rewrite_member(&mut wheels, CORE_WHEEL, wheel_file, text);
+    let report = verify(&fixture, &wheels);
+    assert_violations(
+        &report,
+        &[(
+            CORE_WHEEL,
+            Some(wheel_file),
+            Check::Metadata,
+            "Root-Is-Purelib is `true` on a platform wheel (linux_x86_64)",
+        )],
+    );
+}
+
+#[test]
+fn two_name_fields_in_metadata() {
+    let fixture = fixture();
+    let mut wheels = default_wheels(&fixture);
+    let metadata = "rocm_sdk_core-1.0.dist-info/METADATA";
+    let text = "Metadata-Version: 2.1\nName: rocm-sdk-core\nVersion: 1.0\nName: rocm-sdk-core-evil\n";
+    rewrite_member(&mut wheels, CORE_WHEEL, metadata, text);
+    let report = verify(&fixture, &wheels);
+    assert_violations(
+        &report,
+        &[(
+            CORE_WHEEL,
+            Some(metadata),
+            Check::Metadata,
+            "Name appears 2 times (`rocm-sdk-core`, `rocm-sdk-core-evil`); it may appear once",
+        )],
+    );
+}
+
+#[test]
+fn a_member_name_longer_than_255_bytes() {
+    let fixture = fixture();
+    let mut wheels = default_wheels(&fixture);
+    let core = position(&wheels, CORE_WHEEL);
+    let long = format!("_rocm_sdk_core/{}.h", "h".repeat(300));
+    // Added after RECORD and the bill of materials were written: they miss it too.
+    wheels[core].entries.insert(0, entry(&long, "", 0o644));
+    let report = verify(&fixture, &wheels);
+    let paths: Vec<_> = report
+        .violations()
+        .filter(|finding| finding.check == Check::MemberPath)
+        .map(|finding| (finding.path.clone(), finding.message.clone()))
+        .collect();
+    let message = "member path has a component longer than 255 bytes, which no file system takes".to_owned();
+    assert_eq!(paths, [(Some(long), message)]);
+}

@@ -50,7 +50,9 @@ fn a_windows_build_becomes_win_amd64_wheels_that_verify_passes() {
     let core = crate::targets::wheel_members(&dist.join("rocm_sdk_core-7.12.0.dev0-py3-none-win_amd64.whl"));
     let source = fs_err::read(artifacts.join("core-hip_lib_generic/core/clr/stage/bin/amdhip64_7.dll")).expect("read");
     assert_eq!(core["_rocm_sdk_core/bin/amdhip64_7.dll"], source);
-    let report = release_gate::verify_dist(&dist).expect("verify");
+    // Its rocBLAS files install past MAX_PATH under the default prefix, as TheRock's do: the
+    // set requires long paths (README, Windows builds).
+    let report = release_gate::verify_dist_with(&dist, &LONG_PATHS).expect("verify");
     let violations: Vec<String> = report.violations().map(|violation| format!("{violation:?}")).collect();
     assert!(violations.is_empty(), "{violations:#?}");
     crate::sbom::assert_valid_sboms(&dist);
@@ -149,4 +151,72 @@ fn a_build_mixing_elf_and_pe_is_refused_naming_one_of_each() {
     let message = error.to_string();
     assert!(message.contains("libamdhip64.so.7 is ELF") && message.contains("is PE"), "{message}");
     assert!(!temp.path().join("out/dist").exists(), "nothing may be written");
+}
+
+/// Verifying a set that requires Windows long paths (`verify --dist --windows-long-paths`).
+const LONG_PATHS: release_gate::WindowsPaths = release_gate::WindowsPaths { prefix: String::new(), long_paths: true };
+
+/// The rocBLAS file that is the example's deepest member, as TheRock ships it.
+const TENSILE_DAT: &str = "lib/rocblas/library/kernels/tensile/assembly/solution-libraries/contractions/\
+                           TensileLibrary_Type_HH_Contraction_l_Alik_Bljk_Cijk_Dijk_fallback.dat";
+
+/// MAX_PATH (SPEC §7): under the default prefix (a per-user Python 3.13, a 16-character
+/// user name) the example's rocBLAS file installs at 262 characters, a violation naming
+/// it, unless the set requires long paths (then only its depth is reported); under a short
+/// prefix the example passes, and a header eight directories deep added to it does not.
+#[test]
+fn a_member_installing_past_max_path_is_a_violation_unless_the_set_requires_long_paths() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let artifacts = windows_example(temp.path());
+    let dist = package(&artifacts, &temp.path().join("out")).expect("package the Windows example");
+    let messages = |report: &release_gate::VerifyReport| -> Vec<String> {
+        report.violations().map(|violation| violation.message.clone()).collect()
+    };
+    let report = release_gate::verify_dist(&dist).expect("verify");
+    let found = messages(&report);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let expected = format!(
+        "{}_rocm_sdk_libraries_gfx110X_all\\{}`, 262 characters",
+        release_gate::DEFAULT_WINDOWS_PREFIX,
+        TENSILE_DAT.replace('/', "\\")
+    );
+    assert!(found[0].contains(&expected), "{found:#?}");
+    assert!(found[0].contains("(MAX_PATH)"), "{found:#?}");
+
+    let long_paths = release_gate::WindowsPaths { long_paths: true, ..release_gate::WindowsPaths::default() };
+    let report = release_gate::verify_dist_with(&dist, &long_paths).expect("verify");
+    assert_eq!(messages(&report), Vec::<String>::new());
+    let lengths: Vec<usize> =
+        report.packages.iter().filter_map(|package| package.portability.as_ref()?.windows_path_length).collect();
+    assert_eq!(lengths.len(), 3, "every win_amd64 wheel is measured");
+    assert_eq!(lengths.iter().max(), Some(&262));
+
+    let short = release_gate::WindowsPaths { prefix: r"C:\Python313\Lib\site-packages\".to_owned(), long_paths: false };
+    assert_eq!(messages(&release_gate::verify_dist_with(&dist, &short).expect("verify")), Vec::<String>::new());
+    let include = walk_for_include(&artifacts).expect("an include directory in the example");
+    let mut deep = include.clone();
+    for level in 0..8 {
+        deep.push(format!("generated_interface_level_{level}_of_eight"));
+    }
+    fs_err::create_dir_all(&deep).expect("mkdir");
+    fs_err::write(deep.join("some_generated_kernel_parameters.h"), "#pragma once\n").expect("write header");
+    let deep_dist = package(&artifacts, &temp.path().join("deep")).expect("package the deep example");
+    let found = messages(&release_gate::verify_dist_with(&deep_dist, &short).expect("verify"));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].starts_with(r"installs as `C:\Python313\Lib\site-packages\_rocm_sdk_devel\"), "{found:#?}");
+    assert!(found[0].contains("of_eight\\some_generated_kernel_parameters.h`"), "{found:#?}");
+}
+
+/// The first `include` directory under `dir`, in name order.
+fn walk_for_include(dir: &Path) -> Option<PathBuf> {
+    if dir.file_name().is_some_and(|name| name == "include") {
+        return Some(dir.to_path_buf());
+    }
+    let mut children: Vec<PathBuf> = fs_err::read_dir(dir)
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.is_dir() && !path.is_symlink())
+        .collect();
+    children.sort();
+    children.iter().find_map(|child| walk_for_include(child))
 }

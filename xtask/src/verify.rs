@@ -24,6 +24,14 @@ pub struct VerifyArgs {
     /// With --dist: print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// With --dist: the site-packages directory Windows wheels are judged to install into
+    /// (SPEC §7, MAX_PATH); default a per-user Python 3.13 of a 16-character user name.
+    #[arg(long, value_name = "PREFIX", requires = "dist")]
+    pub windows_prefix: Option<String>,
+    /// With --dist: the set requires Windows long paths, so a path past MAX_PATH under the
+    /// prefix is reported, not a violation.
+    #[arg(long, requires = "dist")]
+    pub windows_long_paths: bool,
     /// Skip the slow stages (clippy, the end-to-end install) for the edit-compile loop.
     #[arg(long)]
     pub quick: bool,
@@ -60,7 +68,12 @@ const STAGES: &[Stage] = &[
 
 pub fn run(args: VerifyArgs, output: Output) -> anyhow::Result<ExitCode> {
     if let Some(dist) = &args.dist {
-        return crate::verify_dist::run(dist, args.json, output);
+        let mut prefix = args.windows_prefix.clone().unwrap_or_else(|| release_gate::DEFAULT_WINDOWS_PREFIX.to_owned());
+        if !prefix.ends_with(['\\', '/']) {
+            prefix.push('\\');
+        }
+        let windows = release_gate::WindowsPaths { prefix, long_paths: args.windows_long_paths };
+        return crate::verify_dist::run(dist, args.json, &windows, output);
     }
     crate::verify_tools::ensure(args.quick)?;
     crate::verify_python::ensure_venv(&crate::verify_python::lint_dir(&crate::target_dir::target_dir()?))?;

@@ -7,11 +7,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use release_gate::{verify_dist, Finding, VerifyReport};
+use release_gate::{verify_dist_with, Finding, VerifyReport, WindowsPaths};
 
 use crate::Output;
 
-pub fn run(dist: &Path, json: bool, output: Output) -> anyhow::Result<ExitCode> {
+pub fn run(dist: &Path, json: bool, windows: &WindowsPaths, output: Output) -> anyhow::Result<ExitCode> {
     if dist.exists() && !dist.is_dir() {
         return Err(crate::CliError {
             message: format!("--dist {} is a file, not a directory", dist.display()),
@@ -20,7 +20,7 @@ pub fn run(dist: &Path, json: bool, output: Output) -> anyhow::Result<ExitCode> 
         }
         .into());
     }
-    let report = verify_dist(dist).with_context(|| format!("verifying {}", dist.display()))?;
+    let report = verify_dist_with(dist, windows).with_context(|| format!("verifying {}", dist.display()))?;
     // A CI job with a mistyped path must fail, not pass with nothing checked.
     if report.packages.is_empty() {
         return Err(crate::CliError {
@@ -56,6 +56,9 @@ fn render(report: &VerifyReport, verbose: bool) -> String {
         if let Some(tag) = package.portability.as_ref().and_then(|facts| facts.manylinux_tag.as_deref()) {
             let glibc = package.portability.as_ref().and_then(|facts| facts.glibc.as_deref()).unwrap_or("-");
             let _ = write!(text, "  (glibc {glibc}, can carry {tag})");
+        }
+        if let Some(length) = package.portability.as_ref().and_then(|facts| facts.windows_path_length) {
+            let _ = write!(text, "  (deepest installed path: {length} characters)");
         }
         text.push('\n');
         if verbose || package.locations.len() > 1 {
@@ -156,6 +159,8 @@ mod tests {
                 glibcxx: None,
                 cxxabi: None,
                 manylinux_tag: Some("manylinux_2_26_x86_64".to_owned()),
+                windows_deepest_path: None,
+                windows_path_length: None,
             }),
             violations: vec![finding(Check::Rpath, Some("a/lib/x.so"), "has DT_RUNPATH `$ORIGIN`")],
             warnings: vec![finding(Check::WindowsName, Some("a/x:y"), "Windows cannot extract this name")],

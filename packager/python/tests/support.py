@@ -90,6 +90,19 @@ def load_dist_info(**options: Any) -> types.ModuleType:
     return module
 
 
+def load_release(**options: Any) -> types.ModuleType:
+    """The real `_release` module, importing a `load_dist_info(**options)` as its
+    `_dist_info`."""
+    dist_info = load_dist_info(**options)
+    package = dist_info.__name__.rsplit(".", 1)[0]
+    spec = importlib.util.spec_from_file_location(package + "._release", DIST_INFO.parent / "_release.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def write_dist_info(package_dir: PathArg, **options: Any) -> None:
     """`_dist_info.py` and a `_dist_info_data.py` of `options` in `package_dir`, as the
     packager gives every pure package."""
@@ -128,8 +141,11 @@ def run_python(
     env: Optional[Mapping[str, str]] = None,
     args: Iterable[object] = (),
     check: bool = False,
+    timeout: Optional[float] = None,
 ) -> Completed:
-    """Runs `python -c code` (with `site` first on sys.path); returns CompletedProcess."""
+    """Runs `python -c code` (with `site` first on sys.path); returns CompletedProcess.
+    A `timeout` turns a hang into a failing test (`subprocess.TimeoutExpired`), never
+    into a timing assertion."""
     env = dict(env if env is not None else clean_env())
     if site is not None:
         env["PYTHONPATH"] = str(site)
@@ -139,6 +155,7 @@ def run_python(
         stdin=subprocess.DEVNULL,
         env=env,
         text=True,
+        timeout=timeout,
     )
     if check and result.returncode != 0:
         raise AssertionError("python failed (%d):\n%s\n%s" % (result.returncode, result.stdout, result.stderr))

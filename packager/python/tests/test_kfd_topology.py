@@ -98,4 +98,4 @@ class KfdTopologyTest(support.TempDirTest):
             elif isinstance(node, ast.ImportFrom):
                 self.assertEqual(node.level, 0, "no relative imports")
                 imported.add(str(node.module).split(".")[0])
-        self.assertEqual(imported, {"os", "collections", "typing"})
+        self.assertEqual(imported, {"os", "stat", "warnings", "collections", "typing"})

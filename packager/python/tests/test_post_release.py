@@ -1,6 +1,7 @@
-"""Post releases (SPEC §3, §4; TheRock's docs/packaging/versioning.md, #7565): `X.Y.Z.postN`
-is the release `X.Y.Z` in every comparison we make; `X.Y.(Z+1)` never is, and dev and
-pre releases match only themselves."""
+"""Post releases (SPEC §2, §3, §4; TheRock's docs/packaging/versioning.md, #7565):
+`X.Y.Z.postN` is the release `X.Y.Z` in every comparison we make; `X.Y.(Z+1)` and
+`X.Y.Z.1` never are, and dev and pre releases match only themselves. The whole table of
+versions, through pip's `packaging` and the release gate too, is tests/it/release_rule.rs."""
 
 import json
 import shutil
@@ -15,7 +16,7 @@ from tests.test_runtime import PROBE
 
 class SameReleaseTest(unittest.TestCase):
     def test_which_versions_are_one_release(self) -> None:
-        info = support.load_dist_info()
+        release = support.load_release()
         cases = [
             ("7.12.0", "7.12.0.post1", True),
             ("7.12.0.post1", "7.12.0.post2", True),
@@ -24,17 +25,23 @@ class SameReleaseTest(unittest.TestCase):
             ("7.12.0", "7.12.0.1", False),
             ("7.12.0.dev0", "7.12.0.post1.dev0", False),
             ("7.12.0rc1", "7.12.0rc1.post1", False),
-            ("7.12.0+local", "7.12.0.post1", False),
+            ("7.12.0+local", "7.12.0.post1", True),
+            ("7.12.0", "7.12.0.post1.dev3", True),
+            ("7.12.0", "7.12.0.0.1", False),
+            ("7.12.0", "7.12.0.0", True),
+            ("7.12.0.dev0", "7.12.0.0.dev0", True),
             ("7.12.0.dev0", "7.12.0.dev0", True),
         ]
         for first, second, same in cases:
-            self.assertEqual(info.same_release(first, second), same, (first, second))
-            self.assertEqual(info.same_release(second, first), same, (second, first))
+            self.assertEqual(release.same_release(first, second), same, (first, second))
+            self.assertEqual(release.same_release(second, first), same, (second, first))
 
     def test_specifiers_admit_the_release(self) -> None:
         info = support.load_dist_info()
-        self.assertEqual(info.release_specifier("7.12.0"), ">=7.12.0,==7.12.0.*")
-        self.assertEqual(info.release_specifier("7.12.0.post1"), ">=7.12.0,==7.12.0.*")
+        self.assertEqual(info.release_specifier("7.12.0"), ">=7.12.0,<7.12.0.0.1")
+        self.assertEqual(info.release_specifier("7.12.0.post1"), ">=7.12.0,<7.12.0.0.1")
+        self.assertEqual(info.release_specifier("1!7.12.0"), ">=1!7.12.0,<1!7.12.0.0.1")
+        self.assertEqual(info.release_specifier("7.12.0+abc"), "==7.12.0+abc")
         self.assertEqual(info.release_specifier("7.12.0.dev0"), "==7.12.0.dev0")
         self.assertEqual(info.release_specifier("7.12.0a20260822"), "==7.12.0a20260822")
 
@@ -44,9 +51,9 @@ class PostReleaseRequirementsTest(BackendSupport):
         for version in ("7.12.0", "7.12.0.post1"):
             root = self.make_sdist_tree(families=["gfx90a"], kpack=True, version=version)
             requires, extras = self.call(root, "requirements", env={"ROCM_SDK_TARGET_FAMILY": "gfx90a"})
-            self.assertEqual(requires, ["rocm-sdk-core>=7.12.0,==7.12.0.*"], version)
-            self.assertEqual(extras["device"], ["rocm-sdk-device-gfx90a>=7.12.0,==7.12.0.*"], version)
-            self.assertEqual(extras["libraries"], ["rocm-sdk-libraries>=7.12.0,==7.12.0.*"], version)
+            self.assertEqual(requires, ["rocm-sdk-core>=7.12.0,<7.12.0.0.1"], version)
+            self.assertEqual(extras["device"], ["rocm-sdk-device-gfx90a>=7.12.0,<7.12.0.0.1"], version)
+            self.assertEqual(extras["libraries"], ["rocm-sdk-libraries>=7.12.0,<7.12.0.0.1"], version)
             # The next version's tree goes where this one was.
             shutil.rmtree(str(root))
 

@@ -58,6 +58,14 @@ pub enum PlanError {
         .0.what
     )]
     OwnerClash(Box<OwnerClash>),
+    /// A file or directory name the run would write is longer than file systems allow: pip
+    /// fails installing it with `File name too long` (SPEC §2, names).
+    #[error(
+        "{what} `{}` of {package} is {} bytes long; a file or directory name may be at most {bound} bytes",
+        crate::escape::escape(name),
+        name.len()
+    )]
+    NameTooLong { what: &'static str, name: String, package: String, bound: usize },
     #[error("{message}")]
     Invalid { message: String },
     /// The artifacts, read while planning.
@@ -95,6 +103,10 @@ impl Diagnostic for PlanError {
     fn hint(&self) -> Option<&'static str> {
         match self {
             Self::BadVersion { .. } => Some("pass --version with a PEP 440 version such as 7.12.0.dev0"),
+            Self::NameTooLong { .. } => Some(
+                "shorten what forms the name: --version-suffix (it ends every platform directory), --version \
+                 (it is in every .dist-info directory), or the artifact's file name",
+            ),
             Self::BadVersionSuffix { .. } => {
                 Some("pass a --version-suffix of ASCII letters, digits and `_` only (it ends directory and module names)")
             }

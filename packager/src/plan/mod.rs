@@ -340,6 +340,7 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
         });
     }
     check_no_shared_members(&packages)?;
+    check_name_lengths(&packages, &version)?;
     findings.sort();
     findings.dedup();
     overrides.sort_by(|a, b| a.rel.cmp(&b.rel));
@@ -360,6 +361,47 @@ pub fn plan_packages(catalog: &Catalog, config: &PackageConfig, progress: &dyn P
     // Last: `--variants` on a build that cannot have them fails before anything is written.
     plan.variants = variants::plan_variants(&plan, config)?;
     Ok(plan)
+}
+
+/// The longest file or directory name Linux file systems (and NTFS, in UTF-16 units) take.
+pub const NAME_MAX: usize = 255;
+
+/// Every name the run writes into a wheel, its `.dist-info` directory and every component of
+/// every member path, fits a file system (SPEC §2, names): refused before anything is
+/// written, naming the name and the bound.
+fn check_name_lengths(packages: &[PackagePlan], version: &archive_write::Version) -> Result<(), PlanError> {
+    // The `rocm` sdist's file name, as written (its temporary name must fit too).
+    let sdist = format!("{}-{}.tar.gz", identity::distribution_stem(PackageGroup::Meta), version.as_str());
+    if sdist.len() > archive_write::atomic::MAX_NAME_BYTES {
+        let bound = archive_write::atomic::MAX_NAME_BYTES;
+        return Err(PlanError::NameTooLong {
+            what: "the sdist file name",
+            name: sdist,
+            package: "rocm".to_owned(),
+            bound,
+        });
+    }
+    for package in packages {
+        let too_long = |what: &'static str, name: &str| PlanError::NameTooLong {
+            what,
+            name: name.to_owned(),
+            package: package.names.distribution.clone(),
+            bound: NAME_MAX,
+        };
+        let dist_info = format!("{}-{}.dist-info", package.names.file_name_form(), version.as_str());
+        if dist_info.len() > NAME_MAX {
+            return Err(too_long("the .dist-info directory", &dist_info));
+        }
+        if package.names.platform_dir.as_str().len() > NAME_MAX {
+            return Err(too_long("the platform directory", package.names.platform_dir.as_str()));
+        }
+        for rel in package.files.keys() {
+            if let Some(component) = rel.as_str().split('/').find(|component| component.len() > NAME_MAX) {
+                return Err(too_long("the file name", component));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// No two wheels may ship the same member path (SPEC §6): uninstalling one would delete

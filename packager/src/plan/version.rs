@@ -1,8 +1,8 @@
 //! PEP 440 versions: every package of a build shares one version, and a bad one is refused
 //! before anything is written.
 //!
-//! Owns: the rule that `--version` is in normal form (SPEC §3), and which versions are one
-//! release (a post release is its release, SPEC §4). Parsing and the normal form are
+//! Owns: the rule that `--version` is in normal form (SPEC §3), and the pins a package
+//! of a set names the others with (a post release is its release, SPEC §2). Parsing and the normal form are
 //! `pep440_rs`'s (through `archive-write`'s [`Version`], the one version type of the
 //! writer's side), the parser the release gate judges built file names with too, so the
 //! packager never writes a version the gate would flag.
@@ -13,8 +13,11 @@ use archive_write::Version;
 /// (SPEC §3: every file name and `==` pin carries it as is). Returns the reason when it is
 /// not, naming the normal form when there is one (`07.1` → `use 7.1`).
 pub fn parse_version(version: &str) -> Result<Version, String> {
-    let parsed = Version::parse(version)
-        .map_err(|error| format!("{error} (PEP 440 allows e.g. 7.12.0, 7.12.0rc1, 7.12.0.dev0, 7.12.0.post1+local)"))?;
+    // The parser quotes the version in its message: escaped, as the rest of the message is.
+    let parsed = Version::parse(version).map_err(|error| {
+        let error = crate::escape::escape(&error.to_string());
+        format!("{error} (PEP 440 allows e.g. 7.12.0, 7.12.0rc1, 7.12.0.dev0, 7.12.0.post1+local)")
+    })?;
     if parsed.is_normal_form() {
         Ok(parsed)
     } else {
@@ -50,18 +53,15 @@ fn is_number(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit())
 }
 
-/// Whether two versions are one release (SPEC §4): equal, or the same final release up to
-/// a `.postN`. `7.12.0` and `7.12.0.post1` are; `7.12.0` and `7.12.1` never are.
-pub fn same_release(first: &str, second: &str) -> bool {
-    first == second || final_release(first).is_some_and(|release| final_release(second) == Some(release))
-}
-
 /// The version specifier a package of a set pins another with (SPEC §2, §3): `==V` for a
-/// dev or pre release, `>=R,==R.*` for a final release `R` (or its post releases), so one
-/// package republished as `R.postN` joins the set of `R`.
+/// dev or pre release, `>=R,<R.0.1` for a final release `R` (or its post releases), so one
+/// package republished as `R.postN` joins the set of `R`. Not `==R.*`, which admits
+/// `R.1` and, with `--pre`, `R.1rc1`: what PEP 440 orders below `R.0.1` is R, its post
+/// releases (dev ones with `--pre`) and local builds, and what the runtime and the release
+/// gate call this release is exactly that (SPEC §2).
 pub fn release_specifier(version: &str) -> String {
     match final_release(version) {
-        Some(release) => format!(">={release},=={release}.*"),
+        Some(release) => format!(">={release},<{release}.0.1"),
         None => format!("=={version}"),
     }
 }
@@ -106,23 +106,11 @@ mod tests {
     }
 
     #[test]
-    fn post_releases_are_their_release() {
-        for (first, second, same) in [
-            ("7.12.0", "7.12.0.post1", true),
-            ("7.12.0.post1", "7.12.0.post2", true),
-            ("1!7.12.0", "1!7.12.0.post3", true),
-            ("7.12.0", "7.12.1", false),
-            ("7.12.0", "7.12.0.1", false),
-            ("7.12.0.dev0", "7.12.0.post1.dev0", false),
-            ("7.12.0rc1", "7.12.0rc1.post1", false),
-            ("7.12.0+abc", "7.12.0.post1", false),
-            ("7.12.0.dev0", "7.12.0.dev0", true),
-        ] {
-            assert_eq!(same_release(first, second), same, "{first} {second}");
-            assert_eq!(same_release(second, first), same, "{second} {first}");
-        }
-        assert_eq!(release_specifier("7.12.0"), ">=7.12.0,==7.12.0.*");
-        assert_eq!(release_specifier("7.12.0.post2"), ">=7.12.0,==7.12.0.*");
+    fn a_final_release_pins_itself_and_its_post_releases() {
+        assert_eq!(release_specifier("7.12.0"), ">=7.12.0,<7.12.0.0.1");
+        assert_eq!(release_specifier("7.12.0.post2"), ">=7.12.0,<7.12.0.0.1");
+        assert_eq!(release_specifier("1!7.12.0"), ">=1!7.12.0,<1!7.12.0.0.1");
+        assert_eq!(release_specifier("7.12.0+abc"), "==7.12.0+abc");
         assert_eq!(release_specifier("7.12.0.dev0"), "==7.12.0.dev0");
         assert_eq!(release_specifier("7.12.0rc1"), "==7.12.0rc1");
     }

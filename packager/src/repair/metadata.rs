@@ -185,13 +185,13 @@ mod tests {
 
     #[test]
     fn requirements_are_added_after_the_last_one() {
-        let (out, added) = rewrite_metadata(METADATA, &sdk(), &["rocm-sdk-core>=7.12.0,==7.12.0.*".to_owned()], "M")
+        let (out, added) = rewrite_metadata(METADATA, &sdk(), &["rocm-sdk-core>=7.12.0,<7.12.0.0.1".to_owned()], "M")
             .expect("no problem");
-        assert_eq!(added, ["rocm-sdk-core>=7.12.0,==7.12.0.*"]);
+        assert_eq!(added, ["rocm-sdk-core>=7.12.0,<7.12.0.0.1"]);
         assert_eq!(
             out,
             "Metadata-Version: 2.1\nName: ext\nVersion: 1.0\nRequires-Dist: numpy\n\
-             Requires-Dist: rocm-sdk-core>=7.12.0,==7.12.0.*\n\nA description.\n"
+             Requires-Dist: rocm-sdk-core>=7.12.0,<7.12.0.0.1\n\nA description.\n"
         );
     }
 
@@ -202,11 +202,11 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert!(problems[0].to_string().contains("rocm-sdk-core 7.12.0.post1"), "{}", problems[0]);
         let admitted =
-            "Metadata-Version: 2.1\nName: ext\nVersion: 1.0\nRequires-Dist: rocm[libraries] (>=7.12.0,==7.12.0.*)\n";
-        let requirements = ["rocm-sdk-core>=7.12.0,==7.12.0.*".to_owned(), "rocm[libraries]==7.12.0".to_owned()];
+            "Metadata-Version: 2.1\nName: ext\nVersion: 1.0\nRequires-Dist: rocm[libraries] (>=7.12.0,<7.12.0.0.1)\n";
+        let requirements = ["rocm-sdk-core>=7.12.0,<7.12.0.0.1".to_owned(), "rocm[libraries]==7.12.0".to_owned()];
         let (out, added) = rewrite_metadata(admitted, &sdk(), &requirements, "M").expect("ok");
         assert!(out.contains("Requires-Dist: rocm-sdk-core>=7.12.0"), "{out}");
-        assert_eq!(added, ["rocm-sdk-core>=7.12.0,==7.12.0.*"], "rocm is required already");
+        assert_eq!(added, ["rocm-sdk-core>=7.12.0,<7.12.0.0.1"], "rocm is required already");
     }
 
     #[test]

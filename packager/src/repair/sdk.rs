@@ -112,7 +112,7 @@ impl Sdk {
     }
 
     /// The `Requires-Dist` lines that the libraries provided by `packages` bring, each with
-    /// the release rule (SPEC §2): `>=R,==R.*` for a final release (post releases of it
+    /// the release rule (SPEC §2): `>=R,<R.0.1` for a final release (post releases of it
     /// accepted), `==V` otherwise. A library several families' packages provide (a legacy
     /// set) is required through the `rocm` sdist's `libraries` extra, which chooses the
     /// family at install time; sorted.
@@ -194,7 +194,7 @@ mod tests {
         let one = |name: &str| BTreeSet::from([name.to_owned()]);
         assert_eq!(
             set.requirements(&[one("rocm-sdk-core"), one("rocm-sdk-libraries"), one("rocm-sdk-core")]),
-            ["rocm-sdk-core>=7.12.0,==7.12.0.*", "rocm-sdk-libraries>=7.12.0,==7.12.0.*"]
+            ["rocm-sdk-core>=7.12.0,<7.12.0.0.1", "rocm-sdk-libraries>=7.12.0,<7.12.0.0.1"]
         );
         let legacy = sdk(&[
             ("rocm-sdk-libraries-gfx110x-all", "7.12.0.dev0"),

@@ -245,17 +245,15 @@ def initialize_process(
 
 def _version_matches(check_version: "Union[str, re.Pattern[str]]", pattern: "re.Pattern[str]", version: str) -> bool:
     """Whether the installed `version` is the one `check_version` asks for. A post release
-    is its release (SPEC §4, TheRock's docs/packaging/versioning.md): `7.12.0` matches an
-    installed `7.12.0.post1` and `7.12.0.post1` an installed `7.12.0`; `7.12.1` never
-    matches `7.12.0`, and dev and pre releases match only as written."""
-    from . import _dist_info
+    is its release (SPEC §2, §4, TheRock's docs/packaging/versioning.md): `7.12.0` matches
+    an installed `7.12.0.post1` and `7.12.0.post1` an installed `7.12.0`, as the pins of
+    either admit the other (`_release`); `7.12.0.1` and `7.12.1` never match `7.12.0`."""
+    from . import _dist_info, _release
 
     if pattern.match(version):
         return True
     release = _dist_info.final_release(version)
-    if release is None:
-        return False
-    if pattern.match(release):
+    if release is not None and pattern.match(release):
         return True
     # A version asked for as a string (not a compiled pattern): compare it as a release.
-    return isinstance(check_version, str) and _dist_info.same_release(check_version, version)
+    return isinstance(check_version, str) and _release.same_release(check_version, version)

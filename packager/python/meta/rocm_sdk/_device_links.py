@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import _dist_info as di
-from . import _record
+from . import _record, _release
 
 if TYPE_CHECKING:
     from ._devel import DevelPackage
@@ -90,7 +90,7 @@ def reconcile(devel: "DevelPackage") -> int:
         dist_name = di.ALL_PACKAGES["device"].get_dist_package_name(target)
         version = di.installed_dist_version(dist_name)
         # The same release: a device wheel republished as a post release counts (SPEC §4).
-        if version is None or not di.same_release(version, di.__version__):
+        if version is None or not _release.release_admits(di.__version__, version):
             di._log("skipping device links of %s (installed version %s)" % (dist_name, version))
             continue
         record_path = _record.find_record(dist_name)

@@ -473,36 +473,28 @@ def installed_dist_version(dist_name: str) -> Optional[str]:
         return None
 
 
-# A final release, or a post release of one, in normal form: `7.12.0`, `1!7.12.0.post3`.
-_FINAL_OR_POST = re.compile(r"^((?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*)(?:\.post[0-9]+)?$")
+# A version in normal form: epoch, release, pre release (kind, number), post, dev, local.
+_VERSION = re.compile(
+    r"^(?:([0-9]+)!)?([0-9]+(?:\.[0-9]+)*)(?:(a|b|rc)([0-9]+))?(?:\.post([0-9]+))?(?:\.dev([0-9]+))?(?:\+([a-z0-9.]+))?$"
+)
 
 
 def final_release(version: str) -> Optional[str]:
-    """`7.12.0.post1` and `7.12.0` -> `7.12.0`; None for anything else (a dev, pre or
-    local version), which only ever matches itself."""
-    match = _FINAL_OR_POST.match(version)
-    return match.group(1) if match else None
-
-
-def same_release(first: str, second: str) -> bool:
-    """Whether two versions are one release (TheRock's docs/packaging/versioning.md, SPEC
-    §4): equal, or the same final release up to a `.postN` (`7.12.0`, `7.12.0.post1`).
-    `7.12.1` never is, and dev and pre releases match only themselves."""
-    if first == second:
-        return True
-    release = final_release(first)
-    return release is not None and release == final_release(second)
+    """`7.12.0.post1` and `7.12.0` -> `7.12.0`; None for a dev, pre or local version,
+    which its pins name exactly (`_release.release_admits` reads what they admit)."""
+    match = _VERSION.match(version)
+    if match is None or any(match.group(n) for n in (3, 6, 7)):
+        return None
+    return (match.group(1) + "!" if match.group(1) else "") + match.group(2)
 
 
 def release_specifier(version: Optional[str] = None) -> str:
-    """The version specifier that admits every version of `version`'s release: `==V` for
-    a dev or pre release, `>=R,==R.*` for a final release R or its post releases, so a
-    package republished as `R.postN` joins a set of `R` (SPEC §3)."""
+    """The specifier a package of a set pins another with (SPEC §2): `>=R,<R.0.1` for a
+    final release R or R.postN, so a package republished as `R.postN` joins a set of `R`;
+    `==V` for any other version."""
     version = __version__ if version is None else version
     release = final_release(version)
-    if release is None:
-        return "==" + version
-    return ">=%s,==%s.*" % (release, release)
+    return "==" + version if release is None else ">=%s,<%s.0.1" % (release, release)
 
 
 def _package_table() -> dict[str, PackageEntry]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Optional, TypedDict
 
 from . import _dist_info as di
-from . import _kfd_topology
+from . import _kfd_topology, _release
 from ._kfd_topology import Agent
 
 STATUS_COVERED = "covered"
@@ -88,10 +88,10 @@ def pip_line(extras: Iterable[Optional[str]]) -> str:
 
 
 def _installed_release(dist_name: str) -> Optional[str]:
-    """The installed version of `dist_name` when it is this release (SPEC §4: a post
-    release is its release), else None."""
+    """The installed version of `dist_name` when it is this release (SPEC §2: what the
+    pins of this release admit, a post release too), else None."""
     version = di.installed_dist_version(dist_name)
-    if version is not None and di.same_release(version, di.__version__):
+    if version is not None and _release.release_admits(di.__version__, version):
         return version
     return None
 
@@ -195,7 +195,7 @@ def _gpu_line(report: GpuReport) -> str:
 def render_text(report: Report) -> str:
     """The report as `rocm-sdk doctor` prints it."""
     mode = "kpack-split" if report["kpack_split"] else "legacy"
-    lines = ["ROCm %s (%s build), GPUs from %s" % (report["version"], mode, report["topology"])]
+    lines = ["ROCm %s (%s build), GPUs from %s" % (report["version"], mode, di.printable(report["topology"]))]
     if not report["gpus"]:
         lines.append("no GPU found: nothing needs device code")
     lines += [_gpu_line(gpu) for gpu in report["gpus"]]
@@ -205,7 +205,7 @@ def render_text(report: Report) -> str:
     elif not devel["installed"]:
         lines.append("devel: not installed (add it with: pip install 'rocm[devel]')")
     elif devel["expanded"]:
-        lines.append("devel: installed, expanded at %s" % devel["root"])
+        lines.append("devel: installed, expanded at %s" % di.printable(devel["root"]))
     else:
         lines.append("devel: installed, not expanded yet (`rocm-sdk init` expands it)")
     if report["install"]:

@@ -13,9 +13,17 @@ major * 10000 + minor * 100 + stepping, where the target name spells minor and s
 as one hex digit each (90010 -> gfx90a, 110501 -> gfx1151, 120500 -> gfx1250). A CPU
 node has 0. Feature settings (`xnack`, `sramecc`) are not in the topology: an agent is
 its base target, as `rocm_agent_enumerator` reports it.
+
+Nothing here waits or trusts a name (SPEC §5, "Nothing followed, nothing waited on"; the
+runtime reads the topology in every process): a `properties` file is opened without
+blocking and read only if it is a regular file, checked before the open and again on the
+descriptor, and only up to a bound; a node directory whose name is not ASCII digits is
+skipped with a `TopologyWarning` that shows the name escaped.
 """
 
 import os
+import stat
+import warnings
 from collections.abc import Mapping
 from typing import NamedTuple, Optional
 
@@ -26,6 +34,14 @@ TOPOLOGY_ROOT_VARIABLE = "ROCM_SDK_KFD_TOPOLOGY"
 
 # A properties file is a few hundred bytes; more than this is not one.
 _MAX_PROPERTIES_BYTES = 64 * 1024
+
+# A FIFO opened for reading without O_NONBLOCK waits for a writer forever. Windows has no
+# such flag and no KFD; there the open is plain.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+
+class TopologyWarning(RuntimeWarning):
+    """A topology entry that was skipped because it is not what the kernel writes."""
 
 
 class Agent(NamedTuple):
@@ -72,15 +88,71 @@ def parse_properties(text: str) -> dict[str, int]:
     return values
 
 
-def _read_properties(path: str) -> Optional[dict[str, int]]:
+def printable(text: str) -> str:
+    """`text` with control characters escaped (`\\x1b`), as the rest of `rocm_sdk`
+    escapes what it prints (SPEC §4); a copy of its rule, since this module stands alone."""
+    return "".join(ch if ch == " " or ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def is_node_name(name: str) -> bool:
+    """A KFD node directory's name: ASCII digits only. `str.isdigit` also takes `²` (which
+    `int` refuses) and `\\u0661`, Arabic-Indic one (which `int` reads as 1, naming a node twice)."""
+    return name.isascii() and name.isdigit()
+
+
+def read_regular_file(path: str, limit: int) -> Optional[bytes]:
+    """The bytes of `path` if it is a regular file (a symlink to one too: sysfs is reached
+    through symlinks) of at most `limit` bytes; None for anything else, without waiting: a
+    FIFO, a device or a socket is refused by its type before the open and on the
+    descriptor, and the open itself never blocks."""
     try:
-        with open(path, "rb") as file:
-            data = file.read(_MAX_PROPERTIES_BYTES + 1)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        descriptor = os.open(path, _OPEN_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        # Swapped for a FIFO between the check and the open: the descriptor says so.
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        chunks = []
+        size = 0
+        # sysfs files report a size of 4096 whatever they hold: read to the end, bounded.
+        while size <= limit:
+            chunk = os.read(descriptor, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError:
         return None
-    if len(data) > _MAX_PROPERTIES_BYTES:
+    finally:
+        os.close(descriptor)
+    return b"".join(chunks) if size <= limit else None
+
+
+def _read_properties(path: str) -> Optional[dict[str, int]]:
+    data = read_regular_file(path, _MAX_PROPERTIES_BYTES)
+    if data is None:
         return None
     return parse_properties(data.decode("ascii", "replace"))
+
+
+def node_names(names: list[str], nodes_dir: str) -> list[str]:
+    """The node directories among `names`, in numeric order; any other name, which the
+    kernel never writes there, is skipped with a `TopologyWarning`."""
+    nodes = []
+    for name in names:
+        if is_node_name(name):
+            nodes.append(name)
+        else:
+            warnings.warn(
+                "ignoring %s in the KFD topology: a node's name is ASCII digits"
+                % printable(os.path.join(nodes_dir, name)),
+                TopologyWarning,
+                stacklevel=3,
+            )
+    return sorted(nodes, key=int)
 
 
 def detect_agents(root: str = DEFAULT_TOPOLOGY_ROOT) -> list[Agent]:
@@ -94,7 +166,7 @@ def detect_agents(root: str = DEFAULT_TOPOLOGY_ROOT) -> list[Agent]:
     except OSError:
         return []
     agents = []
-    for name in sorted((name for name in names if name.isdigit()), key=int):
+    for name in node_names(names, nodes_dir):
         properties = _read_properties(os.path.join(nodes_dir, name, "properties"))
         if properties is None:
             continue

@@ -29,6 +29,7 @@ pub const META_PACKAGE: &[(&str, &str)] = &[
     ("_doctor.py", include_str!("../../../python/meta/rocm_sdk/_doctor.py")),
     ("_kfd_topology.py", KFD_TOPOLOGY),
     ("_record.py", include_str!("../../../python/meta/rocm_sdk/_record.py")),
+    ("_release.py", include_str!("../../../python/meta/rocm_sdk/_release.py")),
     ("tests/__init__.py", include_str!("../../../python/meta/rocm_sdk/tests/__init__.py")),
     ("tests/base_test.py", include_str!("../../../python/meta/rocm_sdk/tests/base_test.py")),
     ("tests/core_test.py", include_str!("../../../python/meta/rocm_sdk/tests/core_test.py")),

@@ -43,7 +43,7 @@ pub fn generic_purl(name: &str, version: &str) -> String {
 }
 
 /// A `Requires-Dist` line read back: the distribution, and its version when the line pins
-/// exactly one (`==7.12.0.dev0`; not `>=7.12.0,==7.12.0.*`).
+/// exactly one (`==7.12.0.dev0`; not `>=7.12.0,<7.12.0.0.1`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Requirement {
     pub name: String,
@@ -102,7 +102,7 @@ mod tests {
             );
         };
         check("rocm-sdk-core==7.12.0.dev0", "rocm-sdk-core", Some("7.12.0.dev0"));
-        check("rocm-sdk-libraries>=7.12.0,==7.12.0.*", "rocm-sdk-libraries", None);
+        check("rocm-sdk-libraries>=7.12.0,<7.12.0.0.1", "rocm-sdk-libraries", None);
         check("rocm-sdk-libraries==7.12.*", "rocm-sdk-libraries", None);
         check("numpy", "numpy", None);
         check("torch == 2.9.0 ; sys_platform == 'linux'", "torch", None);

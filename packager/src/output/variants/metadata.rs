@@ -96,7 +96,7 @@ mod tests {
         let expected = serde_json::json!({
             "$schema": SCHEMA_URL,
             "default-priorities": {"namespace": ["amd"]},
-            "providers": {"amd": {"requires": ["rocm-sdk-variant-provider>=7.12.0,==7.12.0.*"], "plugin-api": "rocm_sdk_variant_provider"}},
+            "providers": {"amd": {"requires": ["rocm-sdk-variant-provider>=7.12.0,<7.12.0.0.1"], "plugin-api": "rocm_sdk_variant_provider"}},
             "variants": {"gfx90a": {"amd": {"gfx_arch": ["gfx90a"]}}},
         });
         assert_eq!(value, expected);
