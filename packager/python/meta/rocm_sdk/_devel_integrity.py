@@ -19,8 +19,6 @@ import os
 import tarfile
 from typing import Optional, Union
 
-from ._dist_info import printable
-
 # A path as the callers hold it: a `pathlib.Path` or a string.
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -32,6 +30,11 @@ def reinstall_hint(dist_name: str) -> str:
     return "reinstall it with `pip install --force-reinstall --no-cache-dir %s`" % dist_name
 
 
+def _printable(text: object) -> str:
+    """`text` with control characters escaped, so a hostile name cannot forge output."""
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in str(text))
+
+
 class DamagedTarballError(RuntimeError):
     """The devel tarball is not the one the package was built with; nothing was extracted."""
 
@@ -41,7 +44,7 @@ class DamagedTarballError(RuntimeError):
         self.reason = reason
         super().__init__(
             "the devel tarball %s is damaged (%s); nothing was extracted: %s"
-            % (printable(tarball), printable(reason), reinstall_hint(dist_name))
+            % (_printable(tarball), _printable(reason), reinstall_hint(dist_name))
         )
 
 
@@ -56,7 +59,7 @@ class ExpansionError(RuntimeError):
             "cannot expand the devel tree: writing %s failed: %s; the partial tree was removed and "
             "%s is kept, so the next `rocm-sdk init` tries again once the cause is fixed (free space "
             "in %s if the disk is full)"
-            % (printable(path), printable(detail), printable(tarball), printable(os.path.dirname(str(tarball))))
+            % (_printable(path), _printable(detail), _printable(tarball), _printable(os.path.dirname(str(tarball))))
         )
 
 
