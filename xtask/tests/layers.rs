@@ -352,6 +352,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("packager", &["elf-rpath", "archive-write", "elf-audit", "diagnostic"]),
     ("release-gate", &["elf-audit", "diagnostic"]),
     ("elf-audit", &[]),
+    // Device code (offload bundles, kpack archives, the host transform) knows the GPU
+    // toolchain's formats but nothing of packages, so it sits beside the other ELF crates.
+    ("device-code", &["diagnostic"]),
     ("elf-rpath", &["diagnostic"]),
     ("archive-write", &["diagnostic"]),
     ("example-artifacts", &["diagnostic"]),
@@ -361,8 +364,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// What must never be reachable from a crate, directly or through others: the gate shares
 /// no code with what it judges, and the product does not carry its test-input generator.
 const FORBIDDEN: &[(&str, &[&str])] = &[
-    ("release-gate", &["packager", "elf-rpath", "archive-write", "xtask", "example-artifacts"]),
+    ("release-gate", &["packager", "elf-rpath", "archive-write", "device-code", "xtask", "example-artifacts"]),
     ("elf-audit", &["packager", "elf-rpath", "archive-write", "release-gate", "xtask"]),
+    ("device-code", &["packager", "elf-rpath", "archive-write", "release-gate", "xtask"]),
     ("packager", &["release-gate", "example-artifacts", "xtask"]),
 ];
 
