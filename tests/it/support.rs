@@ -73,6 +73,11 @@ const VENV_PACKAGES: &[&str] = &[
     "pytest",
     "auditwheel",
     "cyclonedx-python-lib[json-validation]==11.12.0",
+    // A second, independent reader of kpack archives (SPEC §12) is written in Python on
+    // the libraries rocm-kpack's own reader uses.
+    "msgpack",
+    "zstandard",
+    "wheel",
 ];
 
 /// A Python venv under `target/tmp/venv` with [`VENV_PACKAGES`] installed. Created once per

@@ -62,6 +62,11 @@ const TOOLS: &[Tool] = &[
     tool("perl", "perl"),
     tool("patchelf", "patchelf"),
     tool("eu-elflint", "elfutils"),
+    // Device code (SPEC §12): real fat HIP binaries are compiled by LLVM 15's clang and
+    // linked by its lld, and what we extract is compared with its offload bundler's.
+    tool("clang++-15", "clang-15"),
+    tool("ld.lld-15", "lld-15"),
+    tool("clang-offload-bundler-15", "clang-tools-15"),
     // The Windows example is cross-compiled, and its wheels run by Windows Python under Wine
     // (SPEC §7).
     tool("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64"),
