@@ -15,5 +15,8 @@
 
 pub mod elf_headers;
 mod error;
+pub mod msgpack;
+pub mod target;
 
 pub use error::DeviceCodeError;
+pub use target::{EntryId, Feature, TargetId};
