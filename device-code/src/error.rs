@@ -16,6 +16,21 @@ pub enum DeviceCodeError {
     },
     #[error("{}: not an ELF file we can read: {reason}", path.display())]
     Elf { path: PathBuf, reason: String },
+    /// An offload target id (`gfx942:xnack+`) that does not parse; not about a file, so a
+    /// caller reading one from a file wraps it into that file's error.
+    #[error("offload target id {text:?}: {reason}")]
+    InvalidTarget { text: String, reason: &'static str },
+    /// An offload bundle of `.hip_fatbin` that is malformed; `offset` is where the bundle
+    /// starts inside the section.
+    #[error("{}: offload bundle at offset {offset} of .hip_fatbin: {reason}", path.display())]
+    Bundle { path: PathBuf, offset: u64, reason: String },
+    /// A `.kpack` archive that does not follow format version 1.
+    #[error("{}: kpack archive: {reason}", path.display())]
+    Kpack { path: PathBuf, reason: String },
+    /// A `.kpack` archive the caller asked to write that the format or its readers cannot
+    /// carry (a target not in `gfx_arches`, a key written twice, a size that does not match).
+    #[error("{}: cannot write this kpack archive: {reason}", path.display())]
+    KpackWrite { path: PathBuf, reason: String },
 }
 
 impl Diagnostic for DeviceCodeError {
@@ -25,12 +40,27 @@ impl Diagnostic for DeviceCodeError {
             DeviceCodeError::Elf { .. } => {
                 Some("only 64-bit little-endian ELF files are read; check that the file is complete and was built for x86-64")
             }
+            DeviceCodeError::InvalidTarget { .. } => {
+                Some("a target id is a processor (gfx942, gfx11-generic) followed by features such as :xnack+ or :sramecc-")
+            }
+            DeviceCodeError::Bundle { .. } => Some(
+                "the file's device code is damaged or was written by a tool this reader does not know; check it with clang-offload-bundler --list",
+            ),
+            DeviceCodeError::Kpack { .. } => {
+                Some("the archive is damaged or not in kpack format version 1; write it again from the fat binary")
+            }
+            DeviceCodeError::KpackWrite { .. } => None,
         }
     }
 
     fn path(&self) -> Option<&Path> {
         match self {
-            DeviceCodeError::Io { path, .. } | DeviceCodeError::Elf { path, .. } => Some(path),
+            DeviceCodeError::Io { path, .. }
+            | DeviceCodeError::Elf { path, .. }
+            | DeviceCodeError::Bundle { path, .. }
+            | DeviceCodeError::Kpack { path, .. }
+            | DeviceCodeError::KpackWrite { path, .. } => Some(path),
+            DeviceCodeError::InvalidTarget { .. } => None,
         }
     }
 }
