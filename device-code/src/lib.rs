@@ -15,6 +15,7 @@
 
 pub mod bundle;
 pub mod elf_headers;
+pub mod host;
 mod error;
 pub mod msgpack;
 pub mod target;
