@@ -223,7 +223,7 @@ fn split_one(
             dist_info: file_name.dist_info_dir(),
             name: name.to_string(),
             metadata: metadata::device_metadata(name, &version, &host_name, key, &request.device_requires, &targets),
-            wheel_file: metadata::device_wheel_file(&wheel.wheel_file, &crate::output::GENERATOR.to_string()),
+            wheel_file: metadata::device_wheel_file(&wheel.wheel_file, &generator_name()),
             archives,
             files,
         };
@@ -241,6 +241,12 @@ fn split_one(
         left_as_is: None,
     };
     Ok((staged, report))
+}
+
+/// The `Generator:` of the device wheels' WHEEL files, as the writer spells its own.
+fn generator_name() -> String {
+    let generator = crate::output::GENERATOR;
+    format!("{} {}", generator.name, generator.version)
 }
 
 /// Whether two paths name one file (the output would replace the input).

@@ -174,6 +174,10 @@ impl MemberSource for TransformedFile {
 
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
         let file: File = open_regular(&self.path, Links::Refuse).map_err(|source| WriteError::Read { path: self.path.to_path_buf(), source })?;
-        Ok(Box::new(self.transform.reader(file)))
+        let reader = self.transform.into_reader(file).map_err(|error| WriteError::Read {
+            path: self.path.to_path_buf(),
+            source: std::io::Error::other(error.to_string()),
+        })?;
+        Ok(Box::new(reader))
     }
 }
