@@ -295,3 +295,74 @@ fn hostile_archives_are_refused_by_name() {
     let error = open("inflates.kpack").expect("opens").code_object("k#0", "gfx90a").expect_err("inflates").to_string();
     assert!(error.contains("inflates past"), "{error}");
 }
+
+/// One of rocm-kpack's own test archives (`runtime/tests/test_assets/` of its prototype,
+/// written by `generate_test_data.py`), known here by its inputs, size and SHA-256.
+struct ReferenceArchive {
+    name: &'static str,
+    compression: Compression,
+    family: &'static str,
+    arches: [&'static str; 2],
+    kernels: [(&'static str, &'static str, Vec<u8>); 3],
+    len: u64,
+    sha256: &'static str,
+}
+
+/// The same additions through our writer give the reference's bytes (its zstd frames too,
+/// at level 3 with the libzstd the zstd crate bundles).
+#[test]
+fn the_reference_test_archives_are_written_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cases = [
+        ReferenceArchive {
+            name: "test_noop.kpack",
+            compression: Compression::None,
+            family: "gfx900X",
+            arches: ["gfx900", "gfx906"],
+            kernels: [
+                ("lib/libtest.so", "gfx900", [&b"KERNEL1_GFX900_DATA"[..], &[0; 100]].concat()),
+                ("lib/libtest.so", "gfx906", [&b"KERNEL2_GFX906_DATA"[..], &[0; 200]].concat()),
+                ("bin/testapp", "gfx900", [&b"KERNEL3_APP_GFX900"[..], &[0xff; 150]].concat()),
+            ],
+            len: 899,
+            sha256: "4a49b39c6ee335434d3822a8a399ea302d848cc1b5e63e8391325d4d554bd6cc",
+        },
+        ReferenceArchive {
+            name: "test_zstd.kpack",
+            compression: Compression::Zstd { level: 3 },
+            family: "gfx110X",
+            arches: ["gfx1100", "gfx1101"],
+            kernels: [
+                ("lib/libhip.so", "gfx1100", [&b"HIP_KERNEL_GFX1100_"[..], &[b'A'; 500], &[b'B'; 500]].concat()),
+                ("lib/libhip.so", "gfx1101", [&b"HIP_KERNEL_GFX1101_"[..], &[b'X'; 300], &[b'Y'; 300]].concat()),
+                ("bin/hiptest", "gfx1100", [&b"TEST_APP_KERNEL___"[..], &[0x42; 1000]].concat()),
+            ],
+            len: 514,
+            sha256: "856f4a9001dc234e835ce6e640f1c22544aef0a63682550f99e18be8ec4d40e7",
+        },
+    ];
+    for case in cases {
+        let path = dir.path().join(case.name);
+        let spec = ArchiveSpec {
+            group_name: "test".to_owned(),
+            gfx_arch_family: case.family.to_owned(),
+            gfx_arches: case.arches.map(str::to_owned).to_vec(),
+            compression: case.compression,
+        };
+        let mut writer = ArchiveWriter::new(spec, &path).expect("writer");
+        for (key, arch, bytes) in &case.kernels {
+            writer
+                .add(key, arch, bytes.len() as u64, |out| {
+                    out.write_all(bytes)
+                        .map_err(|source| device_code::DeviceCodeError::Io { path: path.clone(), source })
+                })
+                .expect("add");
+        }
+        let mut archive = Vec::new();
+        writer.finish(&mut archive).expect("finish");
+        std::fs::write(&path, &archive).expect("write");
+        let digest =
+            python("import hashlib, sys\nprint(hashlib.sha256(open(sys.argv[1], 'rb').read()).hexdigest())", &[&path]);
+        assert_eq!((archive.len() as u64, digest.trim()), (case.len, case.sha256), "{}", case.name);
+    }
+}

@@ -13,8 +13,8 @@ use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::{
-    TocEntries, TocEntry, BLOB_START, CODE_OBJECT_TYPE, FORMAT_VERSION, MAGIC, MAX_CODE_OBJECTS, MAX_ZSTD_BLOB,
-    SCHEME_NONE, SCHEME_ZSTD,
+    TocEntry, BLOB_START, CODE_OBJECT_TYPE, FORMAT_VERSION, MAGIC, MAX_CODE_OBJECTS, MAX_ZSTD_BLOB, SCHEME_NONE,
+    SCHEME_ZSTD,
 };
 use crate::msgpack::{self, Value};
 use crate::DeviceCodeError;
@@ -68,7 +68,11 @@ pub struct ArchiveWriter {
     spool: BufWriter<File>,
     spool_len: u64,
     stored: Vec<Stored>,
-    entries: TocEntries,
+    /// Keys in the order first added, each with its targets in the order added: the order
+    /// rocm-kpack's writer (a Python dict) puts them in, so the same additions give its bytes.
+    entries: Vec<(String, Vec<(String, TocEntry)>)>,
+    /// Where each key is in `entries`.
+    key_index: BTreeMap<String, usize>,
 }
 
 impl ArchiveWriter {
@@ -92,7 +96,8 @@ impl ArchiveWriter {
             spool: BufWriter::new(spool),
             spool_len: 0,
             stored: Vec::new(),
-            entries: BTreeMap::new(),
+            entries: Vec::new(),
+            key_index: BTreeMap::new(),
         })
     }
 
@@ -109,7 +114,8 @@ impl ArchiveWriter {
         if !self.spec.gfx_arches.iter().any(|listed| listed == arch) {
             return Err(self.refuse(format!("target {arch} is not in gfx_arches {:?}", self.spec.gfx_arches)));
         }
-        if self.entries.get(key).is_some_and(|archs| archs.contains_key(arch)) {
+        let archs = self.key_index.get(key).map(|&index| &self.entries[index].1);
+        if archs.is_some_and(|archs| archs.iter().any(|(name, _)| name == arch)) {
             return Err(self.refuse(format!("{key} already has a code object for {arch}")));
         }
         Ok(())
@@ -154,7 +160,7 @@ impl ArchiveWriter {
         }
         let ordinal = self.stored.len() as u32;
         self.stored.push(Stored { len, original_size });
-        self.entries.entry(key.to_owned()).or_default().insert(arch.to_owned(), TocEntry { ordinal, original_size });
+        self.insert(key, arch, TocEntry { ordinal, original_size });
         Ok(ordinal)
     }
 
@@ -216,8 +222,16 @@ impl ArchiveWriter {
             return Err(self.refuse(format!("no code object has ordinal {ordinal}")));
         };
         let entry = TocEntry { ordinal, original_size: stored.original_size };
-        self.entries.entry(key.to_owned()).or_default().insert(arch.to_owned(), entry);
+        self.insert(key, arch, entry);
         Ok(())
+    }
+
+    fn insert(&mut self, key: &str, arch: &str, entry: TocEntry) {
+        let index = *self.key_index.entry(key.to_owned()).or_insert_with(|| {
+            self.entries.push((key.to_owned(), Vec::new()));
+            self.entries.len() - 1
+        });
+        self.entries[index].1.push((arch.to_owned(), entry));
     }
 
     fn zstd_blob_size(&self) -> u64 {
@@ -260,7 +274,7 @@ impl ArchiveWriter {
             len: toc_offset + toc.len() as u64,
             toc_offset,
             code_objects: self.stored.len() as u32,
-            entries: self.entries.values().map(BTreeMap::len).sum(),
+            entries: self.entries.iter().map(|(_, archs)| archs.len()).sum(),
             original_bytes: self.stored.iter().map(|stored| stored.original_size).sum(),
         })
     }
