@@ -29,8 +29,16 @@ pub enum DeviceCodeError {
     Kpack { path: PathBuf, reason: String },
     /// A `.kpack` archive the caller asked to write that the format or its readers cannot
     /// carry (a target not in `gfx_arches`, a key written twice, a size that does not match).
-    #[error("{}: cannot write this kpack archive: {reason}", path.display())]
-    KpackWrite { path: PathBuf, reason: String },
+    /// The writer does not know where its output goes; the caller names it.
+    #[error("cannot write this kpack archive: {reason}")]
+    KpackWrite { reason: String },
+    /// Writing a `.kpack` archive failed: its spool (an unlinked temporary file) or the
+    /// caller's output.
+    #[error("writing a kpack archive: {source}")]
+    KpackIo {
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Diagnostic for DeviceCodeError {
@@ -50,6 +58,7 @@ impl Diagnostic for DeviceCodeError {
                 Some("the archive is damaged or not in kpack format version 1; write it again from the fat binary")
             }
             DeviceCodeError::KpackWrite { .. } => None,
+            DeviceCodeError::KpackIo { .. } => Some("check the space left in the temporary directory and the output's file system"),
         }
     }
 
@@ -58,9 +67,10 @@ impl Diagnostic for DeviceCodeError {
             DeviceCodeError::Io { path, .. }
             | DeviceCodeError::Elf { path, .. }
             | DeviceCodeError::Bundle { path, .. }
-            | DeviceCodeError::Kpack { path, .. }
-            | DeviceCodeError::KpackWrite { path, .. } => Some(path),
-            DeviceCodeError::InvalidTarget { .. } => None,
+            | DeviceCodeError::Kpack { path, .. } => Some(path),
+            DeviceCodeError::InvalidTarget { .. }
+            | DeviceCodeError::KpackWrite { .. }
+            | DeviceCodeError::KpackIo { .. } => None,
         }
     }
 }

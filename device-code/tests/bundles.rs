@@ -272,3 +272,42 @@ fn debian_rocsparse_streams_in_bounded_memory() {
     let peak_kib: u64 = peak.trim().trim_end_matches("kB").trim().parse().expect("VmHWM in kB");
     assert!(peak_kib < 64 << 10, "reading {bytes} bytes of code objects peaked at {peak_kib} KiB");
 }
+
+/// A file without `.hip_fatbin` and one whose `.hip_fatbin` is `SHT_NOBITS` (as a kpack
+/// split leaves it) have no bundles to read, and say which of the two they are.
+#[test]
+fn files_without_device_code_bytes_read_as_none() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plain = dir.path().join("libplain.so");
+    run(clang().args(["-x", "c", "-fPIC", "-shared", "-fuse-ld=lld", "-o"]).arg(&plain).arg(write(
+        dir.path(),
+        "plain.c",
+        "int answer(void) { return 42; }\n",
+    )));
+    let file = File::open(&plain).expect("open");
+    assert_eq!(
+        fatbin_section(&ElfHeaders::read(&file, &plain).expect("headers"), &plain).expect("reads"),
+        Fatbin::Absent
+    );
+    assert!(FatBinary::read(&file, &plain).expect("reads").is_none());
+
+    let library = dir.path().join("libk.so");
+    run(clang()
+        .args(HIP)
+        .args(archs(&["gfx1030"]))
+        .args(["-fPIC", "-shared", "-fuse-ld=lld", "-o"])
+        .arg(&library)
+        .arg(kernel(dir.path(), "scale")));
+    let headers = ElfHeaders::read(&File::open(&library).expect("open"), &library).expect("headers");
+    let Ok(Fatbin::Present(section)) = fatbin_section(&headers, &library) else { panic!("no .hip_fatbin") };
+    let index = headers.sections.iter().position(|section| section.name == b".hip_fatbin").expect("index");
+    let mut bytes = std::fs::read(&library).expect("read");
+    let sh_type = headers.header.shoff as usize + index * 64 + 4;
+    bytes[sh_type..sh_type + 4].copy_from_slice(&8u32.to_le_bytes());
+    let split = dir.path().join("libsplit.so");
+    std::fs::write(&split, &bytes).expect("write");
+    let file = File::open(&split).expect("open");
+    let state = fatbin_section(&ElfHeaders::read(&file, &split).expect("headers"), &split).expect("reads");
+    assert_eq!(state, Fatbin::Split { addr: section.addr, size: section.size });
+    assert!(FatBinary::read(&file, &split).expect("reads").is_none());
+}

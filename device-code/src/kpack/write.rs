@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
 
 use super::{
     TocEntry, BLOB_START, CODE_OBJECT_TYPE, FORMAT_VERSION, MAGIC, MAX_CODE_OBJECTS, MAX_ZSTD_BLOB, SCHEME_NONE,
@@ -64,7 +63,6 @@ struct Stored {
 /// An archive being written; see the module doc.
 pub struct ArchiveWriter {
     spec: ArchiveSpec,
-    destination: PathBuf,
     spool: BufWriter<File>,
     spool_len: u64,
     stored: Vec<Stored>,
@@ -76,9 +74,9 @@ pub struct ArchiveWriter {
 }
 
 impl ArchiveWriter {
-    /// A writer for the archive that will be written to `destination` (named in errors).
-    pub fn new(spec: ArchiveSpec, destination: &Path) -> Result<ArchiveWriter, DeviceCodeError> {
-        let refuse = |reason: String| DeviceCodeError::KpackWrite { path: destination.to_path_buf(), reason };
+    /// A writer for the archive `spec` describes.
+    pub fn new(spec: ArchiveSpec) -> Result<ArchiveWriter, DeviceCodeError> {
+        let refuse = |reason: String| DeviceCodeError::KpackWrite { reason };
         if spec.gfx_arches.is_empty() {
             return Err(refuse("gfx_arches lists no target".to_owned()));
         }
@@ -88,11 +86,9 @@ impl ArchiveWriter {
                 return Err(refuse(format!("zstd level {level} is outside {}..={}", levels.start(), levels.end())));
             }
         }
-        let spool =
-            tempfile::tempfile().map_err(|source| DeviceCodeError::Io { path: destination.to_path_buf(), source })?;
+        let spool = tempfile::tempfile().map_err(|source| DeviceCodeError::KpackIo { source })?;
         Ok(ArchiveWriter {
             spec,
-            destination: destination.to_path_buf(),
             spool: BufWriter::new(spool),
             spool_len: 0,
             stored: Vec::new(),
@@ -102,11 +98,11 @@ impl ArchiveWriter {
     }
 
     fn refuse(&self, reason: String) -> DeviceCodeError {
-        DeviceCodeError::KpackWrite { path: self.destination.clone(), reason }
+        DeviceCodeError::KpackWrite { reason }
     }
 
     fn io_error(&self, source: io::Error) -> DeviceCodeError {
-        DeviceCodeError::Io { path: self.destination.clone(), source }
+        DeviceCodeError::KpackIo { source }
     }
 
     /// Checks that `key` may name a code object for `arch`.
@@ -170,14 +166,13 @@ impl ArchiveWriter {
         original_size: u64,
         fill: impl FnOnce(&mut dyn Write) -> Result<(), DeviceCodeError>,
     ) -> Result<u64, DeviceCodeError> {
-        let destination = self.destination.clone();
-        let io_error = |source| DeviceCodeError::Io { path: destination.clone(), source };
+        let io_error = |source| DeviceCodeError::KpackIo { source };
         let mut spool = Counting::new(&mut self.spool, None);
         let written = match self.spec.compression {
             Compression::None => {
                 let mut counted = Counting::new(&mut spool, Some(original_size));
                 let filled = fill(&mut counted);
-                counted.check(filled, original_size, &destination)?
+                counted.check(filled, original_size)?
             }
             Compression::Zstd { level } => {
                 let mut encoder = zstd::stream::write::Encoder::new(&mut spool, level).map_err(io_error)?;
@@ -189,7 +184,7 @@ impl ArchiveWriter {
                 encoder.include_dictid(false).map_err(io_error)?;
                 let mut counted = Counting::new(&mut encoder, Some(original_size));
                 let filled = fill(&mut counted);
-                let written = counted.check(filled, original_size, &destination)?;
+                let written = counted.check(filled, original_size)?;
                 if written != original_size {
                     return Ok(written);
                 }
@@ -357,15 +352,9 @@ impl<W: Write> Counting<W> {
 
     /// The bytes written by a `fill` that returned `filled`, or the error to report: ours
     /// when it wrote more than declared (its own error is then only our refusal echoed).
-    fn check(
-        &self,
-        filled: Result<(), DeviceCodeError>,
-        declared: u64,
-        destination: &Path,
-    ) -> Result<u64, DeviceCodeError> {
+    fn check(&self, filled: Result<(), DeviceCodeError>, declared: u64) -> Result<u64, DeviceCodeError> {
         if self.overflowed {
             return Err(DeviceCodeError::KpackWrite {
-                path: destination.to_path_buf(),
                 reason: format!("a code object of more than the {declared} bytes declared"),
             });
         }
