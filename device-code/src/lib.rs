@@ -14,7 +14,7 @@
 //! `kpack` (the archive format), `host` (the host binary's transform).
 
 pub mod elf_headers;
-pub mod host;
 mod error;
+pub mod host;
 
 pub use error::DeviceCodeError;
