@@ -42,7 +42,7 @@ void **__hipRegisterFatBinary(const void *pointer) {
         at = w->binary;
         long entries = length(0x0f, 0x80, 0x100, 0x100);
         for (long e = 0; e < entries; e++) {
-            char key[64], value[4096];
+            static char key[64], value[16384];
             if (string(key, sizeof key)) { printf("  bad key\n"); break; }
             if (!strcmp(key, "kpack_search_paths")) {
                 long n = length(0x0f, 0x90, 0x100, 0xdc);

@@ -4,5 +4,6 @@
 
 mod debian;
 mod fat;
+mod hostile;
 mod shapes;
 mod support;

@@ -72,6 +72,7 @@ fn every_shape_splits_and_registers_its_marker() {
         }
 
         assert_no_new_complaints(&input, &output);
+        assert_no_bundle_left(&output);
         check_readelf(&output, shape);
         assert_eq!(marker_with_objcopy(&output, &work), support::marker_json(&wanted), "{shape:?}");
         let input_len = std::fs::metadata(&input).expect("stat").len();
@@ -80,6 +81,13 @@ fn every_shape_splits_and_registers_its_marker() {
         assert!(plan.output_len() + plan.removed_len() < input_len + PAGE, "{shape:?}");
         assert_split(&output, units, &wanted);
     }
+}
+
+/// No offload bundle is left in the file: its pages are gone and the rest zeroed.
+fn assert_no_bundle_left(output: &Path) {
+    let bytes = std::fs::read(output).expect("read");
+    let magic = b"__CLANG_OFFLOAD_BUNDLE__";
+    assert!(!bytes.windows(magic.len()).any(|window| window == magic), "{}", output.display());
 }
 
 /// The split file is recognised as such and not transformed again.
@@ -151,4 +159,36 @@ fn marker_with_objcopy(output: &Path, work: &Path) -> String {
         "binutils",
     );
     support::decode_marker(&std::fs::read(&dumped).expect("read the dump"))
+}
+
+/// A marker too large to leave a whole page of `.hip_fatbin` behind it: nothing leaves the
+/// file, the section keeps its bytes as zeros after the marker, and the binary still loads
+/// and registers the marker (a 9000-byte kernel name, MessagePack's str16). The reader gives
+/// the same bytes as `write_to`.
+#[test]
+fn a_marker_filling_the_section_removes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runtime = fat::build_runtime(dir.path(), &RuntimeAbi::default());
+    let input = fat::build(Shape::SharedObject, dir.path(), &runtime);
+    let mut wanted = reference("");
+    wanted.kernel_name = "k".repeat(9000);
+    let output = dir.path().join("split.so");
+    let plan = support::transform(&input, &output, &wanted);
+    assert_eq!(plan.removed_len(), 0);
+    let mut read = Vec::new();
+    let file = File::open(&input).expect("open");
+    std::io::copy(&mut plan.reader(&file).expect("reader"), &mut read).expect("read");
+    assert_eq!(read, std::fs::read(&output).expect("read output"));
+
+    let (after, ran) = fat::registrations(&fat::run_against_stub(&output, Shape::SharedObject, &runtime));
+    assert!(ran);
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].details.last(), Some(&format!("kernel={}", wanted.kernel_name)));
+    assert_no_new_complaints(&input, &output);
+    let text = stdout(&run(std::process::Command::new("readelf").arg("-SW").arg(&output), "binutils"));
+    let fatbin = text.lines().find(|line| line.contains("] .hip_fatbin ")).expect(".hip_fatbin");
+    assert!(fatbin.contains(" PROGBITS "), "{fatbin}");
+    assert_no_bundle_left(&output);
+    assert_eq!(marker_with_objcopy(&output, dir.path()), support::marker_json(&wanted));
+    assert_split(&output, 1, &wanted);
 }
