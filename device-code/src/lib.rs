@@ -15,8 +15,8 @@
 
 pub mod bundle;
 pub mod elf_headers;
-pub mod host;
 mod error;
+pub mod host;
 pub mod kpack;
 pub mod msgpack;
 pub mod target;
