@@ -278,7 +278,7 @@ fn device_names(
 
 /// Each fat binary's transform, planned now so every refusal comes before anything is
 /// written.
-fn transforms(path: &Path, fat: &[FatMember]) -> Result<BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>, SplitError> {
+fn transforms(path: &Path, fat: &[FatMember]) -> Result<output::Transforms, SplitError> {
     fat.iter()
         .map(|binary| {
             let plan = HostTransform::plan(&binary.host, &binary.marker).map_err(|source| SplitError::DeviceCode {
@@ -291,10 +291,7 @@ fn transforms(path: &Path, fat: &[FatMember]) -> Result<BTreeMap<String, (Arc<Pa
         .collect()
 }
 
-fn binary_reports(
-    fat: &[FatMember],
-    transforms: &BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>,
-) -> Vec<BinaryReport> {
+fn binary_reports(fat: &[FatMember], transforms: &output::Transforms) -> Vec<BinaryReport> {
     fat.iter()
         .map(|binary| {
             let targets: BTreeSet<String> = binary
