@@ -268,3 +268,44 @@ fn a_wheel_built_for_another_rocm_major_is_told_so() {
     );
     assert!(error.hint().is_some_and(|hint| hint.contains("ROCm major it was built for")), "{:?}", error.hint());
 }
+
+#[test]
+fn a_duplicated_member_is_named_by_repair_and_the_gate() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let built = ext_wheel(work.path());
+    let dir = work.path().join("twice");
+    fs_err::create_dir_all(&dir).expect("mkdir");
+    let twice = dir.join(built.file_name().expect("a file name"));
+    fs_err::copy(&built, &twice).expect("copy");
+    // Python's zipfile writes a second member of one name (with a warning), as a careless
+    // build script would.
+    support::run(
+        std::process::Command::new("python3")
+            .args([
+                "-W",
+                "ignore",
+                "-c",
+                "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'a') as z: z.writestr('ext_helpers.py', 'VALUE = 1\\n')",
+            ])
+            .arg(&twice),
+    );
+    let error =
+        repair_into(std::slice::from_ref(&twice), &sdk().dist, &work.path().join("out"), &[]).expect_err("refused");
+    assert!(error.to_string().contains("its central directory lists \"ext_helpers.py\" twice"), "{error}");
+    assert_eq!(error.path(), Some(twice.as_path()));
+
+    let report = release_gate::verify_dist(&dir).expect("verify reads the dist");
+    let archive: Vec<(Option<String>, String)> = report
+        .violations()
+        .filter(|finding| finding.check == release_gate::Check::Archive)
+        .map(|finding| (finding.path.clone(), finding.message.clone()))
+        .collect();
+    assert!(
+        archive
+            .iter()
+            .any(|(path, message)| path.as_deref() == Some("ext_helpers.py")
+                && message.starts_with("is in the zip twice")),
+        "{archive:#?}"
+    );
+    assert!(!archive.iter().any(|(_, message)| message.contains("several members with one name")), "{archive:#?}");
+}
