@@ -35,6 +35,7 @@ mod record;
 mod report;
 mod same_release;
 mod sbom;
+mod sdk_names;
 mod set;
 mod symbols;
 mod targets;
@@ -52,7 +53,7 @@ use sha2::{Digest, Sha256};
 
 pub use report::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport, Violation, Warning};
 pub use same_release::release_admits;
-pub use windows_paths::{WindowsPaths, DEFAULT_WINDOWS_PREFIX, MAX_PATH};
+pub use windows_paths::{WindowsPaths, DEFAULT_WINDOWS_PREFIX, MAX_DIRECTORY, MAX_PATH};
 
 /// What the gate finds wrong with a CycloneDX 1.6 JSON document on its own (a wheel's bill
 /// of materials, SPEC §10): breaks of the 1.6 schema, in the part of it our documents use,

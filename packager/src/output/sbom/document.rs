@@ -252,7 +252,9 @@ impl Contents {
                         group.projects.entry(component.bom_ref.clone()).or_insert(component).components.push(file);
                     }
                     Upstream::Llvm(version) => {
-                        let component = llvm_component(&artifact, version);
+                        let source =
+                            provenance.sources.as_deref().and_then(|sources| sources.llvm_version_source.as_deref());
+                        let component = llvm_component(&artifact, version, source);
                         group.projects.entry(component.bom_ref.clone()).or_insert(component).components.push(file);
                     }
                 }
@@ -359,15 +361,30 @@ fn project_component(artifact: &str, project: &SourceProject) -> Component {
     }
 }
 
-/// LLVM as the checkout's `compiler/amd-llvm` builds it, inside `artifact`.
-fn llvm_component(artifact: &str, version: &str) -> Component {
+/// LLVM as the checkout's `compiler/amd-llvm` builds it, inside `artifact`; its version
+/// read from `source` (the checkout's LLVMVersion.cmake, or a file of the build when the
+/// checkout lacks the LLVM source), said where it came from.
+fn llvm_component(artifact: &str, version: &str, source: Option<&str>) -> Component {
+    let (description, properties) = match source {
+        Some(path) if path != LLVM_VERSION_CMAKE => (
+            format!(
+                "LLVM as ROCm builds it: the TheRock checkout's compiler/amd-llvm, which the checkout lacks; its \
+                 version read from the build's {path}"
+            ),
+            vec![property("rocm-packager:version-from", format!("the build: {path}"))],
+        ),
+        _ => (
+            "LLVM as ROCm builds it: the TheRock checkout's compiler/amd-llvm".to_owned(),
+            vec![property("therock:source", LLVM_VERSION_CMAKE)],
+        ),
+    };
     Component {
         kind: "library",
         bom_ref: format!("third-party:{artifact}/llvm-project"),
         name: "llvm-project".to_owned(),
         version: Some(version.to_owned()),
-        description: Some("LLVM as ROCm builds it: the TheRock checkout's compiler/amd-llvm".to_owned()),
-        properties: vec![property("therock:source", LLVM_VERSION_CMAKE)],
+        description: Some(description),
+        properties,
         ..Component::default()
     }
 }
@@ -419,7 +436,7 @@ mod tests {
             hash: Some(("SHA-256", "ab".repeat(32))),
             libraries: vec!["libnuma.so".into()],
         };
-        let sources = ThirdPartySources { projects: vec![numactl], llvm_version: None };
+        let sources = ThirdPartySources { projects: vec![numactl], llvm_version: None, llvm_version_source: None };
         let mut provenance = Provenance::new(Some(Arc::new(sources)));
         let from = |artifact: &str, path: &str, edit: Edit| Origin::Artifact {
             artifact: Arc::from(artifact),
