@@ -20,6 +20,7 @@ use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
 use super::sbom::{check_sbom, is_sbom, SBOM_LEAF};
 use super::zip_index::IndexSize;
+use crate::kpack::{read_fat_binary, read_kpack, FatBinary, KpackArchive, ZipMember};
 use crate::platform::TargetMachine;
 use elf_audit::{elf_identity, ElfWindow};
 use goblin::elf::header::EM_AMDGPU;
@@ -53,6 +54,10 @@ pub(crate) struct Archive {
     pub dist_info_data: Option<String>,
     /// A wheel's `{dist-info}/variant.json` (PEP 825): its member path and text.
     pub variant_json: Option<(String, String)>,
+    /// The `.kpack` archives of device code it holds (SPEC §12).
+    pub kpacks: Vec<KpackArchive>,
+    /// Host binaries with HIP wrappers or a `.hip_fatbin` section.
+    pub fat_binaries: Vec<FatBinary>,
     pub findings: Findings,
 }
 
@@ -75,6 +80,8 @@ impl Archive {
             headers: Vec::new(),
             dist_info_data: None,
             variant_json: None,
+            kpacks: Vec::new(),
+            fat_binaries: Vec::new(),
             findings: Findings::default(),
         }
     }
@@ -308,6 +315,9 @@ fn read_wheel_member(
     } else {
         stream_member(&mut member, true, is_dist_info_text(&name) || is_package_dist_info_data(&name))
     };
+    // The member is read again, by offset, for what a single stream cannot judge.
+    let stored = member.compression() == zip::CompressionMethod::Stored;
+    drop(member);
     let streamed = match streamed {
         Ok(streamed) => streamed,
         Err(error) => {
@@ -322,6 +332,14 @@ fn read_wheel_member(
     let Some(installed) = installed_path(&name).filter(|_| path_ok) else {
         return;
     };
+    if installed.ends_with(".kpack") {
+        let mut source = ZipMember { zip, index, len: streamed.size, stored };
+        let (kpack, problems) = read_kpack(&mut source, &installed);
+        for problem in problems {
+            archive.findings.violation(&file, Some(&installed), Check::Kpack, problem);
+        }
+        archive.kpacks.push(kpack);
+    }
     let platform = archive.wheel_name.as_ref().map(|name| name.platform.clone()).unwrap_or_default();
     if let Some((bytes, complete)) = &streamed.pe {
         if let Some(pe) = inspect_pe(&file, &installed, bytes, *complete, &platform, &mut archive.findings) {
@@ -335,6 +353,12 @@ fn read_wheel_member(
         }
     } else if let Some(window) = streamed.window {
         if let Some(member) = inspect_elf(&file, &installed, &window, &mut archive.elf_scope, &mut archive.findings) {
+            let mut source = ZipMember { zip, index, len: streamed.size, stored };
+            let (fat, problems) = read_fat_binary(&mut source, &window, &member.elf, &installed);
+            for problem in problems {
+                archive.findings.violation(&file, Some(&installed), Check::DeviceCode, problem);
+            }
+            archive.fat_binaries.extend(fat);
             archive.elf_files.push(member);
         }
     }

@@ -114,6 +114,11 @@ impl Install {
         Ok((resolved.join("/"), is_dir))
     }
 
+    /// The real path of the regular file `path` leads to, symlinks followed.
+    pub(crate) fn real_file(&self, path: &str) -> Option<String> {
+        self.resolve_file(path).ok()
+    }
+
     fn resolve_file(&self, path: &str) -> Result<String, Unresolved> {
         match self.resolve(path)? {
             (real, false) => Ok(real),
@@ -171,11 +176,11 @@ pub(crate) fn check_closure(archives: &[Archive], install: &Install, findings: &
     }
 }
 
-fn parent_dir(path: &str) -> &str {
+pub(crate) fn parent_dir(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
-fn join(dir: &str, rest: &str) -> String {
+pub(crate) fn join(dir: &str, rest: &str) -> String {
     match (dir.is_empty(), rest.is_empty()) {
         (true, _) => rest.to_owned(),
         (_, true) => dir.to_owned(),
@@ -184,7 +189,7 @@ fn join(dir: &str, rest: &str) -> String {
 }
 
 /// `a/b/../c` → `a/c`, for messages only (lookups resolve `..` after symlinks, like the kernel).
-fn lexical(path: &str) -> String {
+pub(crate) fn lexical(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
