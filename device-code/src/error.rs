@@ -29,8 +29,16 @@ pub enum DeviceCodeError {
     Kpack { path: PathBuf, reason: String },
     /// A `.kpack` archive the caller asked to write that the format or its readers cannot
     /// carry (a target not in `gfx_arches`, a key written twice, a size that does not match).
-    #[error("{}: cannot write this kpack archive: {reason}", path.display())]
-    KpackWrite { path: PathBuf, reason: String },
+    /// The writer does not know where its output goes; the caller names it.
+    #[error("cannot write this kpack archive: {reason}")]
+    KpackWrite { reason: String },
+    /// Writing a `.kpack` archive failed: its spool (an unlinked temporary file) or the
+    /// caller's output.
+    #[error("writing a kpack archive: {source}")]
+    KpackIo {
+        #[source]
+        source: std::io::Error,
+    },
     // The host binary's transform (`host`).
     #[error("{}: has no HIP fat binary (no `.hipFatBinSegment` wrappers) to split", path.display())]
     NotFat { path: PathBuf },
@@ -89,6 +97,7 @@ impl Diagnostic for DeviceCodeError {
             ),
             DeviceCodeError::HostLayout { .. } => Some("ship this binary fat: its device code cannot be moved out safely"),
             DeviceCodeError::InputChanged { .. } => Some("something rewrote the file while it was split; run again"),
+            DeviceCodeError::KpackIo { .. } => Some("check the space left in the temporary directory and the output's file system"),
         }
     }
 
@@ -98,7 +107,6 @@ impl Diagnostic for DeviceCodeError {
             | DeviceCodeError::Elf { path, .. }
             | DeviceCodeError::Bundle { path, .. }
             | DeviceCodeError::Kpack { path, .. }
-            | DeviceCodeError::KpackWrite { path, .. }
             | DeviceCodeError::NotFat { path }
             | DeviceCodeError::AlreadySplit { path }
             | DeviceCodeError::PartlySplit { path, .. }
@@ -109,7 +117,9 @@ impl Diagnostic for DeviceCodeError {
             | DeviceCodeError::Relocation { path, .. }
             | DeviceCodeError::HostLayout { path, .. }
             | DeviceCodeError::InputChanged { path, .. } => Some(path),
-            DeviceCodeError::InvalidTarget { .. } => None,
+            DeviceCodeError::InvalidTarget { .. }
+            | DeviceCodeError::KpackWrite { .. }
+            | DeviceCodeError::KpackIo { .. } => None,
         }
     }
 }

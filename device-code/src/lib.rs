@@ -15,11 +15,13 @@
 
 pub mod bundle;
 pub mod elf_headers;
-pub mod host;
 mod error;
+pub mod host;
+pub mod kpack;
 pub mod msgpack;
 pub mod target;
 
 pub use bundle::{fatbin_section, Bundle, CodeObject, FatBinary, Fatbin, FatbinSection};
 pub use error::DeviceCodeError;
+pub use kpack::{ArchiveSpec, ArchiveSummary, ArchiveWriter, Compression, KpackArchive};
 pub use target::{EntryId, Feature, TargetId};

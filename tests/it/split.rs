@@ -1,6 +1,6 @@
 //! `cargo xtask split` (SPEC §12) on a fat wheel made the way HIP projects make them: a
 //! shared library of two translation units and a position-independent executable,
-//! compiled for three GPU targets (`gfx90a`, `gfx90a:xnack+`, `gfx1030`) by LLVM 15's clang
+//! compiled for three GPU targets (`gfx90a:xnack-`, `gfx90a:xnack+`, `gfx1030`: clang takes a feature on all of a processor's targets or none) by LLVM 15's clang
 //! and linked by its lld, against a stub HIP runtime compiled here; rocBLAS-style and
 //! AOTriton-style kernel database files beside them; packed by real `pip wheel` with a
 //! manylinux platform tag.
@@ -117,7 +117,7 @@ int main(void) { float f = 1; int i = 0; return run_scale(&f) + run_offset(&i); 
 "#;
 
 /// The offload targets of the fixture.
-pub const OFFLOAD_ARCHS: &[&str] = &["gfx90a", "gfx90a:xnack+", "gfx1030"];
+pub const OFFLOAD_ARCHS: &[&str] = &["gfx90a:xnack-", "gfx90a:xnack+", "gfx1030"];
 
 /// A PEP 517 backend of the standard library only: packs every file under `tree/` (with
 /// its mode) and a `.dist-info` into a wheel tagged with `TAG`.
@@ -138,7 +138,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         for name in sorted(names):
             path = os.path.join(root, name)
             files[os.path.relpath(path, tree)] = (open(path, "rb").read(), os.stat(path).st_mode & 0o777)
-    files[f"{dist_info}/METADATA"] = (b"Metadata-Version: 2.1\nName: hipext\nVersion: 1.0\nSummary: A HIP extension\nRequires-Dist: packaging; extra == 'x'\n\nThe description.\n", 0o644)
+    files[f"{dist_info}/METADATA"] = (b"Metadata-Version: 2.1\nName: hipext\nVersion: 1.0\nSummary: A HIP extension\nDescription-Content-Type: text/markdown\nRequires-Dist: packaging; extra == 'x'\n\nThe description.\n", 0o644)
     files[f"{dist_info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: backend\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(), 0o644)
     record = []
     for member, (data, mode) in files.items():
@@ -198,7 +198,8 @@ pub fn fat_wheel() -> &'static FatWheel {
             fs_err::create_dir_all(dir).expect("create the tree");
         }
         fs_err::write(root.join("a.hip"), KERNEL_A).expect("write a.hip");
-        fs_err::write(root.join("b.hip"), KERNEL_B.replace("int main(void)", "static int unused(void)")).expect("write b.hip");
+        fs_err::write(root.join("b.hip"), KERNEL_B.replace("int main(void)", "static int unused(void)"))
+            .expect("write b.hip");
         fs_err::write(root.join("main.hip"), KERNEL_B).expect("write main.hip");
         let library = lib.join("libhipext.so");
         hip_compile(&root, &["-fPIC", "-shared", "a.hip", "b.hip"], &library, &runtime_dir);

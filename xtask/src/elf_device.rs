@@ -21,7 +21,8 @@ pub fn run_one(file: &Path, show: bool, unbundle: Option<&Path>) -> Result<(), (
         let hint = error.hint().unwrap_or("check that the file exists and is readable");
         (error.to_string(), hint)
     };
-    let opened = File::open(file).map_err(|source| describe(DeviceCodeError::Io { path: file.to_path_buf(), source }))?;
+    let opened =
+        File::open(file).map_err(|source| describe(DeviceCodeError::Io { path: file.to_path_buf(), source }))?;
     let binary = host::inspect(&opened, file).map_err(describe)?;
     let state = match binary.state() {
         FatState::Fat => "fat",
@@ -53,11 +54,13 @@ pub fn run_one(file: &Path, show: bool, unbundle: Option<&Path>) -> Result<(), (
                     n => format!("-{n}"),
                 };
                 let path = dir.join(format!("{index}-{}{repeat}.hsaco", code_object.entry_id));
-                let out = File::create(&path).map_err(|source| describe(DeviceCodeError::Io { path: path.clone(), source }))?;
+                let out = File::create(&path)
+                    .map_err(|source| describe(DeviceCodeError::Io { path: path.clone(), source }))?;
                 let mut out = BufWriter::new(out);
                 fat.copy_code_object(code_object, &mut out).map_err(describe)?;
-                out.into_inner()
-                    .map_err(|error| describe(DeviceCodeError::Io { path: path.clone(), source: error.into_error() }))?;
+                out.into_inner().map_err(|error| {
+                    describe(DeviceCodeError::Io { path: path.clone(), source: error.into_error() })
+                })?;
             }
         }
     }

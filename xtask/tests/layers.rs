@@ -351,7 +351,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The CLI names the crates below the packager itself (`xtask elf` edits ELF files, the
     // bench and the interrupt handler speak archive-write's words): the packager does not
     // re-export them.
-    ("xtask", &["packager", "release-gate", "example-artifacts", "diagnostic", "archive-write", "elf-rpath", "device-code"]),
+    (
+        "xtask",
+        &["packager", "release-gate", "example-artifacts", "diagnostic", "archive-write", "elf-rpath", "device-code"],
+    ),
     ("packager", &["elf-rpath", "archive-write", "elf-audit", "device-code", "diagnostic"]),
     ("release-gate", &["elf-audit", "diagnostic"]),
     ("elf-audit", &[]),

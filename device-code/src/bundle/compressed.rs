@@ -5,7 +5,9 @@
 //!
 //! Owns: the header and the decompression into the spool. The header's sizes are claims:
 //! they are checked against the section and against what decompression gives, and never
-//! used to size an allocation. Must not know: the plain bundles inside.
+//! used to size an allocation. The hash (a truncated MD5 of the payload) is not checked,
+//! as neither LLVM's bundler nor rocm-kpack checks it: the exact size and a stream that
+//! decodes are what a reader relies on. Must not know: the plain bundles inside.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 

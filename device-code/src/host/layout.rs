@@ -32,8 +32,7 @@
 //! are written (`output`) or what the marker says (`marker`).
 
 use crate::elf_headers::{
-    ProgramHeader, SectionHeader, ET_DYN, PHDR_SIZE, PT_LOAD, PT_PHDR, SHDR_SIZE, SHF_ALLOC,
-    SHT_NOBITS, SHT_PROGBITS,
+    ProgramHeader, SectionHeader, ET_DYN, PHDR_SIZE, PT_LOAD, PT_PHDR, SHDR_SIZE, SHF_ALLOC, SHT_NOBITS, SHT_PROGBITS,
 };
 use crate::host::inspect::layout_error;
 use crate::host::output::{self, Edit, Piece};
@@ -168,6 +167,12 @@ pub(crate) fn plan(binary: &HostBinary, reference: &KpackRef) -> Result<HostTran
             bytes.extend(u64::from(R_X86_64_RELATIVE).to_le_bytes());
             bytes.extend(marker_address.to_le_bytes());
             edits.push(Edit::bytes(entry, bytes));
+        }
+    }
+    let split = &sections[fatbin_index];
+    for symbol in &binary.fatbin_symbols {
+        if let Some((offset, bytes)) = symbol.clamped(split.addr, split.addr + split.size) {
+            edits.push(Edit::bytes(offset, bytes.to_vec()));
         }
     }
     edits.push(Edit::drop(kept_end, headers.file_size - kept_end));

@@ -1,7 +1,7 @@
 //! The bytes of the `.rocm_kpack_ref` marker: one MessagePack map
 //! `{kpack_search_paths: [str…], kernel_name: str}`, keys in that order, encoded as Python's
 //! `msgpack.packb(…, use_bin_type=True)` does (the smallest str and array forms), which is
-//! what the kpack runtime parses (KPACK.md §2).
+//! what the kpack runtime parses.
 //!
 //! Owns: that one encoding. Must not know: where the marker goes in the file, or what the
 //! paths mean. A local encoder of the three forms the marker needs, kept apart so that it
@@ -60,8 +60,10 @@ mod tests {
     }
 
     fn check(paths: &[&str], name: &str, expect: &str) {
-        let reference =
-            KpackRef { search_paths: paths.iter().map(|path| (*path).to_owned()).collect(), kernel_name: name.to_owned() };
+        let reference = KpackRef {
+            search_paths: paths.iter().map(|path| (*path).to_owned()).collect(),
+            kernel_name: name.to_owned(),
+        };
         assert_eq!(hex(&encode(&reference)), expect, "{reference:?}");
     }
 

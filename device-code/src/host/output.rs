@@ -22,7 +22,10 @@ static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Piece {
     /// `len` bytes of the input from `offset`.
-    Copy { offset: u64, len: u64 },
+    Copy {
+        offset: u64,
+        len: u64,
+    },
     Bytes(Vec<u8>),
     Zeros(u64),
 }

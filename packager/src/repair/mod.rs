@@ -26,8 +26,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use error::{Problem, ProblemKind, RepairError};
-pub use sdk::without_graft_hash;
 pub(crate) use metadata::requirements_of;
+pub use sdk::without_graft_hash;
 pub(crate) use sdk_source::name_and_version;
 
 use crate::config::BuildTime;

@@ -73,7 +73,12 @@ pub fn plan_archives(binaries: &[FatMember], group: &str) -> BTreeMap<String, Ar
                     target_id,
                     entries: Vec::new(),
                 });
-                plan.entries.push(Filed { key: key.clone(), binary: binary_index, bundle: bundle_index, entry: entry_index });
+                plan.entries.push(Filed {
+                    key: key.clone(),
+                    binary: binary_index,
+                    bundle: bundle_index,
+                    entry: entry_index,
+                });
             }
         }
     }
@@ -97,7 +102,9 @@ pub fn write_archives(
         .enumerate()
         .collect::<Vec<_>>()
         .into_par_iter()
-        .map(|(index, plan)| write_archive(wheel, binaries, plan, group, &scratch.join(format!("archive-{index}.kpack")), zstd_level))
+        .map(|(index, plan)| {
+            write_archive(wheel, binaries, plan, group, &scratch.join(format!("archive-{index}.kpack")), zstd_level)
+        })
         .collect()
 }
 
@@ -109,7 +116,8 @@ fn write_archive(
     path: &Path,
     zstd_level: i32,
 ) -> Result<WrittenArchive, SplitError> {
-    let failed = |member: &str, source| SplitError::DeviceCode { path: wheel.to_path_buf(), member: member.to_owned(), source };
+    let failed =
+        |member: &str, source| SplitError::DeviceCode { path: wheel.to_path_buf(), member: member.to_owned(), source };
     let spec = ArchiveSpec {
         group_name: group.to_owned(),
         gfx_arch_family: plan.target_id.clone(),
@@ -130,7 +138,9 @@ fn write_archive(
             Some(&ordinal) => writer.alias(&filed.key, arch, ordinal).map_err(failed_here)?,
             None => {
                 let ordinal = writer
-                    .add(&filed.key, arch, code_object.size, |out| binary.fat.copy_code_object(code_object, out).map(|_| ()))
+                    .add(&filed.key, arch, code_object.size, |out| {
+                        binary.fat.copy_code_object(code_object, out).map(|_| ())
+                    })
                     .map_err(failed_here)?;
                 ordinals.insert((filed.binary, filed.bundle, filed.entry), ordinal);
                 original_bytes += code_object.size;
@@ -138,7 +148,8 @@ fn write_archive(
         }
         code_objects.push(format!("{} {arch}", filed.key));
     }
-    let create = |source| SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, source));
+    let create =
+        |source| SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, source));
     let file = File::create(path).map_err(create)?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let summary = writer.finish(&mut out).map_err(|source| failed(&plan.member, source))?;

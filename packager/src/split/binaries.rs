@@ -26,8 +26,6 @@ pub const ARCHIVE_DIR: &str = ".kpack";
 pub struct FatMember {
     /// Its name inside the wheel.
     pub member: String,
-    /// Where it installs in site-packages.
-    pub installed: String,
     pub extracted: PathBuf,
     /// The top directory it installs under (`torch`), empty for a file at the top.
     pub package_dir: String,
@@ -50,9 +48,8 @@ pub enum Binary {
 pub fn read_binary(wheel: &Path, member: &InputMember, group: &str) -> Result<Binary, SplitError> {
     let Some(extracted) = member.extracted.as_ref() else { return Ok(Binary::Plain) };
     let failed = |source| SplitError::DeviceCode { path: wheel.to_path_buf(), member: member.name.clone(), source };
-    let file = File::open(extracted).map_err(|source| {
-        failed(device_code::DeviceCodeError::Io { path: PathBuf::from(&member.name), source })
-    })?;
+    let file = File::open(extracted)
+        .map_err(|source| failed(device_code::DeviceCodeError::Io { path: PathBuf::from(&member.name), source }))?;
     let host = host::inspect(&file, Path::new(&member.name)).map_err(failed)?;
     match host.state() {
         FatState::NotFat => return Ok(Binary::Plain),
@@ -84,7 +81,6 @@ pub fn read_binary(wheel: &Path, member: &InputMember, group: &str) -> Result<Bi
     let marker = KpackRef { search_paths: vec![search_path(&kernel_name, group)], kernel_name };
     Ok(Binary::Fat(Box::new(FatMember {
         member: member.name.clone(),
-        installed: installed.to_owned(),
         extracted: extracted.clone(),
         package_dir,
         marker,
@@ -105,7 +101,10 @@ fn tie_wrappers(host: &HostBinary, fat: &FatBinary) -> Result<Vec<usize>, String
                 .fatbin_offset
                 .ok_or_else(|| format!("fat-binary wrapper {} does not point into .hip_fatbin", wrapper.index))?;
             fat.bundles().iter().position(|bundle| bundle.offset_in_section == offset).ok_or_else(|| {
-                format!("fat-binary wrapper {} points at offset {offset} of .hip_fatbin, where no bundle starts", wrapper.index)
+                format!(
+                    "fat-binary wrapper {} points at offset {offset} of .hip_fatbin, where no bundle starts",
+                    wrapper.index
+                )
             })
         })
         .collect()

@@ -59,9 +59,8 @@ fn gfx_tokens(file_name: &str) -> Vec<String> {
     while let Some(at) = rest.find("gfx") {
         let word = &rest[at..];
         let mut end = word.find(['_', '.', '-']).unwrap_or(word.len());
-        while let Some(feature) = ["-xnack+", "-xnack-", "-sramecc+", "-sramecc-"]
-            .iter()
-            .find(|feature| word[end..].starts_with(**feature))
+        while let Some(feature) =
+            ["-xnack+", "-xnack-", "-sramecc+", "-sramecc-"].iter().find(|feature| word[end..].starts_with(**feature))
         {
             end += feature.len();
         }

@@ -159,7 +159,10 @@ mod tests {
                 .map(|key| key.members().iter().map(|target| target.as_str().to_owned()).collect())
                 .unwrap_or_default()
         };
-        assert_eq!(names("gfx11xx"), ["gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"]);
+        assert_eq!(
+            names("gfx11xx"),
+            ["gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"]
+        );
         assert_eq!(names("gfx120x"), ["gfx1200", "gfx1201"]);
         assert_eq!(names("GFX94x"), ["gfx940", "gfx941", "gfx942"]);
         assert!(names("gfx942").is_empty(), "a plain target is no pattern");

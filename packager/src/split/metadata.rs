@@ -73,11 +73,13 @@ pub fn device_metadata(
     device_requires: &[String],
     targets: &BTreeSet<String>,
 ) -> String {
+    let served = describe(key, targets);
     let mut lines = vec![
         "Metadata-Version: 2.1".to_owned(),
         format!("Name: {name}"),
         format!("Version: {version}"),
-        format!("Summary: Device code of {host} for {}", describe(key, targets)),
+        format!("Summary: Device code of {host} for {served}"),
+        "Description-Content-Type: text/markdown".to_owned(),
         format!("Requires-Dist: {}=={version}", normalize(host)),
     ];
     // A family's wheel serves several targets: a requirement naming one target has no
@@ -87,8 +89,15 @@ pub fn device_metadata(
             lines.push(format!("Requires-Dist: {}", requirement.replace(GFXARCH, target.as_str())));
         }
     }
+    let extra = match key {
+        WheelKey::Target(target) => extra_name(target),
+        WheelKey::Family(_) => DEVICE_ALL.to_owned(),
+    };
     let mut out = lines.join("\n");
-    out.push('\n');
+    out.push_str(&format!(
+        "\n\nThe GPU code objects of {host} {version} for {served}, in kpack archives that the HIP runtime \
+         loads from beside {host}'s libraries. Install it with its host: `pip install '{host}[{extra}]'`.\n"
+    ));
     out
 }
 
@@ -166,7 +175,7 @@ mod tests {
         assert!(out.contains(
             "Provides-Extra: device-gfx1151\nRequires-Dist: ext-device-gfx11-generic==1.0; extra == \"device-gfx1151\"\n"
         ));
-        assert!(out.contains("Provides-Extra: device-all\nRequires-Dist: ext-device-gfx11-generic==1.0; extra == \"device-all\"\nRequires-Dist: ext-device-gfx90a==1.0; extra == \"device-all\"\n"), "{out}");
+        assert!(out.contains("Provides-Extra: device-all\nRequires-Dist: ext-device-gfx90a==1.0; extra == \"device-all\"\nRequires-Dist: ext-device-gfx11-generic==1.0; extra == \"device-all\"\n"), "{out}");
         assert!(offers_device_extras(&out) && !offers_device_extras(metadata));
     }
 
@@ -175,13 +184,31 @@ mod tests {
         let key = WheelKey::of_target_id("gfx942").expect("a target");
         let name = device_name("Ext_device", &key).expect("a name");
         let requires = vec!["rocm-sdk-device-@GFXARCH@ == 7.10.0".to_owned()];
-        let out = device_metadata(&name, "1.0", "Ext.Pkg", &key, &requires, &BTreeSet::from(["gfx942".into(), "gfx942:xnack+".into()]));
+        let out = device_metadata(
+            &name,
+            "1.0",
+            "Ext.Pkg",
+            &key,
+            &requires,
+            &BTreeSet::from(["gfx942".into(), "gfx942:xnack+".into()]),
+        );
         assert_eq!(
             out,
-            "Metadata-Version: 2.1\nName: Ext_device-gfx942\nVersion: 1.0\nSummary: Device code of Ext.Pkg for gfx942, gfx942:xnack+\nRequires-Dist: ext-pkg==1.0\nRequires-Dist: rocm-sdk-device-gfx942 == 7.10.0\n"
+            "Metadata-Version: 2.1\nName: Ext_device-gfx942\nVersion: 1.0\nSummary: Device code of Ext.Pkg for gfx942, \
+             gfx942:xnack+\nDescription-Content-Type: text/markdown\nRequires-Dist: ext-pkg==1.0\nRequires-Dist: \
+             rocm-sdk-device-gfx942 == 7.10.0\n\nThe GPU code objects of Ext.Pkg 1.0 for gfx942, gfx942:xnack+, in kpack \
+             archives that the HIP runtime loads from beside Ext.Pkg's libraries. Install it with its host: `pip install \
+             'Ext.Pkg[device-gfx942]'`.\n"
         );
         let family = WheelKey::of_pattern("gfx11xx").expect("a family");
-        let out = device_metadata(&device_name("e", &family).expect("a name"), "1.0", "e", &family, &requires, &BTreeSet::new());
+        let out = device_metadata(
+            &device_name("e", &family).expect("a name"),
+            "1.0",
+            "e",
+            &family,
+            &requires,
+            &BTreeSet::new(),
+        );
         assert!(!out.contains("rocm-sdk-device"), "{out}");
     }
 

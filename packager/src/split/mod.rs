@@ -106,9 +106,10 @@ pub fn split(request: &SplitRequest, progress: &dyn Progress) -> Result<SplitRep
     let destination =
         Destination { dest_dir: request.dest_dir.clone(), output_dir: request.dest_dir.join(crate::config::DIST_DIR) };
     let lock = DestLock::acquire(&destination).map_err(Box::new)?;
-    let scratch = tempfile::Builder::new().prefix(".rocm-packager-split-").tempdir_in(&request.dest_dir).map_err(|source| {
-        archive_write::WriteError::io(archive_write::WriteAction::CreateTemp, &request.dest_dir, source)
-    })?;
+    let scratch =
+        tempfile::Builder::new().prefix(".rocm-packager-split-").tempdir_in(&request.dest_dir).map_err(|source| {
+            archive_write::WriteError::io(archive_write::WriteAction::CreateTemp, &request.dest_dir, source)
+        })?;
     let options = ArchiveOptions {
         compression: WheelCompression::Deflate { level: request.compression_level.min(9) },
         build_time: request.build_time,
@@ -201,7 +202,9 @@ fn split_one(
     let names = device_names(path, &prefix, &keys)?;
     let version = wheel.name.version.as_str().to_owned();
     let extras = grouping::extras(&keys);
-    let host_name = crate::repair::name_and_version(&wheel.metadata).map(|(name, _)| name).unwrap_or_else(|| wheel.name.name.to_string());
+    let host_name = crate::repair::name_and_version(&wheel.metadata)
+        .map(|(name, _)| name)
+        .unwrap_or_else(|| wheel.name.name.to_string());
     let host_metadata = metadata::host_metadata(&wheel.metadata, &version, &names, &extras);
     let transforms = transforms(path, &fat)?;
     let binary_reports = binary_reports(&fat, &transforms);
@@ -231,7 +234,7 @@ fn split_one(
         staged.push(output::stage_device(path, device, output_dir, options, progress)?);
         devices.push(report);
     }
-    let changes = output::HostChanges { metadata: host_metadata, transforms, moved };
+    let changes = output::HostChanges { metadata: host_metadata, transforms };
     staged.push(output::stage_host(wheel, changes, output_dir, options, progress)?);
     let report = SplitWheelReport {
         input: path.to_path_buf(),
@@ -257,7 +260,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn device_names(path: &Path, prefix: &str, keys: &BTreeSet<WheelKey>) -> Result<BTreeMap<WheelKey, DistName>, SplitError> {
+fn device_names(
+    path: &Path,
+    prefix: &str,
+    keys: &BTreeSet<WheelKey>,
+) -> Result<BTreeMap<WheelKey, DistName>, SplitError> {
     keys.iter()
         .map(|key| {
             let name = metadata::device_name(prefix, key).map_err(|error| SplitError::Refused {
@@ -284,7 +291,10 @@ fn transforms(path: &Path, fat: &[FatMember]) -> Result<BTreeMap<String, (Arc<Pa
         .collect()
 }
 
-fn binary_reports(fat: &[FatMember], transforms: &BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>) -> Vec<BinaryReport> {
+fn binary_reports(
+    fat: &[FatMember],
+    transforms: &BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>,
+) -> Vec<BinaryReport> {
     fat.iter()
         .map(|binary| {
             let targets: BTreeSet<String> = binary

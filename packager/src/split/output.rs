@@ -25,7 +25,7 @@ use crate::output::payload;
 use crate::output::sbom::{self, Edit, Origin, Provenance, SBOM_PATH};
 use crate::repair::input::{hashed_copy, InputMember, InputWheel};
 use archive_write::{
-    open_regular, stage_rewritten_wheel, Links, ArchiveOptions, MemberData, MemberSource, Progress, RewriteContent,
+    open_regular, stage_rewritten_wheel, ArchiveOptions, Links, MemberData, MemberSource, Progress, RewriteContent,
     RewriteMember, RewriteSpec, StagedFile, WriteError,
 };
 use device_code::host::HostTransform;
@@ -35,8 +35,6 @@ pub struct HostChanges {
     pub metadata: String,
     /// Transformed fat binaries, by member name: the extracted file and the plan.
     pub transforms: BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>,
-    /// Members that move to a device wheel.
-    pub moved: BTreeSet<String>,
 }
 
 /// One device wheel to write.
@@ -115,8 +113,16 @@ pub fn stage_device(
     let mut provenance = Provenance::new(None);
     let text = |text: &str| RewriteContent::Data(MemberData::Bytes(Arc::new(text.as_bytes().to_vec())));
     let mut members = vec![
-        RewriteMember { name: format!("{}/METADATA", device.dist_info), executable: false, content: text(&device.metadata) },
-        RewriteMember { name: format!("{}/WHEEL", device.dist_info), executable: false, content: text(&device.wheel_file) },
+        RewriteMember {
+            name: format!("{}/METADATA", device.dist_info),
+            executable: false,
+            content: text(&device.metadata),
+        },
+        RewriteMember {
+            name: format!("{}/WHEEL", device.dist_info),
+            executable: false,
+            content: text(&device.wheel_file),
+        },
     ];
     for archive in device.archives {
         let edit = Edit::DeviceArchive { code_objects: archive.code_objects };
@@ -173,7 +179,8 @@ impl MemberSource for TransformedFile {
     }
 
     fn open(&self) -> Result<Box<dyn Read + Send + '_>, WriteError> {
-        let file: File = open_regular(&self.path, Links::Refuse).map_err(|source| WriteError::Read { path: self.path.to_path_buf(), source })?;
+        let file: File = open_regular(&self.path, Links::Refuse)
+            .map_err(|source| WriteError::Read { path: self.path.to_path_buf(), source })?;
         let reader = self.transform.into_reader(file).map_err(|error| WriteError::Read {
             path: self.path.to_path_buf(),
             source: std::io::Error::other(error.to_string()),

@@ -228,7 +228,11 @@ fn render_split(run: &super::split::SplitRun) -> String {
         run.code_objects,
         human_bytes(run.code_object_bytes)
     );
-    let _ = writeln!(out, "{:<26} {:>8} {:>8} {:>9} {:>10} {:>10} {:>10} {:>10}", "", "wall s", "CPU s", "peak RSS", "peak disk", "ratio", "host", "devices");
+    let _ = writeln!(
+        out,
+        "{:<26} {:>8} {:>8} {:>9} {:>10} {:>10} {:>10} {:>10}",
+        "", "wall s", "CPU s", "peak RSS", "peak disk", "ratio", "host", "devices"
+    );
     let _ = writeln!(
         out,
         "{:<26} {:>8.2} {:>8.2} {:>9} {:>10} {:>10.2} {:>10} {:>10}{}",

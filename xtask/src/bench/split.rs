@@ -154,7 +154,11 @@ fn prepare(dir: &Path, library: &Path) -> anyhow::Result<PathBuf> {
     fs_err::create_dir_all(dir)?;
     let len = fs_err::metadata(library)?.len();
     let members = vec![
-        Member { name: "fat/__init__.py".into(), data: MemberData::Bytes(Arc::new(b"VALUE = 1\n".to_vec())), executable: false },
+        Member {
+            name: "fat/__init__.py".into(),
+            data: MemberData::Bytes(Arc::new(b"VALUE = 1\n".to_vec())),
+            executable: false,
+        },
         Member {
             name: "fat/lib/librocsparse.so.0".into(),
             data: packager::output::payload::file(Arc::from(library), len, None),
