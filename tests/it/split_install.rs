@@ -228,7 +228,6 @@ fn every_wrapper_resolves_to_the_code_objects_the_bundler_extracts() {
         support::assert_success(&output, &format!("{installer} install {requirement}"));
         let run = Command::new(venv.join("bin/python"))
             .args(["-c", "import hipext; print('run', hipext.run())"])
-            .env("LD_LIBRARY_PATH", &fixture.runtime_dir)
             .env("STUB_GFXARCH", gfxarch)
             .output()
             .expect("run python");
@@ -246,7 +245,6 @@ fn every_wrapper_resolves_to_the_code_objects_the_bundler_extracts() {
                 .args(["-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"]),
         );
         let probe = Command::new(Path::new(site_packages.trim()).join("hipext/bin/hipprobe"))
-            .env("LD_LIBRARY_PATH", &fixture.runtime_dir)
             .env("STUB_GFXARCH", gfxarch)
             .output()
             .expect("run hipprobe");
@@ -290,4 +288,28 @@ fn the_same_input_gives_the_same_bytes() {
     for name in &names {
         assert_eq!(fs_err::read(a.join(name)).expect("read"), fs_err::read(b.join(name)).expect("read"), "{name}");
     }
+}
+
+#[test]
+fn the_gate_passes_the_split_set_and_finds_a_missing_archive() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dist = dist_of(dir.path(), &[]);
+    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
+    let violations: Vec<String> = report
+        .packages
+        .iter()
+        .flat_map(|package| package.violations.iter().map(|finding| format!("{}: {}", finding.file, finding.message)))
+        .collect();
+    assert!(violations.is_empty(), "{violations:#?}");
+    // Without the gfx1030 wheel's archive the set still offers gfx1030 (its database
+    // file), and no archive holds the wrappers' code objects for it.
+    let device = dist.join(format!("hipext_device_gfx1030-1.0-{TAG}.whl"));
+    support::rewrite_wheel(&device, |members| members.retain(|(name, _, _)| !name.ends_with(".kpack")));
+    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
+    let found: Vec<String> = report
+        .packages
+        .iter()
+        .flat_map(|package| package.violations.iter().map(|finding| finding.message.clone()))
+        .collect();
+    assert!(found.iter().any(|message| message.contains("gfx1030")), "{found:#?}");
 }

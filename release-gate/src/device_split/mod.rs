@@ -18,7 +18,7 @@ use crate::kpack::{is_generic, split_target, Wrapper};
 use crate::metadata::normalize_name;
 use crate::report::{ArchiveKind, Check, Findings};
 use crate::same_release::pins_release;
-use crate::third_party::is_sdk_distribution;
+use crate::sdk_names::SdkNames;
 
 /// One `Requires-Dist` line, read as far as these rules need.
 pub(crate) struct Requirement {
@@ -88,11 +88,12 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
     if !archives.iter().any(|archive| !archive.kpacks.is_empty() || has_split_binary(archive)) {
         return;
     }
+    let sdk_names = SdkNames::of(archives);
     let devices: Vec<&Archive> = archives.iter().filter(|archive| is_device_wheel(archive)).collect();
     let mut hosts: Vec<&Archive> = archives.iter().filter(|archive| has_split_binary(archive)).collect();
     for device in &devices {
         if let Some(host) = check_pin(device, archives, findings) {
-            if !is_sdk_distribution(&distribution(host)) {
+            if !sdk_names.contains(&distribution(host)) {
                 check_extras(device, host, findings);
             }
             hosts.push(host);

@@ -136,7 +136,7 @@ pub fn render(
     for member in members.iter().filter(|member| !is_dist_info(member.name)) {
         contents.add(member, provenance);
     }
-    let requirements: Vec<Component> = requirements.iter().map(|line| requirement_component(line)).collect();
+    let requirements = requirement_components(requirements);
     let dependencies = vec![Dependency {
         reference: wheel_ref.clone(),
         depends_on: requirements.iter().map(|component| component.bom_ref.clone()).collect(),
@@ -389,6 +389,21 @@ fn llvm_component(artifact: &str, version: &str, source: Option<&str>) -> Compon
     }
 }
 
+/// One component per distribution the wheel requires, in the order first named: a
+/// distribution required by several lines (one per extra, or per environment marker) is
+/// one object, its bom-ref unique as CycloneDX wants, each line a property of it.
+fn requirement_components(lines: &[String]) -> Vec<Component> {
+    let mut components: Vec<Component> = Vec::new();
+    for line in lines {
+        let component = requirement_component(line);
+        match components.iter_mut().find(|earlier| earlier.bom_ref == component.bom_ref) {
+            Some(earlier) => earlier.properties.extend(component.properties),
+            None => components.push(component),
+        }
+    }
+    components
+}
+
 /// An SDK package the wheel requires (`Requires-Dist`), not part of it.
 fn requirement_component(line: &str) -> Component {
     let requirement = parse_requirement(line);
@@ -519,6 +534,21 @@ mod tests {
         assert_eq!(requirement["purl"], "pkg:pypi/rocm-sdk-core@7.12.0.dev0");
         let dependency = serde_json::json!([{"ref": wheel_ref, "dependsOn": ["requirement:rocm-sdk-core"]}]);
         assert_eq!(value["dependencies"], dependency);
+    }
+
+    #[test]
+    fn a_distribution_required_by_several_lines_is_one_component() {
+        let lines = [
+            "torch-device-gfx11xx==1.0; extra == \"device-gfx1100\"".to_owned(),
+            "numpy".to_owned(),
+            "torch-device-gfx11xx==1.0; extra == \"device-gfx1101\"".to_owned(),
+        ];
+        let (_, value) = render_value(&[], &lines);
+        let all = components(&value);
+        let family = all["requirement:torch-device-gfx11xx"]["properties"].to_string();
+        assert!(family.contains("device-gfx1100") && family.contains("device-gfx1101"), "{family}");
+        let depends_on = &value["dependencies"][0]["dependsOn"];
+        assert_eq!(depends_on, &serde_json::json!(["requirement:torch-device-gfx11xx", "requirement:numpy"]));
     }
 
     #[test]
