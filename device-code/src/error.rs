@@ -39,6 +39,27 @@ pub enum DeviceCodeError {
         #[source]
         source: std::io::Error,
     },
+    // The host binary's transform (`host`).
+    #[error("{}: has no HIP fat binary (no `.hipFatBinSegment` wrappers) to split", path.display())]
+    NotFat { path: PathBuf },
+    #[error("{}: is already split (every fat-binary wrapper is `HIPK`)", path.display())]
+    AlreadySplit { path: PathBuf },
+    #[error("{}: {split} of its {total} fat-binary wrappers are `HIPK` and the others `HIPF`: a partial split", path.display())]
+    PartlySplit { path: PathBuf, split: usize, total: usize },
+    #[error("{}: `.hipFatBinSegment` is {size} bytes, not a whole number of 24-byte wrappers", path.display())]
+    WrapperSegment { path: PathBuf, size: u64 },
+    #[error("{}: fat-binary wrapper {index} has magic {magic:02x?}, neither `HIPF` nor `HIPK`", path.display())]
+    WrapperMagic { path: PathBuf, index: u32, magic: [u8; 4] },
+    #[error("{}: fat-binary wrapper {index} points at {pointer:#x}, outside `.hip_fatbin` ({start:#x}..{end:#x})", path.display())]
+    WrapperPointer { path: PathBuf, index: u32, pointer: u64, start: u64, end: u64 },
+    #[error("{}: fat-binary wrapper {index} has version {version}; the kpack runtime reads version 1 only", path.display())]
+    WrapperVersion { path: PathBuf, index: u32, version: u32 },
+    #[error("{}: {reason}", path.display())]
+    Relocation { path: PathBuf, reason: String },
+    #[error("{}: cannot rewrite this layout: {reason}", path.display())]
+    HostLayout { path: PathBuf, reason: String },
+    #[error("{}: changed since it was read ({planned} bytes planned, {found} found)", path.display())]
+    InputChanged { path: PathBuf, planned: u64, found: u64 },
 }
 
 impl Diagnostic for DeviceCodeError {
@@ -59,6 +80,24 @@ impl Diagnostic for DeviceCodeError {
             }
             DeviceCodeError::KpackWrite { .. } => None,
             DeviceCodeError::KpackIo { .. } => Some("check the space left in the temporary directory and the output's file system"),
+            DeviceCodeError::NotFat { .. } => Some("pass the file through unchanged: it carries no device code"),
+            DeviceCodeError::AlreadySplit { .. } => {
+                Some("its code objects are already in `.kpack` archives; keep it as it is")
+            }
+            DeviceCodeError::PartlySplit { .. } => {
+                Some("start again from the fat binary as the compiler wrote it")
+            }
+            DeviceCodeError::WrapperSegment { .. }
+            | DeviceCodeError::WrapperMagic { .. }
+            | DeviceCodeError::WrapperPointer { .. }
+            | DeviceCodeError::WrapperVersion { .. } => {
+                Some("the file is not a HIP fat binary as clang writes it; check that it is complete and unmodified")
+            }
+            DeviceCodeError::Relocation { .. } => Some(
+                "the runtime would still read the embedded code: only binaries whose wrappers are relocated by R_X86_64_RELATIVE (shared objects, PIE) or not at all (fixed-address executables) are split",
+            ),
+            DeviceCodeError::HostLayout { .. } => Some("ship this binary fat: its device code cannot be moved out safely"),
+            DeviceCodeError::InputChanged { .. } => Some("something rewrote the file while it was split; run again"),
         }
     }
 
@@ -67,7 +106,17 @@ impl Diagnostic for DeviceCodeError {
             DeviceCodeError::Io { path, .. }
             | DeviceCodeError::Elf { path, .. }
             | DeviceCodeError::Bundle { path, .. }
-            | DeviceCodeError::Kpack { path, .. } => Some(path),
+            | DeviceCodeError::Kpack { path, .. }
+            | DeviceCodeError::NotFat { path }
+            | DeviceCodeError::AlreadySplit { path }
+            | DeviceCodeError::PartlySplit { path, .. }
+            | DeviceCodeError::WrapperSegment { path, .. }
+            | DeviceCodeError::WrapperMagic { path, .. }
+            | DeviceCodeError::WrapperPointer { path, .. }
+            | DeviceCodeError::WrapperVersion { path, .. }
+            | DeviceCodeError::Relocation { path, .. }
+            | DeviceCodeError::HostLayout { path, .. }
+            | DeviceCodeError::InputChanged { path, .. } => Some(path),
             DeviceCodeError::InvalidTarget { .. }
             | DeviceCodeError::KpackWrite { .. }
             | DeviceCodeError::KpackIo { .. } => None,

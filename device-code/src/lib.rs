@@ -16,6 +16,7 @@
 pub mod bundle;
 pub mod elf_headers;
 mod error;
+pub mod host;
 pub mod kpack;
 pub mod msgpack;
 pub mod target;

@@ -1,0 +1,207 @@
+//! Building the fat HIP binaries and the stub HIP runtime the tests load them against.
+//!
+//! The stub `libamdhip64.so` exports the five symbols clang's HIP host code calls. Its
+//! `__hipRegisterFatBinary` prints, at run time, what the real runtime reads from each wrapper:
+//! its magic, version and reserved index, and either the bundle magic its pointer reaches or
+//! the kpack marker decoded (MessagePack's fixmap, fixstr/str8/str16, fixarray/array16).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::run;
+
+const STUB: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct { uint32_t magic, version; const unsigned char *binary; uint64_t reserved; } wrapper_t;
+static const unsigned char *at;
+static void *handles[64];
+
+static long length(unsigned fix_mask, unsigned fix_tag, unsigned one, unsigned two) {
+    unsigned byte = *at++;
+    if ((byte & ~fix_mask) == fix_tag) return byte & fix_mask;
+    if (byte == one) return *at++;
+    if (byte == two) { long n = (at[0] << 8) | at[1]; at += 2; return n; }
+    return -1;
+}
+static int string(char *out, size_t capacity) {
+    long n = length(0x1f, 0xa0, 0xd9, 0xda);
+    if (n < 0 || (size_t)n >= capacity) return -1;
+    memcpy(out, at, n); out[n] = 0; at += n; return 0;
+}
+
+void **__hipRegisterFatBinary(const void *pointer) {
+    const wrapper_t *w = pointer;
+    const char *magic = w->magic == 0x48495046 ? "HIPF" : w->magic == 0x4B504948 ? "HIPK" : "unknown";
+    printf("wrapper at=%p magic=%s version=%u index=%u\n", pointer, magic, w->version, (unsigned)(w->reserved & 0xffffffff));
+    if (w->magic == 0x48495046) {
+        printf("  bundle=%.24s\n", (const char *)w->binary);
+    } else {
+        at = w->binary;
+        long entries = length(0x0f, 0x80, 0x100, 0x100);
+        for (long e = 0; e < entries; e++) {
+            char key[64], value[4096];
+            if (string(key, sizeof key)) { printf("  bad key\n"); break; }
+            if (!strcmp(key, "kpack_search_paths")) {
+                long n = length(0x0f, 0x90, 0x100, 0xdc);
+                for (long i = 0; i < n; i++) {
+                    if (string(value, sizeof value)) { printf("  bad path\n"); break; }
+                    printf("  path=%s\n", value);
+                }
+            } else if (!strcmp(key, "kernel_name")) {
+                if (string(value, sizeof value)) { printf("  bad name\n"); break; }
+                printf("  kernel=%s\n", value);
+            } else {
+                printf("  unexpected key %s\n", key);
+                break;
+            }
+        }
+    }
+    fflush(stdout);
+    return handles;
+}
+void __hipUnregisterFatBinary(void **handle) { (void)handle; }
+void __hipRegisterFunction(void **h, const void *f, char *d, const char *n, int t, void *a, void *b, void *c, void *e, int *s) {
+    (void)h; (void)f; (void)d; (void)n; (void)t; (void)a; (void)b; (void)c; (void)e; (void)s;
+}
+int __hipPopCallConfiguration(void *a, void *b, void *c, void *d) { (void)a; (void)b; (void)c; (void)d; return 0; }
+typedef struct { unsigned x, y, z; } dim3_t;
+int hipLaunchKernel(const void *f, dim3_t g, dim3_t b, void **a, unsigned long m, void *s) {
+    (void)f; (void)g; (void)b; (void)a; (void)m; (void)s; return 0;
+}
+"#;
+
+const LOADER: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    void *library = dlopen(argv[1], RTLD_NOW);
+    if (!library) { printf("dlopen: %s\n", dlerror()); return 1; }
+    int (*entry)(float *) = (int (*)(float *))dlsym(library, "run");
+    float x = 1.0f;
+    printf("run=%d\n", entry ? entry(&x) : -1);
+    return 0;
+}
+"#;
+
+/// A kernel and its launcher, `n` standing for the translation unit.
+fn kernel_source(n: usize) -> String {
+    format!(
+        r#"#define __global__ __attribute__((global))
+typedef struct {{ unsigned x, y, z; }} dim3_t;
+extern "C" int hipLaunchKernel(const void* f, dim3_t g, dim3_t b, void** args, unsigned long shm, void* stream);
+__global__ void scale{n}(float *x, float a) {{ x[0] *= a; }}
+extern "C" int run{n}(float *x) {{ float a = 2.0f; void* args[] = {{&x, &a}}; dim3_t one = {{1,1,1}};
+  return hipLaunchKernel((const void*)&scale{n}, one, one, args, 0, 0); }}
+"#
+    )
+}
+
+/// The shapes of fat binary the tests build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    SharedObject,
+    Pie,
+    FixedAddress,
+    /// A shared object of three translation units, so three wrappers.
+    ThreeUnits,
+    /// A shared object of two units compiled with `-fgpu-rdc` (one device link).
+    Relocatable,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 5] =
+        [Shape::SharedObject, Shape::Pie, Shape::FixedAddress, Shape::ThreeUnits, Shape::Relocatable];
+
+    pub fn is_library(self) -> bool {
+        !matches!(self, Shape::Pie | Shape::FixedAddress)
+    }
+}
+
+/// The stub runtime `libamdhip64.so` and the loader program, built in `dir`.
+pub struct Runtime {
+    pub dir: PathBuf,
+    pub loader: PathBuf,
+}
+
+pub fn build_runtime(dir: &Path) -> Runtime {
+    let stub = dir.join("stub.c");
+    std::fs::write(&stub, STUB).expect("write stub");
+    run(
+        Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
+            .arg(dir.join("libamdhip64.so"))
+            .arg(&stub),
+        "gcc",
+    );
+    let loader_source = dir.join("loader.c");
+    std::fs::write(&loader_source, LOADER).expect("write loader");
+    let loader = dir.join("loader");
+    run(Command::new("cc").args(["-o"]).arg(&loader).arg(&loader_source).arg("-ldl"), "gcc");
+    Runtime { dir: dir.to_path_buf(), loader }
+}
+
+/// Compiles `shape` in `dir` against the stub in `runtime.dir`; returns the binary's path.
+pub fn build(shape: Shape, dir: &Path, runtime: &Runtime) -> PathBuf {
+    let units = match shape {
+        Shape::ThreeUnits => 3,
+        Shape::Relocatable => 2,
+        _ => 1,
+    };
+    let mut sources = Vec::new();
+    for n in 0..units {
+        let source = dir.join(format!("k{n}.hip"));
+        std::fs::write(&source, kernel_source(n)).expect("write source");
+        sources.push(source);
+    }
+    // Every shape exports `run`, calling each unit's launcher.
+    let calls: String = (0..units).map(|n| format!("r |= run{n}(x); ")).collect();
+    let declarations: String = (0..units).map(|n| format!("extern \"C\" int run{n}(float*); ")).collect();
+    let mut entry = format!("{declarations}\nextern \"C\" int run(float* x) {{ int r = 0; {calls} return r; }}\n");
+    if !shape.is_library() {
+        entry += "#include <stdio.h>\nint main() { float x = 1.0f; printf(\"run=%d\\n\", run(&x)); return 0; }\n";
+    }
+    let entry_source = dir.join("entry.cpp");
+    std::fs::write(&entry_source, entry).expect("write entry");
+    let output = dir.join(if shape.is_library() { "libk.so" } else { "k" });
+    let mut command = Command::new("clang++-15");
+    command.args([
+        "-x",
+        "hip",
+        "--offload-arch=gfx90a",
+        "--offload-arch=gfx1030",
+        "-nogpulib",
+        "-nogpuinc",
+        "-fuse-ld=lld",
+    ]);
+    // The device link of `-fgpu-rdc` runs `lld` as found by the driver: LLVM 15's, not the
+    // first on PATH.
+    command.arg("-B/usr/lib/llvm-15/bin");
+    command.args(&sources).args(["-x", "c++"]).arg(&entry_source);
+    match shape {
+        Shape::SharedObject | Shape::ThreeUnits => command.args(["-fPIC", "-shared"]),
+        Shape::Relocatable => command.args(["-fPIC", "-shared", "-fgpu-rdc"]),
+        Shape::Pie => command.args(["-fPIE", "-pie"]),
+        Shape::FixedAddress => command.args(["-fno-pic", "-no-pie"]),
+    };
+    command.arg("-L").arg(&runtime.dir).arg("-lamdhip64").arg("-o").arg(&output);
+    run(&mut command, "clang-15 and lld-15");
+    output
+}
+
+/// Runs `binary` (a program, or a library through the loader) against the stub runtime and
+/// returns what it printed.
+pub fn run_against_stub(binary: &Path, shape: Shape, runtime: &Runtime) -> String {
+    let mut command = if shape.is_library() {
+        let mut command = Command::new(&runtime.loader);
+        command.arg(binary);
+        command
+    } else {
+        Command::new(binary)
+    };
+    command.env("LD_LIBRARY_PATH", &runtime.dir);
+    crate::support::stdout(&run(&mut command, "gcc"))
+}

@@ -1,0 +1,7 @@
+//! The host binary's transform, judged from outside: fat binaries compiled by clang++-15 in
+//! the test are split, then read back by `eu-elflint`, `readelf`, Python's msgpack and a stub
+//! HIP runtime that the rewritten binaries really load and register with.
+
+mod fat;
+mod shapes;
+mod support;
