@@ -79,7 +79,6 @@ impl Diagnostic for DeviceCodeError {
                 Some("the archive is damaged or not in kpack format version 1; write it again from the fat binary")
             }
             DeviceCodeError::KpackWrite { .. } => None,
-            DeviceCodeError::KpackIo { .. } => Some("check the space left in the temporary directory and the output's file system"),
             DeviceCodeError::NotFat { .. } => Some("pass the file through unchanged: it carries no device code"),
             DeviceCodeError::AlreadySplit { .. } => {
                 Some("its code objects are already in `.kpack` archives; keep it as it is")
@@ -98,6 +97,7 @@ impl Diagnostic for DeviceCodeError {
             ),
             DeviceCodeError::HostLayout { .. } => Some("ship this binary fat: its device code cannot be moved out safely"),
             DeviceCodeError::InputChanged { .. } => Some("something rewrote the file while it was split; run again"),
+            DeviceCodeError::KpackIo { .. } => Some("check the space left in the temporary directory and the output's file system"),
         }
     }
 

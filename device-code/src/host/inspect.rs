@@ -10,6 +10,7 @@ use std::path::Path;
 
 use crate::elf_headers::{read_range, ElfHeaders, EM_X86_64, ET_DYN, ET_EXEC, SHT_NOBITS};
 use crate::host::relocations::{self, u64_at};
+use crate::host::symbols;
 use crate::host::{FatState, HostBinary, Wrapper, WrapperSite, MAGIC_FAT, MAGIC_KPACK};
 use crate::DeviceCodeError;
 
@@ -34,6 +35,7 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
         sites: Vec::new(),
         stray_relocations: Vec::new(),
         has_relr: false,
+        fatbin_symbols: Vec::new(),
         section_names: Vec::new(),
     };
     let Some(segment) = segment.filter(|segment| segment.size > 0) else {
@@ -99,6 +101,9 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
     }
     binary.stray_relocations = found.into_fatbin;
     binary.has_relr = found.has_relr;
+    if let Some(index) = fatbin {
+        binary.fatbin_symbols = symbols::read(file, path, &headers, index)?;
+    }
     let names = headers.sections.get(usize::from(headers.header.shstrndx)).filter(|_| headers.header.shstrndx != 0);
     if let Some(names) = names.filter(|names| names.has_file_bytes()) {
         binary.section_names = read_range(file, path, headers.file_size, names.offset, names.size)?;

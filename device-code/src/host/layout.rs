@@ -169,6 +169,12 @@ pub(crate) fn plan(binary: &HostBinary, reference: &KpackRef) -> Result<HostTran
             edits.push(Edit::bytes(entry, bytes));
         }
     }
+    let split = &sections[fatbin_index];
+    for symbol in &binary.fatbin_symbols {
+        if let Some((offset, bytes)) = symbol.clamped(split.addr, split.addr + split.size) {
+            edits.push(Edit::bytes(offset, bytes.to_vec()));
+        }
+    }
     edits.push(Edit::drop(kept_end, headers.file_size - kept_end));
     let padding = section_table_offset - (names_offset + names.len() as u64);
     let section_table: Vec<u8> = sections.iter().flat_map(SectionHeader::encode).collect();

@@ -1,7 +1,7 @@
 //! The bytes of the `.rocm_kpack_ref` marker: one MessagePack map
 //! `{kpack_search_paths: [str…], kernel_name: str}`, keys in that order, encoded as Python's
 //! `msgpack.packb(…, use_bin_type=True)` does (the smallest str and array forms), which is
-//! what the kpack runtime parses (KPACK.md §2).
+//! what the kpack runtime parses.
 //!
 //! Owns: that one encoding. Must not know: where the marker goes in the file, or what the
 //! paths mean. A local encoder of the three forms the marker needs, kept apart so that it

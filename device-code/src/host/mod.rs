@@ -1,6 +1,7 @@
 //! The host binary's transform: a fat HIP ELF file (x86-64 shared object, PIE or
 //! fixed-address executable) rewritten so that a kpack-enabled HIP runtime finds its code
-//! objects in external `.kpack` archives instead of its `.hip_fatbin` section (KPACK.md §2).
+//! objects in external `.kpack` archives instead of its `.hip_fatbin` section, as AMD's rocm-kpack
+//! transform leaves it.
 //!
 //! What the runtime sees afterwards, as with rocm-kpack's transform: every 24-byte wrapper of
 //! `.hipFatBinSegment` has magic `HIPK`, version 1, its 0-based index in the low 32 bits of
@@ -21,6 +22,7 @@ mod layout;
 mod marker;
 mod output;
 mod relocations;
+mod symbols;
 
 use std::path::{Path, PathBuf};
 
@@ -96,6 +98,8 @@ pub struct HostBinary {
     stray_relocations: Vec<u64>,
     /// Whether the file has packed (`SHT_RELR`) relocations, which are not rewritten.
     has_relr: bool,
+    /// Symbols defined in `.hip_fatbin`.
+    fatbin_symbols: Vec<symbols::FatbinSymbol>,
     /// The bytes of `.shstrtab`, to which the marker's section name is appended.
     section_names: Vec<u8>,
 }

@@ -42,7 +42,7 @@ void **__hipRegisterFatBinary(const void *pointer) {
         at = w->binary;
         long entries = length(0x0f, 0x80, 0x100, 0x100);
         for (long e = 0; e < entries; e++) {
-            char key[64], value[4096];
+            static char key[64], value[16384];
             if (string(key, sizeof key)) { printf("  bad key\n"); break; }
             if (!strcmp(key, "kpack_search_paths")) {
                 long n = length(0x0f, 0x90, 0x100, 0xdc);
@@ -127,21 +127,104 @@ pub struct Runtime {
     pub loader: PathBuf,
 }
 
-pub fn build_runtime(dir: &Path) -> Runtime {
+/// How the stub must look to satisfy a library linked against a real HIP runtime: its
+/// SONAME, the symbol version its imports carry, and the further functions it imports.
+#[derive(Debug, Default)]
+pub struct RuntimeAbi {
+    pub soname: Option<String>,
+    pub version: Option<String>,
+    pub functions: Vec<String>,
+}
+
+/// The ABI `library` expects of `libamdhip64`, as `readelf` shows its imports.
+pub fn runtime_abi(library: &Path) -> RuntimeAbi {
+    let dynamic = crate::support::stdout(&run(Command::new("readelf").arg("-dW").arg(library), "binutils"));
+    let soname = dynamic
+        .lines()
+        .filter(|line| line.contains("(NEEDED)"))
+        .filter_map(|line| line.split('[').nth(1)?.split(']').next())
+        .find(|name| name.starts_with("libamdhip64"))
+        .map(str::to_owned);
+    let symbols =
+        crate::support::stdout(&run(Command::new("readelf").arg("--dyn-syms").arg("-W").arg(library), "binutils"));
+    let mut abi = RuntimeAbi { soname, ..RuntimeAbi::default() };
+    for line in symbols.lines().filter(|line| line.contains(" UND ")) {
+        let Some(name) = line.split_whitespace().nth(7) else { continue };
+        let Some((function, version)) = name.split_once('@') else { continue };
+        if !(function.starts_with("hip") || function.starts_with("__hip")) || !version.starts_with("hip") {
+            continue;
+        }
+        abi.version = Some(version.to_owned());
+        if !STUB.contains(&format!("{function}(")) && !abi.functions.iter().any(|known| known == function) {
+            abi.functions.push(function.to_owned());
+        }
+    }
+    abi
+}
+
+pub fn build_runtime(dir: &Path, abi: &RuntimeAbi) -> Runtime {
     let stub = dir.join("stub.c");
-    std::fs::write(&stub, STUB).expect("write stub");
-    run(
-        Command::new("cc")
-            .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
-            .arg(dir.join("libamdhip64.so"))
-            .arg(&stub),
-        "gcc",
-    );
+    let extra: String =
+        abi.functions.iter().map(|function| format!("int {function}(void) {{ return 0; }}\n")).collect();
+    std::fs::write(&stub, format!("{STUB}{extra}")).expect("write stub");
+    let library = dir.join("libamdhip64.so");
+    let mut command = Command::new("cc");
+    command.args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"]).arg(&library).arg(&stub);
+    if let Some(soname) = &abi.soname {
+        command.arg(format!("-Wl,-soname,{soname}"));
+    }
+    if let Some(version) = &abi.version {
+        let script = dir.join("stub.map");
+        std::fs::write(&script, format!("{version} {{ global: *; }};\n")).expect("write version script");
+        command.arg(format!("-Wl,--version-script={}", script.display()));
+    }
+    run(&mut command, "gcc");
+    if let Some(soname) = &abi.soname {
+        std::fs::copy(&library, dir.join(soname)).expect("install the stub by its SONAME");
+    }
     let loader_source = dir.join("loader.c");
     std::fs::write(&loader_source, LOADER).expect("write loader");
     let loader = dir.join("loader");
     run(Command::new("cc").args(["-o"]).arg(&loader).arg(&loader_source).arg("-ldl"), "gcc");
     Runtime { dir: dir.to_path_buf(), loader }
+}
+
+/// One wrapper as the stub saw it registered.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Registration {
+    pub address: u64,
+    pub magic: String,
+    pub version: u32,
+    pub index: u32,
+    /// `bundle=` (HIPF) or the decoded marker's `path=`/`kernel=` lines (HIPK).
+    pub details: Vec<String>,
+}
+
+/// The registrations in `printed`, in the order of their wrappers' addresses, and whether the
+/// program's `run` (launching every kernel) returned 0.
+pub fn registrations(printed: &str) -> (Vec<Registration>, bool) {
+    let mut found: Vec<Registration> = Vec::new();
+    for line in printed.lines() {
+        if let Some(rest) = line.strip_prefix("wrapper ") {
+            let field = |key: &str| {
+                rest.split_whitespace()
+                    .find_map(|word| word.strip_prefix(key))
+                    .unwrap_or_else(|| panic!("no {key} in {line}"))
+                    .to_owned()
+            };
+            found.push(Registration {
+                address: u64::from_str_radix(field("at=").trim_start_matches("0x"), 16).expect("address"),
+                magic: field("magic="),
+                version: field("version=").parse().expect("version"),
+                index: field("index=").parse().expect("index"),
+                details: Vec::new(),
+            });
+        } else if let Some(detail) = line.strip_prefix("  ") {
+            found.last_mut().expect("a detail follows its wrapper").details.push(detail.to_owned());
+        }
+    }
+    found.sort_by_key(|registration| registration.address);
+    (found, printed.lines().any(|line| line == "run=0"))
 }
 
 /// Compiles `shape` in `dir` against the stub in `runtime.dir`; returns the binary's path.

@@ -2,6 +2,8 @@
 //! the test are split, then read back by `eu-elflint`, `readelf`, Python's msgpack and a stub
 //! HIP runtime that the rewritten binaries really load and register with.
 
+mod debian;
 mod fat;
+mod hostile;
 mod shapes;
 mod support;

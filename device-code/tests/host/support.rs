@@ -95,3 +95,22 @@ pub fn python() -> &'static Path {
 pub fn target_tmp() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
 }
+
+/// `bytes` decoded by Python's msgpack (raw=False, strict) as canonical JSON.
+pub fn decode_marker(bytes: &[u8]) -> String {
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    let script = "import json, msgpack, sys\n\
+                  m = msgpack.unpackb(bytes.fromhex(sys.argv[1]), raw=False, strict_map_key=True)\n\
+                  sys.stdout.write(json.dumps([list(m.keys()), m]))";
+    stdout(&run(Command::new(python()).args(["-c", script, &hex]), "python3-msgpack"))
+}
+
+/// The JSON `decode_marker` gives for `reference`'s marker.
+pub fn marker_json(reference: &KpackRef) -> String {
+    let script = "import json, sys\n\
+                  m = {'kpack_search_paths': json.loads(sys.argv[1]), 'kernel_name': sys.argv[2]}\n\
+                  sys.stdout.write(json.dumps([list(m.keys()), m]))";
+    let paths: Vec<String> = reference.search_paths.iter().map(|path| format!("{path:?}")).collect();
+    let paths = format!("[{}]", paths.join(", "));
+    stdout(&run(Command::new(python()).args(["-c", script, &paths, &reference.kernel_name]), "python3"))
+}
