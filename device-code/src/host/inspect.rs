@@ -95,7 +95,7 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
         });
         binary.sites.push(WrapperSite {
             file_offset: segment.offset + u64::from(index) * WRAPPER_SIZE,
-            pointer_address: segment.addr + u64::from(index) * WRAPPER_SIZE + 8,
+            pointer_address: segment.addr.wrapping_add(u64::from(index) * WRAPPER_SIZE + 8),
             relocation: relocation.map(|(offset, _)| offset),
         });
     }

@@ -43,7 +43,7 @@ pub(crate) fn read(
     fatbin: (u64, u64),
 ) -> Result<Relocations, DeviceCodeError> {
     let (segment_address, count) = segment;
-    let segment_end = segment_address + count as u64 * 24;
+    let segment_end = segment_address.saturating_add(count as u64 * 24);
     let mut found = Relocations { wrapper_pointers: vec![None; count], ..Relocations::default() };
     found.has_relr = headers.sections.iter().any(|section| section.kind == SHT_RELR);
     let tables = headers.sections.iter().filter(|section| section.kind == SHT_RELA && section.flags & SHF_ALLOC != 0);

@@ -110,6 +110,9 @@ pub enum Shape {
     ThreeUnits,
     /// A shared object of two units compiled with `-fgpu-rdc` (one device link).
     Relocatable,
+    /// A shared object linked with `.hip_fatbin` last in its segment, so that no segment
+    /// has to be added after the split.
+    LastInSegment,
 }
 
 impl Shape {
@@ -269,6 +272,12 @@ pub fn build(shape: Shape, dir: &Path, runtime: &Runtime) -> PathBuf {
         Shape::Relocatable => command.args(["-fPIC", "-shared", "-fgpu-rdc"]),
         Shape::Pie => command.args(["-fPIE", "-pie"]),
         Shape::FixedAddress => command.args(["-fno-pic", "-no-pie"]),
+        Shape::LastInSegment => {
+            let script = dir.join("last.ld");
+            std::fs::write(&script, "SECTIONS { .hip_fatbin : { *(.hip_fatbin) } } INSERT AFTER .eh_frame;\n")
+                .expect("write linker script");
+            command.args(["-fPIC", "-shared"]).arg(format!("-Wl,-T,{}", script.display()))
+        }
     };
     command.arg("-L").arg(&runtime.dir).arg("-lamdhip64").arg("-o").arg(&output);
     run(&mut command, "clang-15 and lld-15");
