@@ -133,7 +133,7 @@ impl HostBinary {
 /// The planned rewrite of one host binary: pieces of the input and new bytes, in output
 /// order, written by [`HostTransform::write_to`] or read through [`HostTransform::reader`]
 /// without ever holding more than a buffer of the input.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HostTransform {
     path: PathBuf,
     input_len: u64,
@@ -141,6 +141,21 @@ pub struct HostTransform {
     output_len: u64,
     removed: u64,
     marker_address: u64,
+}
+
+/// A summary: the pieces' bytes would flood a test failure or a log.
+impl std::fmt::Debug for HostTransform {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("HostTransform")
+            .field("path", &self.path)
+            .field("input_len", &self.input_len)
+            .field("output_len", &self.output_len)
+            .field("removed", &self.removed)
+            .field("marker_address", &format_args!("{:#x}", self.marker_address))
+            .field("pieces", &self.pieces.len())
+            .finish()
+    }
 }
 
 impl HostTransform {

@@ -113,6 +113,12 @@ pub enum Shape {
     /// A shared object linked with `.hip_fatbin` last in its segment, so that no segment
     /// has to be added after the split.
     LastInSegment,
+    /// A shared object linked with `.hip_fatbin` and then more read-only data after `.text`,
+    /// in a segment whose address − offset differs from the first segment's.
+    FatbinAfterText,
+    /// The same layout in a PIE: the moved program header table would be where kernels
+    /// before Linux 5.18 do not look, so the split is refused.
+    PieWithFatbinAfterText,
 }
 
 impl Shape {
@@ -120,7 +126,7 @@ impl Shape {
         [Shape::SharedObject, Shape::Pie, Shape::FixedAddress, Shape::ThreeUnits, Shape::Relocatable];
 
     pub fn is_library(self) -> bool {
-        !matches!(self, Shape::Pie | Shape::FixedAddress)
+        !matches!(self, Shape::Pie | Shape::FixedAddress | Shape::PieWithFatbinAfterText)
     }
 }
 
@@ -250,6 +256,9 @@ pub fn build(shape: Shape, dir: &Path, runtime: &Runtime) -> PathBuf {
     if !shape.is_library() {
         entry += "#include <stdio.h>\nint main() { float x = 1.0f; printf(\"run=%d\\n\", run(&x)); return 0; }\n";
     }
+    if matches!(shape, Shape::FatbinAfterText | Shape::PieWithFatbinAfterText) {
+        entry += "__attribute__((section(\".kept_after\"), used)) static const char kept_after[64] = {1};\n";
+    }
     let entry_source = dir.join("entry.cpp");
     std::fs::write(&entry_source, entry).expect("write entry");
     let output = dir.join(if shape.is_library() { "libk.so" } else { "k" });
@@ -272,16 +281,24 @@ pub fn build(shape: Shape, dir: &Path, runtime: &Runtime) -> PathBuf {
         Shape::Relocatable => command.args(["-fPIC", "-shared", "-fgpu-rdc"]),
         Shape::Pie => command.args(["-fPIE", "-pie"]),
         Shape::FixedAddress => command.args(["-fno-pic", "-no-pie"]),
-        Shape::LastInSegment => {
-            let script = dir.join("last.ld");
-            std::fs::write(&script, "SECTIONS { .hip_fatbin : { *(.hip_fatbin) } } INSERT AFTER .eh_frame;\n")
-                .expect("write linker script");
-            command.args(["-fPIC", "-shared"]).arg(format!("-Wl,-T,{}", script.display()))
-        }
+        Shape::LastInSegment => command.args(["-fPIC", "-shared"]).arg(linker_script(dir, ".eh_frame")),
+        Shape::FatbinAfterText => command.args(["-fPIC", "-shared"]).arg(linker_script(dir, ".text")),
+        Shape::PieWithFatbinAfterText => command.args(["-fPIE", "-pie"]).arg(linker_script(dir, ".text")),
     };
     command.arg("-L").arg(&runtime.dir).arg("-lamdhip64").arg("-o").arg(&output);
     run(&mut command, "clang-15 and lld-15");
     output
+}
+
+/// The flag linking `.hip_fatbin` (and the entry's `.kept_after`, when it has one) right
+/// after the output section `after`.
+fn linker_script(dir: &Path, after: &str) -> String {
+    let script = dir.join("fatbin.ld");
+    let text = format!(
+        "SECTIONS {{ .hip_fatbin : {{ *(.hip_fatbin) }} .kept_after : {{ KEEP(*(.kept_after)) }} }} INSERT AFTER {after};\n"
+    );
+    std::fs::write(&script, text).expect("write linker script");
+    format!("-Wl,-T,{}", script.display())
 }
 
 /// Runs `binary` (a program, or a library through the loader) against the stub runtime and

@@ -119,6 +119,20 @@ fn refusal_with(path: &Path, kernel_name: String) -> DeviceCodeError {
     error
 }
 
+/// An executable whose `.hip_fatbin` is in a segment with another address − offset than
+/// the first one's is refused: Linux before 5.18 would compute AT_PHDR from the first
+/// segment and miss the moved program header table (the same layout in a shared object
+/// splits, `shapes`).
+#[test]
+fn an_executable_whose_table_old_kernels_would_miss_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runtime = fat::build_runtime(dir.path(), &RuntimeAbi::default());
+    let input = fat::build(Shape::PieWithFatbinAfterText, dir.path(), &runtime);
+    let error = refusal(&input);
+    assert!(matches!(error, DeviceCodeError::HostLayout { .. }), "{error}");
+    assert!(error.to_string().contains("Linux before 5.18"), "{error}");
+}
+
 /// A library without device code is not fat; a file that changes between the plan and the
 /// write is refused before a byte is written.
 #[test]
