@@ -122,8 +122,15 @@ pub enum Shape {
 }
 
 impl Shape {
-    pub const ALL: [Shape; 5] =
-        [Shape::SharedObject, Shape::Pie, Shape::FixedAddress, Shape::ThreeUnits, Shape::Relocatable];
+    pub const ALL: [Shape; 7] = [
+        Shape::SharedObject,
+        Shape::Pie,
+        Shape::FixedAddress,
+        Shape::ThreeUnits,
+        Shape::Relocatable,
+        Shape::LastInSegment,
+        Shape::FatbinAfterText,
+    ];
 
     pub fn is_library(self) -> bool {
         !matches!(self, Shape::Pie | Shape::FixedAddress | Shape::PieWithFatbinAfterText)
