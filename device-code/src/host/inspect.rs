@@ -65,7 +65,10 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
         let section = &headers.sections[index];
         (section.addr, section.addr.saturating_add(section.size))
     });
-    let found = relocations::read(file, path, &headers, (segment.addr, count), fatbin_range)?;
+    if let Some(index) = fatbin {
+        binary.fatbin_symbols = symbols::read(file, path, &headers, index)?;
+    }
+    let found = relocations::read(file, path, &headers, (segment.addr, count), fatbin_range, &binary.fatbin_symbols)?;
     let position_independent = headers.header.kind == ET_DYN;
     for (index, bytes) in raw.chunks_exact(WRAPPER_SIZE as usize).enumerate() {
         let index = u32::try_from(index).expect("the wrapper count is bounded far below 2^32");
@@ -101,9 +104,6 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
     }
     binary.stray_relocations = found.into_fatbin;
     binary.has_relr = found.has_relr;
-    if let Some(index) = fatbin {
-        binary.fatbin_symbols = symbols::read(file, path, &headers, index)?;
-    }
     let names = headers.sections.get(usize::from(headers.header.shstrndx)).filter(|_| headers.header.shstrndx != 0);
     if let Some(names) = names.filter(|names| names.has_file_bytes()) {
         binary.section_names = read_range(file, path, headers.file_size, names.offset, names.size)?;

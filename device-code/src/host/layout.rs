@@ -111,6 +111,9 @@ pub(crate) fn plan(binary: &HostBinary, reference: &KpackRef) -> Result<HostTran
         return Err(layout_error(path, "`.hip_fatbin` is not mapped read-only at its file offset".to_owned()));
     }
     check_neighbours(binary, fatbin_index, load_index)?;
+    if headers.section(".rocm_kpack_ref").is_some() {
+        return Err(layout_error(path, "it already has a `.rocm_kpack_ref` section".to_owned()));
+    }
 
     let marker_bytes = marker::encode(reference);
     let placement = place(binary, &load, fatbin, marker_bytes.len() as u64)?;

@@ -133,6 +133,32 @@ fn an_executable_whose_table_old_kernels_would_miss_is_refused() {
     assert!(error.to_string().contains("Linux before 5.18"), "{error}");
 }
 
+/// A relocation naming a symbol defined in `.hip_fatbin` (`-fgpu-rdc` exports
+/// `__hip_fatbin`) resolves into it as surely as a RELATIVE one: refused.
+#[test]
+fn a_relocation_naming_a_fatbin_symbol_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runtime = fat::build_runtime(dir.path(), &RuntimeAbi::default());
+    let input = fat::build(Shape::Relocatable, dir.path(), &runtime);
+    let headers = ElfHeaders::read(&File::open(&input).expect("open"), &input).expect("headers");
+    let symbols =
+        crate::support::stdout(&run(Command::new("readelf").args(["--dyn-syms", "-W"]).arg(&input), "binutils"));
+    let index: u64 = symbols
+        .lines()
+        .find(|line| line.ends_with(" __hip_fatbin"))
+        .and_then(|line| line.split(':').next()?.trim().parse().ok())
+        .expect("__hip_fatbin in .dynsym");
+    let (_, table) = section(&headers, ".rela.dyn");
+    let bytes = std::fs::read(&input).expect("read");
+    let absolute = (0..table.size / 24)
+        .map(|entry| (table.offset + entry * 24) as usize)
+        .find(|&at| bytes[at + 8..at + 12] == 1u32.to_le_bytes())
+        .expect("an R_X86_64_64 relocation");
+    let named = damaged(&input, "named.so", absolute as u64 + 8, &((index << 32) | 1).to_le_bytes());
+    let error = refusal(&named);
+    assert!(error.to_string().contains("resolves into `.hip_fatbin`"), "{error}");
+}
+
 /// A library without device code is not fat; a file that changes between the plan and the
 /// write is refused before a byte is written.
 #[test]
