@@ -34,7 +34,6 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
         wrappers: Vec::new(),
         sites: Vec::new(),
         stray_relocations: Vec::new(),
-        has_relr: false,
         fatbin_symbols: Vec::new(),
         section_names: Vec::new(),
     };
@@ -78,14 +77,15 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
             return Err(DeviceCodeError::WrapperMagic { path: path.to_path_buf(), index, magic });
         }
         let relocation = found.wrapper_pointers[index as usize];
-        if relocation.is_some() && !position_independent {
+        let packed = found.packed_pointers[index as usize];
+        if (relocation.is_some() || packed) && !position_independent {
             return Err(relocations::relocation_error(
                 path,
                 format!("fat-binary wrapper {index}'s pointer is relocated in a fixed-address executable"),
             ));
         }
         // A RELA relocation's addend is the value the runtime reads; the stored word is only
-        // what the linker happened to write there.
+        // what the linker happened to write there (it is the addend of a packed relocation).
         let pointer = relocation.map_or(u64_at(bytes, 8), |(_, addend)| addend as u64);
         let inside = (fatbin_range.0..fatbin_range.1).contains(&pointer);
         binary.wrappers.push(Wrapper {
@@ -100,10 +100,10 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
             file_offset: segment.offset + u64::from(index) * WRAPPER_SIZE,
             pointer_address: segment.addr.wrapping_add(u64::from(index) * WRAPPER_SIZE + 8),
             relocation: relocation.map(|(offset, _)| offset),
+            packed,
         });
     }
     binary.stray_relocations = found.into_fatbin;
-    binary.has_relr = found.has_relr;
     let names = headers.sections.get(usize::from(headers.header.shstrndx)).filter(|_| headers.header.shstrndx != 0);
     if let Some(names) = names.filter(|names| names.has_file_bytes()) {
         binary.section_names = read_range(file, path, headers.file_size, names.offset, names.size)?;

@@ -231,12 +231,11 @@ fn check_wrappers(binary: &HostBinary, fatbin: &SectionHeader) -> Result<(), Dev
                 version: wrapper.version,
             });
         }
-        if binary.headers.header.kind == ET_DYN && site.relocation.is_none() {
-            let packed = if binary.has_relr { " (packed RELR relocations are not rewritten)" } else { "" };
+        if binary.headers.header.kind == ET_DYN && site.relocation.is_none() && !site.packed {
             return Err(relocation_error(
                 path,
                 format!(
-                    "fat-binary wrapper {}'s pointer at {:#x} has no R_X86_64_RELATIVE relocation{packed}",
+                    "fat-binary wrapper {}'s pointer at {:#x} has no relative relocation (RELA or packed)",
                     wrapper.index, site.pointer_address
                 ),
             ));

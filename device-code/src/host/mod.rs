@@ -22,6 +22,7 @@ mod layout;
 mod marker;
 mod output;
 mod relocations;
+mod relr;
 mod symbols;
 
 use std::path::{Path, PathBuf};
@@ -74,6 +75,9 @@ pub(crate) struct WrapperSite {
     pub pointer_address: u64,
     /// File offset of the `R_X86_64_RELATIVE` entry relocating the pointer, if any.
     pub relocation: Option<u64>,
+    /// Whether a packed relative relocation relocates the pointer (its stored word is the
+    /// addend, so rewriting the word is all it needs).
+    pub packed: bool,
 }
 
 /// What the caller wants the marker to say: where the runtime looks for archives (relative
@@ -96,8 +100,6 @@ pub struct HostBinary {
     sites: Vec<WrapperSite>,
     /// Relocations other than the wrappers' that resolve into `.hip_fatbin` (their targets).
     stray_relocations: Vec<u64>,
-    /// Whether the file has packed (`SHT_RELR`) relocations, which are not rewritten.
-    has_relr: bool,
     /// Symbols defined in `.hip_fatbin`.
     fatbin_symbols: Vec<symbols::FatbinSymbol>,
     /// The bytes of `.shstrtab`, to which the marker's section name is appended.

@@ -2,7 +2,8 @@
 //! wrapper's pointer (rewritten to aim at the marker), and any other relocation resolving into
 //! `.hip_fatbin` (which would leave the runtime reading pages that are no longer there).
 //!
-//! Owns: walking the mapped `SHT_RELA` sections (`.rela.dyn`, `.rela.plt`) in bounded chunks.
+//! Owns: walking the mapped `SHT_RELA` sections (`.rela.dyn`, `.rela.plt`) in bounded chunks
+//! (packed `SHT_RELR` ones are `relr`'s).
 //! Must not know: the new layout or what the marker says.
 
 use std::collections::BTreeSet;
@@ -10,6 +11,7 @@ use std::fs::File;
 use std::path::Path;
 
 use crate::elf_headers::{read_range, ElfHeaders, SectionHeader, SHF_ALLOC, SHT_RELA};
+use crate::host::relr;
 use crate::host::symbols::FatbinSymbol;
 use crate::DeviceCodeError;
 
@@ -19,8 +21,6 @@ pub(crate) const R_X86_64_RELATIVE: u32 = 8;
 const R_X86_64_NONE: u32 = 0;
 /// Size of one `Elf64_Rela`.
 pub(crate) const RELA_SIZE: u64 = 24;
-/// `sh_type` of packed relative relocations, which this transform does not rewrite.
-const SHT_RELR: u32 = 19;
 /// Entries read per chunk, so a large `.rela.dyn` is walked in flat memory.
 const CHUNK_ENTRIES: u64 = 4096;
 
@@ -31,8 +31,8 @@ pub(crate) struct Relocations {
     pub wrapper_pointers: Vec<Option<(u64, i64)>>,
     /// Targets of other relocations whose result lies in `.hip_fatbin`.
     pub into_fatbin: Vec<u64>,
-    /// Whether the file has packed (`SHT_RELR`) relocations.
-    pub has_relr: bool,
+    /// Per wrapper: whether a packed relative relocation (`relr`) relocates its pointer.
+    pub packed_pointers: Vec<bool>,
 }
 
 /// Walks every mapped `SHT_RELA` section. `segment` is `.hipFatBinSegment` (address, wrapper
@@ -50,8 +50,11 @@ pub(crate) fn read(
 ) -> Result<Relocations, DeviceCodeError> {
     let (segment_address, count) = segment;
     let segment_end = segment_address.saturating_add(count as u64 * 24);
-    let mut found = Relocations { wrapper_pointers: vec![None; count], ..Relocations::default() };
-    found.has_relr = headers.sections.iter().any(|section| section.kind == SHT_RELR);
+    let mut found = Relocations {
+        wrapper_pointers: vec![None; count],
+        packed_pointers: vec![false; count],
+        into_fatbin: Vec::new(),
+    };
     let tables = headers.sections.iter().filter(|section| section.kind == SHT_RELA && section.flags & SHF_ALLOC != 0);
     for table in tables {
         let named: BTreeSet<u64> = symbols
@@ -99,6 +102,7 @@ pub(crate) fn read(
             first += take;
         }
     }
+    relr::read(file, path, headers, segment, fatbin, &mut found)?;
     Ok(found)
 }
 

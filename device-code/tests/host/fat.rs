@@ -116,13 +116,16 @@ pub enum Shape {
     /// A shared object linked with `.hip_fatbin` and then more read-only data after `.text`,
     /// in a segment whose address − offset differs from the first segment's.
     FatbinAfterText,
+    /// A shared object linked by GNU ld with packed relative relocations (`DT_RELR`), so
+    /// that the wrapper's pointer has no RELA entry.
+    GnuLdPacked,
     /// The same layout in a PIE: the moved program header table would be where kernels
     /// before Linux 5.18 do not look, so the split is refused.
     PieWithFatbinAfterText,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 7] = [
+    pub const ALL: [Shape; 8] = [
         Shape::SharedObject,
         Shape::Pie,
         Shape::FixedAddress,
@@ -130,6 +133,7 @@ impl Shape {
         Shape::Relocatable,
         Shape::LastInSegment,
         Shape::FatbinAfterText,
+        Shape::GnuLdPacked,
     ];
 
     pub fn is_library(self) -> bool {
@@ -290,6 +294,7 @@ pub fn build(shape: Shape, dir: &Path, runtime: &Runtime) -> PathBuf {
         Shape::FixedAddress => command.args(["-fno-pic", "-no-pie"]),
         Shape::LastInSegment => command.args(["-fPIC", "-shared"]).arg(linker_script(dir, ".eh_frame")),
         Shape::FatbinAfterText => command.args(["-fPIC", "-shared"]).arg(linker_script(dir, ".text")),
+        Shape::GnuLdPacked => command.args(["-fPIC", "-shared", "-fuse-ld=bfd", "-Wl,-z,pack-relative-relocs"]),
         Shape::PieWithFatbinAfterText => command.args(["-fPIE", "-pie"]).arg(linker_script(dir, ".text")),
     };
     command.arg("-L").arg(&runtime.dir).arg("-lamdhip64").arg("-o").arg(&output);
