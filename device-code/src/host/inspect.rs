@@ -21,7 +21,8 @@ pub(crate) const WRAPPER_SIZE: u64 = 24;
 const MAX_WRAPPERS: u64 = 1 << 20;
 
 /// Reads the wrappers of `file` (named `path` in errors). Reads the header tables, the
-/// wrappers and the mapped relocation tables; never `.hip_fatbin` itself.
+/// wrappers, the mapped relocation tables and the symbol tables (for symbols defined in
+/// `.hip_fatbin`), in bounded chunks; never `.hip_fatbin` itself.
 pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> {
     let headers = ElfHeaders::read(file, path)?;
     let fatbin = headers.sections.iter().position(|section| section.name == b".hip_fatbin");

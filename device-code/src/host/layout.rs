@@ -50,6 +50,8 @@ use crate::DeviceCodeError;
 const PAGE: u64 = 4096;
 const PF_W: u32 = 2;
 const PT_INTERP: u32 = 3;
+/// The largest marker the kpack runtime parses (its metadata bound, 64 KiB).
+const MAX_MARKER: usize = 64 << 10;
 /// The name of the marker's section.
 pub(crate) const MARKER_SECTION: &[u8] = b".rocm_kpack_ref";
 
@@ -116,6 +118,12 @@ pub(crate) fn plan(binary: &HostBinary, reference: &KpackRef) -> Result<HostTran
     }
 
     let marker_bytes = marker::encode(reference);
+    if marker_bytes.len() > MAX_MARKER {
+        return Err(layout_error(
+            path,
+            format!("a marker of {} bytes; the kpack runtime reads at most {MAX_MARKER}", marker_bytes.len()),
+        ));
+    }
     let placement = place(binary, &load, fatbin, marker_bytes.len() as u64)?;
     let removed = placement.removed();
     // Offsets past the removed pages move down with their bytes; none but a zero-length
@@ -276,7 +284,11 @@ fn check_neighbours(binary: &HostBinary, fatbin_index: usize, load_index: usize)
         }
     }
     let names = headers.header.shstrndx;
-    if headers.header.shnum == 0 || names == 0 || usize::from(names) >= headers.sections.len() {
+    if headers.header.shnum == 0
+        || names == 0
+        || usize::from(names) >= headers.sections.len()
+        || usize::from(names) == fatbin_index
+    {
         return Err(layout_error(binary.path(), "no section-name table by a plain index".to_owned()));
     }
     if headers.sections.len() + 1 >= 0xff00 || headers.segments.len() + 1 > usize::from(u16::MAX) {

@@ -104,8 +104,12 @@ fn damaged_binaries_are_refused_by_name() {
         assert!(matches!(error, DeviceCodeError::Elf { .. }), "{error}");
     }
 
-    let error = refusal_with(&input, "k".repeat(64 << 10));
+    let fatbin = section(&headers, ".hip_fatbin").1.size as usize;
+    assert!(fatbin < 60_000, "{fatbin}");
+    let error = refusal_with(&input, "k".repeat(60_000));
     assert!(error.to_string().contains("no room for the"), "{error}");
+    let error = refusal_with(&input, "k".repeat(64 << 10));
+    assert!(error.to_string().contains("the kpack runtime reads at most 65536"), "{error}");
 }
 
 fn refusal_with(path: &Path, kernel_name: String) -> DeviceCodeError {
