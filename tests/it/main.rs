@@ -21,6 +21,7 @@ mod rerun;
 mod runtime_api;
 mod sbom;
 mod seeds;
+mod split;
 mod support;
 mod targets;
 mod variants;

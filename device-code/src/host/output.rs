@@ -5,6 +5,7 @@
 //! Owns: turning edits into pieces, and writing them. Must not know: ELF, or why an edit is
 //! made (`layout` decides that).
 
+use std::borrow::Borrow;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
@@ -128,8 +129,15 @@ impl HostTransform {
 
     /// The rewritten file as a reader over `file` (checked by its length now), for a writer
     /// that pulls its input.
-    pub fn reader<'a>(&'a self, file: &'a File) -> Result<HostReader<'a>, DeviceCodeError> {
+    pub fn reader<'a>(&'a self, file: &'a File) -> Result<HostReader<'a, &'a File>, DeviceCodeError> {
         self.check_input(file)?;
+        Ok(HostReader { pieces: &self.pieces, file, piece: 0, within: 0 })
+    }
+
+    /// As [`HostTransform::reader`], owning the file: for a writer that opens its members
+    /// when it streams them and keeps only the reader.
+    pub fn into_reader(&self, file: File) -> Result<HostReader<'_, File>, DeviceCodeError> {
+        self.check_input(&file)?;
         Ok(HostReader { pieces: &self.pieces, file, piece: 0, within: 0 })
     }
 
@@ -152,15 +160,15 @@ fn io_error(path: &Path, source: std::io::Error) -> DeviceCodeError {
 
 /// The rewritten file, read piece by piece (see [`HostTransform::reader`]).
 #[derive(Debug)]
-pub struct HostReader<'a> {
+pub struct HostReader<'a, F: Borrow<File>> {
     pieces: &'a [Piece],
-    file: &'a File,
+    file: F,
     piece: usize,
     /// Bytes of the current piece already read.
     within: u64,
 }
 
-impl Read for HostReader<'_> {
+impl<F: Borrow<File>> Read for HostReader<'_, F> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let Some(piece) = self.pieces.get(self.piece) else {
             return Ok(0);
@@ -168,7 +176,7 @@ impl Read for HostReader<'_> {
         let left = piece.len() - self.within;
         let take = (buf.len() as u64).min(left) as usize;
         match piece {
-            Piece::Copy { offset, .. } => self.file.read_exact_at(&mut buf[..take], offset + self.within)?,
+            Piece::Copy { offset, .. } => self.file.borrow().read_exact_at(&mut buf[..take], offset + self.within)?,
             Piece::Bytes(bytes) => {
                 let start = self.within as usize;
                 buf[..take].copy_from_slice(&bytes[start..start + take]);

@@ -13,7 +13,8 @@
 //! writer, the manylinux tag choice (`manylinux`), the release rule (`plan::version`).
 
 mod error;
-mod input;
+// The wheel reader is `split`'s too: both rewrite a wheel they read once.
+pub(crate) mod input;
 mod links;
 mod metadata;
 mod output;
@@ -25,7 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use error::{Problem, ProblemKind, RepairError};
+pub(crate) use metadata::requirements_of;
 pub use sdk::without_graft_hash;
+pub(crate) use sdk_source::name_and_version;
 
 use crate::config::BuildTime;
 use crate::config::Destination;

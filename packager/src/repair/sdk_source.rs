@@ -148,7 +148,7 @@ fn sorted_entries(dir: &Path) -> Result<Vec<std::fs::DirEntry>, RepairError> {
 }
 
 /// `Name` and `Version` of core metadata.
-pub(super) fn name_and_version(metadata: &str) -> Option<(String, String)> {
+pub(crate) fn name_and_version(metadata: &str) -> Option<(String, String)> {
     let field = |key: &str| {
         metadata
             .lines()

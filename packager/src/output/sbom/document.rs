@@ -302,6 +302,13 @@ fn add_edit(properties: &mut Vec<Property>, edit: Edit) {
             properties.push(property("rocm-packager:edit", "launcher"));
             properties.push(property("rocm-packager:launcher-target", target));
         }
+        Edit::DeviceCodeRemoved => properties.push(property("rocm-packager:edit", "device-code-removed")),
+        Edit::DeviceArchive { code_objects } => {
+            properties.push(property("rocm-packager:edit", "device-archive"));
+            for code_object in code_objects {
+                properties.push(property("rocm-packager:code-object", code_object));
+            }
+        }
     }
 }
 
