@@ -117,7 +117,8 @@ pub(crate) fn plan(binary: &HostBinary, reference: &KpackRef) -> Result<HostTran
         return Err(layout_error(path, "it already has a `.rocm_kpack_ref` section".to_owned()));
     }
 
-    let marker_bytes = marker::encode(reference);
+    let marker_bytes = marker::encode(reference)
+        .map_err(|error| layout_error(path, format!("the marker cannot be encoded: {error}")))?;
     if marker_bytes.len() > MAX_MARKER {
         return Err(layout_error(
             path,
