@@ -20,13 +20,13 @@
 //! and mapped at the same address, but its first page (now the table and the marker) and,
 //! with L3, its last partial page (zeroed bytes in L3's file part) are no longer named by it;
 //! symbols defined in it are moved inside what it still names (`symbols`).
+//! `.rocm_kpack_ref` is added as the last section header, its name appended to a copy of
+//! `.shstrtab` written after the file's last bytes, followed by the section header table (the
+//! old table is dropped when it ended the file).
 //!
 //! GNU objcopy and strip (BFD) lay program headers out right after the ELF header, so they
 //! cannot rewrite a file with more program headers than fit there (this layout with L3, as
 //! rocm-kpack's): strip before the split, or with llvm-strip, which keeps the segments.
-//! `.rocm_kpack_ref` is added as the last section header, its name appended to a copy of
-//! `.shstrtab` written after the file's last bytes, followed by the section header table (the
-//! old table is dropped when it ended the file).
 //!
 //! The kernel gives an executable AT_PHDR = its first `PT_LOAD`'s (address − offset) +
 //! `e_phoff` before Linux 5.18, and the address inside the `PT_LOAD` holding `e_phoff` since:

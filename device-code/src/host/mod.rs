@@ -1,18 +1,19 @@
 //! The host binary's transform: a fat HIP ELF file (x86-64 shared object, PIE or
 //! fixed-address executable) rewritten so that a kpack-enabled HIP runtime finds its code
-//! objects in external `.kpack` archives instead of its `.hip_fatbin` section, as AMD's rocm-kpack
-//! transform leaves it.
+//! objects in external `.kpack` archives instead of its `.hip_fatbin` section, as AMD's
+//! rocm-kpack transform leaves it.
 //!
 //! What the runtime sees afterwards, as with rocm-kpack's transform: every 24-byte wrapper of
 //! `.hipFatBinSegment` has magic `HIPK`, version 1, its 0-based index in the low 32 bits of
-//! its reserved field, and a pointer (at run time, through its `R_X86_64_RELATIVE`
-//! relocation, or in place for a fixed-address executable) to a MessagePack marker
+//! its reserved field, and a pointer (at run time, through its relative relocation, RELA or
+//! packed, or in place for a fixed-address executable) to a MessagePack marker
 //! `{kpack_search_paths, kernel_name}` in a new read-only, mapped `.rocm_kpack_ref` section.
 //! The whole pages of `.hip_fatbin` leave the file; where they were mapped stays mapped, as
 //! zero-fill memory (the layout is described in `layout`).
 //!
-//! Owns: reading the wrappers and their relocations (`inspect`, `relocations`), planning the
-//! new layout (`layout`), the marker's bytes (`marker`) and streaming the result (`output`).
+//! Owns: reading the wrappers, their relocations and the symbols defined in `.hip_fatbin`
+//! (`inspect`, `relocations`, `relr`, `symbols`), planning the new layout (`layout`), the
+//! marker's shape (`marker`) and streaming the result (`output`).
 //! Must not know: which archives hold the code objects, what the search paths say (the
 //! caller gives them), or the bundles inside `.hip_fatbin` (never read here: a section can
 //! be more than a gigabyte, and the transform reads only headers, wrappers and relocations).
