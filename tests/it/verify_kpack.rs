@@ -390,7 +390,7 @@ fn fat_code_left_in_the_host_wheel() {
         messages,
         [
             "keeps 4096 bytes of `.hip_fatbin` in the file; a split binary's `.hip_fatbin` is SHT_NOBITS",
-            "still has 1 HIPF wrappers (device code in the file) in a host wheel of a split set",
+            "still has 1 HIPF wrappers (device code in the file) in a wheel of a split set",
         ]
     );
 }
