@@ -1,8 +1,8 @@
 //! What a set split into host and device wheels must hold together (SPEC §12): device
 //! wheels (wheels holding `.kpack` archives and no host code) pin their host to their own
 //! version; a host wheel built on nothing of ours offers `device-<target>` extras (and
-//! `device-all`) requiring them; no fat device code is left in a host wheel; no code
-//! object is in two device wheels. Then the runtime's search (`search`).
+//! `device-all`) requiring them; no fat device code is left in a host wheel (nor in any
+//! wheel of an SDK split into device wheels); no code object is in two device wheels. Then the runtime's search (`search`).
 //!
 //! Owns: those rules; child `search`. Does not own: reading archives or host binaries
 //! (`kpack`), the installed view (`closure`).
@@ -104,6 +104,19 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
     for host in &hosts {
         check_no_device_code(host, findings);
     }
+    // An SDK split into device wheels is split whole: a fat binary left in any of its
+    // wheels ships every target's code to every user.
+    if devices.iter().any(|device| is_sdk_distribution(&distribution(device))) {
+        let others = archives.iter().filter(|archive| {
+            archive.kind == ArchiveKind::Wheel
+                && is_sdk_distribution(&distribution(archive))
+                && !is_device_wheel(archive)
+                && !hosts.iter().any(|host| host.file == archive.file)
+        });
+        for archive in others {
+            check_no_fat_binary(archive, findings);
+        }
+    }
     check_each_code_object_once(&devices, findings);
     search::check_search(archives, &devices, install, findings);
 }
@@ -182,30 +195,10 @@ fn check_extras(device: &Archive, host: &Archive, findings: &mut Findings) {
     }
 }
 
-/// A host wheel of a split set holds no device code: no `HIPF` wrapper, no `.hip_fatbin`
-/// bytes, no code object or archive of its own.
+/// A host wheel of a split set holds no device code: no fat binary, no code object or
+/// archive of its own.
 fn check_no_device_code(host: &Archive, findings: &mut Findings) {
-    for binary in &host.fat_binaries {
-        let fat = binary.wrappers.iter().filter(|wrapper| matches!(wrapper, Wrapper::Fat)).count();
-        if fat > 0 {
-            findings.violation(
-                &host.file,
-                Some(&binary.path),
-                Check::DeviceCode,
-                format!("still has {fat} HIPF wrappers (device code in the file) in a host wheel of a split set"),
-            );
-        }
-        if let Some(bytes) = binary.fatbin_file_bytes {
-            findings.violation(
-                &host.file,
-                Some(&binary.path),
-                Check::DeviceCode,
-                format!(
-                    "keeps {bytes} bytes of `.hip_fatbin` in the file; a split binary's `.hip_fatbin` is SHT_NOBITS"
-                ),
-            );
-        }
-    }
+    check_no_fat_binary(host, findings);
     let code_objects = host.elf_scope.n_gpu_code_objects;
     if code_objects > 0 {
         findings.violation(
@@ -222,6 +215,31 @@ fn check_no_device_code(host: &Archive, findings: &mut Findings) {
             Check::DeviceCode,
             "is a kpack archive in a host wheel; in a split set device code lives in the device wheels",
         );
+    }
+}
+
+/// No `HIPF` wrapper and no `.hip_fatbin` bytes: nothing of the device code left in a file.
+fn check_no_fat_binary(wheel: &Archive, findings: &mut Findings) {
+    for binary in &wheel.fat_binaries {
+        let fat = binary.wrappers.iter().filter(|wrapper| matches!(wrapper, Wrapper::Fat)).count();
+        if fat > 0 {
+            findings.violation(
+                &wheel.file,
+                Some(&binary.path),
+                Check::DeviceCode,
+                format!("still has {fat} HIPF wrappers (device code in the file) in a wheel of a split set"),
+            );
+        }
+        if let Some(bytes) = binary.fatbin_file_bytes {
+            findings.violation(
+                &wheel.file,
+                Some(&binary.path),
+                Check::DeviceCode,
+                format!(
+                    "keeps {bytes} bytes of `.hip_fatbin` in the file; a split binary's `.hip_fatbin` is SHT_NOBITS"
+                ),
+            );
+        }
     }
 }
 
