@@ -13,8 +13,12 @@
 //!
 //! Children: `install` (pip and uv install the host with its device extras; every marker
 //! resolves to an archive holding the code objects clang's offload bundler extracts from
-//! the fat input), `refusals` (wheels with nothing to split, Windows wheels, split wheels).
+//! the fat input), `refusals` (wheels with nothing to split, Windows wheels, split wheels),
+//! `doctor` (`rocm-sdk doctor` and `initialize_process` on the installed host, with and
+//! without its device wheels).
 
+#[path = "split_doctor.rs"]
+mod doctor;
 #[path = "split_install.rs"]
 mod install;
 #[path = "split_refusals.rs"]
