@@ -106,10 +106,10 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
     }
     // An SDK split into device wheels is split whole: a fat binary left in any of its
     // wheels ships every target's code to every user.
-    if devices.iter().any(|device| is_sdk_distribution(&distribution(device))) {
+    if devices.iter().any(|device| sdk_names.contains(&distribution(device))) {
         let others = archives.iter().filter(|archive| {
             archive.kind == ArchiveKind::Wheel
-                && is_sdk_distribution(&distribution(archive))
+                && sdk_names.contains(&distribution(archive))
                 && !is_device_wheel(archive)
                 && !hosts.iter().any(|host| host.file == archive.file)
         });
