@@ -103,7 +103,7 @@ int hipLaunchKernel(const void *f, uint64_t a, uint32_t b, uint64_t c, uint32_t 
 "#;
 
 /// The kernels: two translation units, so the library has two wrappers and two bundles.
-const KERNEL_A: &str = r#"#define __global__ __attribute__((global))
+pub const KERNEL_A: &str = r#"#define __global__ __attribute__((global))
 typedef struct { unsigned x, y, z; } dim3_t;
 extern "C" int hipLaunchKernel(const void *f, dim3_t g, dim3_t b, void **args, unsigned long shm, void *stream);
 __global__ void scale(float *x, float a) { x[0] *= a; }
