@@ -417,3 +417,92 @@ fn a_truncated_archive_names_the_archive() {
     // beyond the archive itself.
     assert_eq!(found.len(), 1, "{found:#?}");
 }
+
+/// A fat HIP library as clang and lld build it: `.hip_fatbin` (offload bundles for gfx90a
+/// and gfx1030) and one `HIPF` wrapper relocated to it.
+fn clang_fat_library(build: &Path) -> Vec<u8> {
+    let source = build.join("fat.hip");
+    fs_err::write(
+        &source,
+        "#define __global__ __attribute__((global))\n\
+         typedef struct { unsigned x, y, z; } dim3_t;\n\
+         extern \"C\" int hipLaunchKernel(const void* f, dim3_t g, dim3_t b, void** args, unsigned long shm, void* stream);\n\
+         __global__ void scale(float *x, float a) { x[0] *= a; }\n\
+         extern \"C\" int run(float *x) { float a = 2.0f; void* args[] = {&x, &a}; dim3_t one = {1,1,1};\n\
+           return hipLaunchKernel((const void*)&scale, one, one, args, 0, 0); }\n",
+    )
+    .expect("write fat.hip");
+    let out = build.join("libfat_hip.so");
+    support::tool("ld.lld-15");
+    support::run(
+        support::tool("clang++-15")
+            .args(["-x", "hip", "--offload-arch=gfx90a", "--offload-arch=gfx1030", "-nogpulib", "-nogpuinc"])
+            .args(["-fPIC", "-shared", "-fuse-ld=lld", "-o"])
+            .arg(&out)
+            .arg(&source),
+    );
+    fs_err::read(&out).expect("read the fat library")
+}
+
+#[test]
+fn a_clang_built_fat_library_left_in_the_host_wheel() {
+    let fixture = fixture();
+    let parts = parts(&fixture.build);
+    let fat = clang_fat_library(&fixture.build);
+    let elf = goblin::elf::Elf::parse(&fat).expect("clang's output parses");
+    let fatbin_size = elf
+        .section_headers
+        .iter()
+        .find(|header| elf.shdr_strtab.get_at(header.sh_name) == Some(".hip_fatbin"))
+        .expect("a .hip_fatbin section")
+        .sh_size;
+    let mut wheels = split_set(&fixture, &parts, &Breaks::default());
+    super::rewrite_member(&mut wheels, HOST, "torch/lib/libfat_hip.so", fat);
+    let found = found(&verify_split(&fixture, &wheels));
+    // Its imports of the HIP runtime bind nowhere in this set: the symbol rules say so.
+    let device_code: Vec<(&str, Option<&str>, &str)> = found
+        .iter()
+        .filter(|(_, _, check, _)| *check == Check::DeviceCode)
+        .map(|(file, path, _, message)| (file.as_str(), path.as_deref(), message.as_str()))
+        .collect();
+    let keeps =
+        format!("keeps {fatbin_size} bytes of `.hip_fatbin` in the file; a split binary's `.hip_fatbin` is SHT_NOBITS");
+    assert_eq!(
+        device_code,
+        [
+            (HOST, Some("torch/lib/libfat_hip.so"), keeps.as_str()),
+            (
+                HOST,
+                Some("torch/lib/libfat_hip.so"),
+                "still has 1 HIPF wrappers (device code in the file) in a wheel of a split set"
+            ),
+        ]
+    );
+}
+
+/// A well-formed archive of no code objects for `arch`, the bytes written here by hand:
+/// for tests about something else that need a `.kpack` member the gate accepts.
+pub(super) fn empty_archive(arch: &str) -> Vec<u8> {
+    let text = |out: &mut Vec<u8>, value: &str| {
+        out.extend_from_slice(&[0xd9, value.len() as u8]);
+        out.extend_from_slice(value.as_bytes());
+    };
+    let mut out = b"KPAK\x01\x00\x00\x00".to_vec();
+    out.extend_from_slice(&64u64.to_le_bytes());
+    out.resize(64, 0);
+    out.push(0x86);
+    text(&mut out, "group_name");
+    text(&mut out, "test");
+    text(&mut out, "gfx_arch_family");
+    text(&mut out, arch);
+    text(&mut out, "gfx_arches");
+    out.push(0x91);
+    text(&mut out, arch);
+    text(&mut out, "toc");
+    out.push(0x80);
+    text(&mut out, "compression_scheme");
+    text(&mut out, "none");
+    text(&mut out, "blobs");
+    out.push(0x90);
+    out
+}
