@@ -371,11 +371,16 @@ fn a_code_object_filed_under_another_target() {
             "the code object of `lib/libk.so#1` for gfx90a (ordinal 1) is built for gfx1030 (e_flags 0x36), not gfx90a"
         )
     );
-    // The runtime would not find it for a gfx90a device, with xnack on or not.
-    assert!(messages[1].3.starts_with("wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:"), "{found:#?}");
-    assert!(
-        messages[2].3.starts_with("wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:xnack+"),
-        "{found:#?}"
+    // The runtime would not find it for a gfx90a device, with xnack on or off.
+    assert_eq!(
+        messages[1].3,
+        "wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:xnack+: tried \
+         `torch/.kpack/torch_gfx90a:xnack+.kpack`, `torch/.kpack/torch_gfx90a.kpack`"
+    );
+    assert_eq!(
+        messages[2].3,
+        "wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:xnack-: tried \
+         `torch/.kpack/torch_gfx90a:xnack-.kpack`, `torch/.kpack/torch_gfx90a.kpack`"
     );
 }
 
