@@ -188,7 +188,10 @@ fn check_extras(device: &Archive, host: &Archive, findings: &mut Findings) {
             Check::DeviceCode,
             format!(
                 "offers no extra `{extra}` installing {device_name} {version}: it needs `Provides-Extra: {extra}` and \
-                 `Requires-Dist: {device_name} == {version}; extra == \"{extra}\"`"
+                 `Requires-Dist: {device_name} == {version}; extra == \"{extra}\"`",
+                extra = escape(&extra),
+                device_name = escape(&device_name),
+                version = escape(version),
             ),
         );
     }
