@@ -197,6 +197,8 @@ struct Breaks {
     no_extra: bool,
     /// The gfx1030 archive is cut short.
     truncated: bool,
+    /// The gfx1030 device wheel also carries a copy of the gfx90a archive.
+    duplicated: bool,
 }
 
 /// The split set: torch (libk.so with two wrappers, an executable with one), a gfx90a
@@ -236,6 +238,10 @@ fn split_set(fixture: &Fixture, parts: &Parts, breaks: &Breaks) -> Vec<Wheel> {
     if breaks.truncated {
         gfx1030.truncate(gfx1030.len() - 10);
     }
+    let mut files_1030 = vec![entry("torch/.kpack/torch_gfx1030.kpack", gfx1030, 0o644)];
+    if breaks.duplicated {
+        files_1030.push(entry("torch/.kpack/torch_gfx90a_copy.kpack", gfx90a.clone(), 0o644));
+    }
     let mut host_files = vec![
         entry("torch/__init__.py", "", 0o644),
         entry(LIB, parts.lib.clone(), 0o755),
@@ -269,11 +275,7 @@ fn split_set(fixture: &Fixture, parts: &Parts, breaks: &Breaks) -> Vec<Wheel> {
             ],
             &pin(false),
         ),
-        wheel_with(
-            "amd_torch_device_gfx1030",
-            vec![entry("torch/.kpack/torch_gfx1030.kpack", gfx1030, 0o644)],
-            &pin(breaks.unpinned),
-        ),
+        wheel_with("amd_torch_device_gfx1030", files_1030, &pin(breaks.unpinned)),
     ]
 }
 
@@ -381,6 +383,28 @@ fn a_code_object_filed_under_another_target() {
         messages[2].3,
         "wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:xnack-: tried \
          `torch/.kpack/torch_gfx90a:xnack-.kpack`, `torch/.kpack/torch_gfx90a.kpack`"
+    );
+}
+
+#[test]
+fn a_code_object_in_two_device_wheels() {
+    let found = run_broken(Breaks { duplicated: true, ..Breaks::default() });
+    let messages: Vec<(&str, &str)> =
+        found.iter().map(|(file, _, _, message)| (file.as_str(), message.as_str())).collect();
+    assert_eq!(
+        messages,
+        [
+            (
+                GFX90A,
+                "holds 3 code objects amd_torch_device_gfx1030-1.0-py3-none-linux_x86_64.whl holds too (`bin/tool#0` \
+                 first): every code object belongs to exactly one device wheel"
+            ),
+            (
+                HOST,
+                "offers no extra `device-gfx90a` installing amd-torch-device-gfx1030 1.0: it needs `Provides-Extra: \
+                 device-gfx90a` and `Requires-Dist: amd-torch-device-gfx1030 == 1.0; extra == \"device-gfx90a\"`"
+            ),
+        ]
     );
 }
 
