@@ -117,7 +117,7 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
         }
     }
     check_each_code_object_once(&devices, findings);
-    search::check_search(archives, &devices, install, findings);
+    search::check_search(archives, install, findings);
 }
 
 /// A device wheel's pin on its host, a wheel of the set that is no device wheel: the

@@ -32,15 +32,15 @@ fn tried_ids(target: &str) -> Vec<String> {
 }
 
 /// The devices the set offers code for, as the runtime names them: every processor its
-/// device wheels' archives list (every wheel's, when no wheel is a device wheel), with
+/// archives list, in whichever wheel (a device wheel carrying target-specific host code
+/// offers its targets too), with
 /// each feature any of its archives names set on and off (a gfx90a is always
 /// `xnack+` or `xnack-`, so `gfx90a` and `gfx90a:xnack+` archives make two devices, one
 /// served by the overlay, one by the bare archive). Generic targets are only fallbacks,
 /// unless nothing else is offered.
-fn offered_devices(archives: &[Archive], devices: &[&Archive]) -> Vec<String> {
-    let from: Vec<&Archive> = if devices.is_empty() { archives.iter().collect() } else { devices.to_vec() };
+fn offered_devices(archives: &[Archive]) -> Vec<String> {
     let mut features: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for arch in from.iter().flat_map(|archive| archive.kpacks.iter()).flat_map(|kpack| kpack.gfx_arches.iter()) {
+    for arch in archives.iter().flat_map(|archive| archive.kpacks.iter()).flat_map(|kpack| kpack.gfx_arches.iter()) {
         let (processor, settings) = split_target(arch);
         let named = features.entry(processor).or_default();
         named.extend(settings.iter().map(|setting| setting.trim_end_matches(['+', '-'])));
@@ -64,8 +64,8 @@ fn offered_devices(archives: &[Archive], devices: &[&Archive]) -> Vec<String> {
     offered
 }
 
-pub(super) fn check_search(archives: &[Archive], devices: &[&Archive], install: &Install, findings: &mut Findings) {
-    let targets = offered_devices(archives, devices);
+pub(super) fn check_search(archives: &[Archive], install: &Install, findings: &mut Findings) {
+    let targets = offered_devices(archives);
     let by_path: BTreeMap<&str, &KpackArchive> =
         archives.iter().flat_map(|archive| archive.kpacks.iter()).map(|kpack| (kpack.path.as_str(), kpack)).collect();
     for archive in archives {
@@ -164,7 +164,7 @@ mod tests {
         let offered = |arches: Vec<&[&str]>| {
             let mut archive = crate::archive::not_a_file("x".into(), "x.whl", "a test");
             archive.kpacks = arches.into_iter().map(kpack).collect();
-            offered_devices(&[archive], &[])
+            offered_devices(&[archive])
         };
         assert_eq!(
             offered(vec![&["gfx90a"], &["gfx90a:xnack+"], &["gfx1030"]]),
