@@ -197,6 +197,8 @@ struct Breaks {
     no_extra: bool,
     /// The gfx1030 archive is cut short.
     truncated: bool,
+    /// The gfx1030 device wheel also carries a copy of the gfx90a archive.
+    duplicated: bool,
 }
 
 /// The split set: torch (libk.so with two wrappers, an executable with one), a gfx90a
@@ -236,6 +238,10 @@ fn split_set(fixture: &Fixture, parts: &Parts, breaks: &Breaks) -> Vec<Wheel> {
     if breaks.truncated {
         gfx1030.truncate(gfx1030.len() - 10);
     }
+    let mut files_1030 = vec![entry("torch/.kpack/torch_gfx1030.kpack", gfx1030, 0o644)];
+    if breaks.duplicated {
+        files_1030.push(entry("torch/.kpack/torch_gfx90a_copy.kpack", gfx90a.clone(), 0o644));
+    }
     let mut host_files = vec![
         entry("torch/__init__.py", "", 0o644),
         entry(LIB, parts.lib.clone(), 0o755),
@@ -269,11 +275,7 @@ fn split_set(fixture: &Fixture, parts: &Parts, breaks: &Breaks) -> Vec<Wheel> {
             ],
             &pin(false),
         ),
-        wheel_with(
-            "amd_torch_device_gfx1030",
-            vec![entry("torch/.kpack/torch_gfx1030.kpack", gfx1030, 0o644)],
-            &pin(breaks.unpinned),
-        ),
+        wheel_with("amd_torch_device_gfx1030", files_1030, &pin(breaks.unpinned)),
     ]
 }
 
@@ -371,11 +373,38 @@ fn a_code_object_filed_under_another_target() {
             "the code object of `lib/libk.so#1` for gfx90a (ordinal 1) is built for gfx1030 (e_flags 0x36), not gfx90a"
         )
     );
-    // The runtime would not find it for a gfx90a device, with xnack on or not.
-    assert!(messages[1].3.starts_with("wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:"), "{found:#?}");
-    assert!(
-        messages[2].3.starts_with("wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:xnack+"),
-        "{found:#?}"
+    // The runtime would not find it for a gfx90a device, with xnack on or off.
+    assert_eq!(
+        messages[1].3,
+        "wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:xnack+: tried \
+         `torch/.kpack/torch_gfx90a:xnack+.kpack`, `torch/.kpack/torch_gfx90a.kpack`"
+    );
+    assert_eq!(
+        messages[2].3,
+        "wrapper 1 (`lib/libk.so#1`) finds no code object for gfx90a:xnack-: tried \
+         `torch/.kpack/torch_gfx90a:xnack-.kpack`, `torch/.kpack/torch_gfx90a.kpack`"
+    );
+}
+
+#[test]
+fn a_code_object_in_two_device_wheels() {
+    let found = run_broken(Breaks { duplicated: true, ..Breaks::default() });
+    let messages: Vec<(&str, &str)> =
+        found.iter().map(|(file, _, _, message)| (file.as_str(), message.as_str())).collect();
+    assert_eq!(
+        messages,
+        [
+            (
+                GFX90A,
+                "holds 3 code objects amd_torch_device_gfx1030-1.0-py3-none-linux_x86_64.whl holds too (`bin/tool#0` \
+                 first): every code object belongs to exactly one device wheel"
+            ),
+            (
+                HOST,
+                "offers no extra `device-gfx90a` installing amd-torch-device-gfx1030 1.0: it needs `Provides-Extra: \
+                 device-gfx90a` and `Requires-Dist: amd-torch-device-gfx1030 == 1.0; extra == \"device-gfx90a\"`"
+            ),
+        ]
     );
 }
 
@@ -416,4 +445,93 @@ fn a_truncated_archive_names_the_archive() {
     // An archive that does not read offers no target: the search has nothing to report
     // beyond the archive itself.
     assert_eq!(found.len(), 1, "{found:#?}");
+}
+
+/// A fat HIP library as clang and lld build it: `.hip_fatbin` (offload bundles for gfx90a
+/// and gfx1030) and one `HIPF` wrapper relocated to it.
+fn clang_fat_library(build: &Path) -> Vec<u8> {
+    let source = build.join("fat.hip");
+    fs_err::write(
+        &source,
+        "#define __global__ __attribute__((global))\n\
+         typedef struct { unsigned x, y, z; } dim3_t;\n\
+         extern \"C\" int hipLaunchKernel(const void* f, dim3_t g, dim3_t b, void** args, unsigned long shm, void* stream);\n\
+         __global__ void scale(float *x, float a) { x[0] *= a; }\n\
+         extern \"C\" int run(float *x) { float a = 2.0f; void* args[] = {&x, &a}; dim3_t one = {1,1,1};\n\
+           return hipLaunchKernel((const void*)&scale, one, one, args, 0, 0); }\n",
+    )
+    .expect("write fat.hip");
+    let out = build.join("libfat_hip.so");
+    support::tool("ld.lld-15");
+    support::run(
+        support::tool("clang++-15")
+            .args(["-x", "hip", "--offload-arch=gfx90a", "--offload-arch=gfx1030", "-nogpulib", "-nogpuinc"])
+            .args(["-fPIC", "-shared", "-fuse-ld=lld", "-o"])
+            .arg(&out)
+            .arg(&source),
+    );
+    fs_err::read(&out).expect("read the fat library")
+}
+
+#[test]
+fn a_clang_built_fat_library_left_in_the_host_wheel() {
+    let fixture = fixture();
+    let parts = parts(&fixture.build);
+    let fat = clang_fat_library(&fixture.build);
+    let elf = goblin::elf::Elf::parse(&fat).expect("clang's output parses");
+    let fatbin_size = elf
+        .section_headers
+        .iter()
+        .find(|header| elf.shdr_strtab.get_at(header.sh_name) == Some(".hip_fatbin"))
+        .expect("a .hip_fatbin section")
+        .sh_size;
+    let mut wheels = split_set(&fixture, &parts, &Breaks::default());
+    super::rewrite_member(&mut wheels, HOST, "torch/lib/libfat_hip.so", fat);
+    let found = found(&verify_split(&fixture, &wheels));
+    // Its imports of the HIP runtime bind nowhere in this set: the symbol rules say so.
+    let device_code: Vec<(&str, Option<&str>, &str)> = found
+        .iter()
+        .filter(|(_, _, check, _)| *check == Check::DeviceCode)
+        .map(|(file, path, _, message)| (file.as_str(), path.as_deref(), message.as_str()))
+        .collect();
+    let keeps =
+        format!("keeps {fatbin_size} bytes of `.hip_fatbin` in the file; a split binary's `.hip_fatbin` is SHT_NOBITS");
+    assert_eq!(
+        device_code,
+        [
+            (HOST, Some("torch/lib/libfat_hip.so"), keeps.as_str()),
+            (
+                HOST,
+                Some("torch/lib/libfat_hip.so"),
+                "still has 1 HIPF wrappers (device code in the file) in a wheel of a split set"
+            ),
+        ]
+    );
+}
+
+/// A well-formed archive of no code objects for `arch`, the bytes written here by hand:
+/// for tests about something else that need a `.kpack` member the gate accepts.
+pub(super) fn empty_archive(arch: &str) -> Vec<u8> {
+    let text = |out: &mut Vec<u8>, value: &str| {
+        out.extend_from_slice(&[0xd9, value.len() as u8]);
+        out.extend_from_slice(value.as_bytes());
+    };
+    let mut out = b"KPAK\x01\x00\x00\x00".to_vec();
+    out.extend_from_slice(&64u64.to_le_bytes());
+    out.resize(64, 0);
+    out.push(0x86);
+    text(&mut out, "group_name");
+    text(&mut out, "test");
+    text(&mut out, "gfx_arch_family");
+    text(&mut out, arch);
+    text(&mut out, "gfx_arches");
+    out.push(0x91);
+    text(&mut out, arch);
+    text(&mut out, "toc");
+    out.push(0x80);
+    text(&mut out, "compression_scheme");
+    text(&mut out, "none");
+    text(&mut out, "blobs");
+    out.push(0x90);
+    out
 }

@@ -12,7 +12,7 @@ mod search;
 use std::collections::BTreeMap;
 
 use crate::archive::Archive;
-use crate::closure::Install;
+use crate::closure::{parent_dir, Install};
 use crate::escape::escape;
 use crate::kpack::{is_generic, split_target, Wrapper};
 use crate::metadata::normalize_name;
@@ -118,7 +118,7 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
         }
     }
     check_each_code_object_once(&devices, findings);
-    search::check_search(archives, &devices, install, findings);
+    search::check_search(archives, install, findings);
 }
 
 /// A device wheel's pin on its host, a wheel of the set that is no device wheel: the
@@ -189,7 +189,10 @@ fn check_extras(device: &Archive, host: &Archive, findings: &mut Findings) {
             Check::DeviceCode,
             format!(
                 "offers no extra `{extra}` installing {device_name} {version}: it needs `Provides-Extra: {extra}` and \
-                 `Requires-Dist: {device_name} == {version}; extra == \"{extra}\"`"
+                 `Requires-Dist: {device_name} == {version}; extra == \"{extra}\"`",
+                extra = escape(&extra),
+                device_name = escape(&device_name),
+                version = escape(version),
             ),
         );
     }
@@ -246,19 +249,22 @@ fn check_no_fat_binary(wheel: &Archive, findings: &mut Findings) {
 /// Every code object of the set is in exactly one device wheel: two wheels holding one
 /// (binary key, target) would be installed together and the search would take either.
 fn check_each_code_object_once(devices: &[&Archive], findings: &mut Findings) {
-    let mut first: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    // Keys name binaries relative to the archives' directory (one package's `.kpack/`), so
+    // one key in two directories is two binaries' code.
+    let mut first: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
     for device in devices {
         let mut repeated: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
         for kpack in &device.kpacks {
+            let directory = parent_dir(&kpack.path);
             for (key, arch) in &kpack.entries {
-                match first.get(&(key.as_str(), arch.as_str())) {
+                match first.get(&(directory, key.as_str(), arch.as_str())) {
                     Some(other) if *other != device.file => {
                         let slot = repeated.entry(other).or_insert((0, key.as_str()));
                         slot.0 += 1;
                     }
                     Some(_) => {}
                     None => {
-                        first.insert((key.as_str(), arch.as_str()), device.file.as_str());
+                        first.insert((directory, key.as_str(), arch.as_str()), device.file.as_str());
                     }
                 }
             }

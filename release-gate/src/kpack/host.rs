@@ -161,6 +161,12 @@ pub(crate) fn read_fat_binary(
         fatbin.filter(|section| section.kind != SHT_NOBITS && section.size > 0).map(|section| section.size);
     let mut binary = FatBinary { path: path.to_owned(), fatbin_file_bytes, wrappers: Vec::new() };
     let Some(segment) = segment else { return (Some(binary), problems) };
+    // A fat file's wrappers are only read when they are at hand: in a multi-gigabyte
+    // deflated library they may sit in the middle, a whole inflation away, and its
+    // `.hip_fatbin` bytes already say what a split set needs to know of it.
+    if binary.fatbin_file_bytes.is_some() && window.read_at(segment.offset, segment.size).is_none() {
+        return (Some(binary), problems);
+    }
     if let Err(problem) = read_wrappers(source, window, elf, segment, fatbin, &mut binary, &mut problems) {
         problems.push(problem);
     }
