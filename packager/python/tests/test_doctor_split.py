@@ -302,3 +302,10 @@ class WarningSplitTest(SplitSites):
     def test_a_package_without_device_extras_is_not_warned_about(self) -> None:
         site = self.split_site(extras=["Requires-Dist: numpy"])
         self.assertEqual(self.warnings(site, "mi210_gfx90a"), [[], []])
+
+    def test_importing_rocm_sdk_reads_no_distribution(self) -> None:
+        code = "import sys, rocm_sdk\nprint(sorted(m for m in sys.modules if m.startswith('rocm_sdk._')))"
+        result = support.run_python(code, site=self.split_site(), check=True)
+        loaded = json.loads(result.stdout.replace("'", '"'))
+        self.assertNotIn("rocm_sdk._device_extras", loaded)
+        self.assertNotIn("rocm_sdk._requirements", loaded)
