@@ -20,6 +20,7 @@ use super::record::{check_record, MemberDigest};
 use super::report::{ArchiveKind, Check, Findings};
 use super::sbom::{check_sbom, is_sbom, SBOM_LEAF};
 use super::zip_index::IndexSize;
+use crate::kpack::{read_fat_binary, read_kpack, FatBinary, KpackArchive, ZipMember};
 use crate::platform::TargetMachine;
 use elf_audit::{elf_identity, ElfWindow};
 use goblin::elf::header::EM_AMDGPU;
@@ -48,10 +49,15 @@ pub(crate) struct Archive {
     pub devel: Vec<DevelTree>,
     /// METADATA (wheel) or PKG-INFO (sdist) headers.
     pub headers: Vec<(String, String)>,
-    /// The sdist's `rocm_sdk/_dist_info_data.py`: the constants the packager generated.
+    /// The sdist's `rocm_sdk/_dist_info_data.py`, or a wheel's own
+    /// `{package}/_dist_info_data.py`: the constants the packager generated.
     pub dist_info_data: Option<String>,
     /// A wheel's `{dist-info}/variant.json` (PEP 825): its member path and text.
     pub variant_json: Option<(String, String)>,
+    /// The `.kpack` archives of device code it holds (SPEC §12).
+    pub kpacks: Vec<KpackArchive>,
+    /// Host binaries with HIP wrappers or a `.hip_fatbin` section.
+    pub fat_binaries: Vec<FatBinary>,
     pub findings: Findings,
 }
 
@@ -74,6 +80,8 @@ impl Archive {
             headers: Vec::new(),
             dist_info_data: None,
             variant_json: None,
+            kpacks: Vec::new(),
+            fat_binaries: Vec::new(),
             findings: Findings::default(),
         }
     }
@@ -110,9 +118,11 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
     };
     // What pip's zipfile refuses, or other readers read otherwise (SPEC §5).
     let mismatches = index.map(|index| super::local_headers::mismatches(&opened, &index)).transpose();
+    let mut duplicates_named = false;
     match mismatches {
         Ok(mismatches) => {
             for (member, what) in mismatches.unwrap_or_default() {
+                duplicates_named |= what == super::local_headers::DUPLICATE;
                 archive.findings.violation(file, Some(&member), Check::Archive, what);
             }
         }
@@ -129,7 +139,7 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
             return archive;
         }
     };
-    if zip.has_duplicate_names() {
+    if zip.has_duplicate_names() && !duplicates_named {
         archive.findings.violation(file, None, Check::Archive, "the zip has several members with one name");
     }
     archive.n_members = zip.len();
@@ -139,6 +149,9 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
         read_wheel_member(&mut zip, index, &mut archive, &mut digests, &mut texts);
     }
     check_dist_info(&mut archive, &digests, &texts);
+    // The families and targets a package of the SDK lists name the set's other packages.
+    archive.dist_info_data =
+        texts.iter().find(|(name, _)| is_package_dist_info_data(name)).map(|(_, text)| text.clone());
     // The platform directory follows METADATA's `Name:`, which keeps TheRock's spelling of a
     // family (`_rocm_sdk_devel_gfx110X_all`); the file name's form is lower-cased.
     let distribution = metadata::header(&archive.headers, "Name").map(str::to_owned);
@@ -234,6 +247,30 @@ fn is_dist_info_text(name: &str) -> bool {
     }
 }
 
+/// A text member the gate reads, as text. The metadata files are UTF-8 (the core metadata
+/// specifications, PEP 427's RECORD), a bill of materials too (JSON, RFC 8259), and Python
+/// source by default: bytes that are not are a violation (what other readers make of them
+/// is theirs), and the rest of the checks read the text with each bad byte as U+FFFD.
+fn decoded_text(file: &str, name: &str, bytes: &[u8], findings: &mut Findings) -> String {
+    if let Err(error) = std::str::from_utf8(bytes) {
+        let at = error.valid_up_to();
+        let (check, why) = if is_sbom(name) {
+            (Check::Sbom, "JSON must be UTF-8 (RFC 8259)")
+        } else if name.ends_with(".py") {
+            (Check::Metadata, "Python reads its source as UTF-8 (PEP 3120)")
+        } else {
+            (Check::Metadata, "it must be UTF-8 text")
+        };
+        findings.violation(
+            file,
+            Some(name),
+            check,
+            format!("is not UTF-8: byte {:#04x} at offset {at}; {why}", bytes[at]),
+        );
+    }
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// A package's own `{package}/_dist_info_data.py`, the constants the packager generated
 /// for it (its nonce names the platform directories).
 fn is_package_dist_info_data(name: &str) -> bool {
@@ -278,6 +315,9 @@ fn read_wheel_member(
     } else {
         stream_member(&mut member, true, is_dist_info_text(&name) || is_package_dist_info_data(&name))
     };
+    // The member is read again, by offset, for what a single stream cannot judge.
+    let stored = member.compression() == zip::CompressionMethod::Stored;
+    drop(member);
     let streamed = match streamed {
         Ok(streamed) => streamed,
         Err(error) => {
@@ -286,12 +326,20 @@ fn read_wheel_member(
         }
     };
     if let Some(text) = streamed.text {
-        texts.insert(name.clone(), String::from_utf8_lossy(&text).into_owned());
+        texts.insert(name.clone(), decoded_text(&file, &name, &text, &mut archive.findings));
     }
     digests.insert(name.clone(), MemberDigest { size: streamed.size, sha256: streamed.sha256.unwrap_or_default() });
     let Some(installed) = installed_path(&name).filter(|_| path_ok) else {
         return;
     };
+    if installed.ends_with(".kpack") {
+        let mut source = ZipMember { zip, index, len: streamed.size, stored };
+        let (kpack, problems) = read_kpack(&mut source, &installed);
+        for problem in problems {
+            archive.findings.violation(&file, Some(&installed), Check::Kpack, problem);
+        }
+        archive.kpacks.push(kpack);
+    }
     let platform = archive.wheel_name.as_ref().map(|name| name.platform.clone()).unwrap_or_default();
     if let Some((bytes, complete)) = &streamed.pe {
         if let Some(pe) = inspect_pe(&file, &installed, bytes, *complete, &platform, &mut archive.findings) {
@@ -305,6 +353,12 @@ fn read_wheel_member(
         }
     } else if let Some(window) = streamed.window {
         if let Some(member) = inspect_elf(&file, &installed, &window, &mut archive.elf_scope, &mut archive.findings) {
+            let mut source = ZipMember { zip, index, len: streamed.size, stored };
+            let (fat, problems) = read_fat_binary(&mut source, &window, &member.elf, &installed);
+            for problem in problems {
+                archive.findings.violation(&file, Some(&installed), Check::DeviceCode, problem);
+            }
+            archive.fat_binaries.extend(fat);
             archive.elf_files.push(member);
         }
     }
@@ -479,7 +533,7 @@ fn read_sdist_entries(opened: std::fs::File, archive: &mut Archive) -> io::Resul
             (depth == 1 && trimmed.ends_with("/PKG-INFO")) || trimmed.ends_with("/rocm_sdk/_dist_info_data.py");
         let streamed = stream_member(&mut entry, false, wanted_text)?;
         if let Some(text) = streamed.text {
-            let text = String::from_utf8_lossy(&text).into_owned();
+            let text = decoded_text(&file, &trimmed, &text, &mut archive.findings);
             if trimmed.ends_with("/PKG-INFO") && depth == 1 {
                 pkg_info = Some(text);
             } else {

@@ -13,6 +13,7 @@ use super::devel::DevelKind;
 use super::elf_checks::{origin_rest, search_path_entries};
 use super::member_check::ElfMember;
 use super::report::{Check, Findings};
+use super::sdk_names::SdkNames;
 use elf_audit::is_system_library;
 
 /// ld.so and the kernel give up after this many symlinks in one lookup.
@@ -51,6 +52,9 @@ pub(crate) struct Install {
     nodes: BTreeMap<String, Node>,
     /// File name → the paths carrying it, to say where a missing library actually is.
     by_file_name: BTreeMap<String, Vec<String>>,
+    /// The SDK's libraries placed under their SONAME → its release, to tell a library
+    /// needed at another version (`libamdhip64.so.5` where the set has `.so.7`).
+    sdk_sonames: BTreeMap<String, String>,
 }
 
 impl Install {
@@ -110,6 +114,11 @@ impl Install {
         Ok((resolved.join("/"), is_dir))
     }
 
+    /// The real path of the regular file `path` leads to, symlinks followed.
+    pub(crate) fn real_file(&self, path: &str) -> Option<String> {
+        self.resolve_file(path).ok()
+    }
+
     fn resolve_file(&self, path: &str) -> Result<String, Unresolved> {
         match self.resolve(path)? {
             (real, false) => Ok(real),
@@ -120,6 +129,16 @@ impl Install {
 
 pub(crate) fn build_install(archives: &[Archive]) -> Install {
     let mut install = Install::default();
+    let names = SdkNames::of(archives);
+    for archive in archives.iter().filter(|archive| archive.name.as_deref().is_some_and(|name| names.contains(name))) {
+        for member in &archive.elf_files {
+            let file_name = member.path.rsplit('/').next().unwrap_or(&member.path);
+            if member.elf.soname.as_deref() == Some(file_name) {
+                let version = archive.version.clone().unwrap_or_default();
+                install.sdk_sonames.entry(file_name.to_owned()).or_insert(version);
+            }
+        }
+    }
     for archive in archives {
         for path in &archive.installed {
             install.insert(path, Node::File);
@@ -157,11 +176,11 @@ pub(crate) fn check_closure(archives: &[Archive], install: &Install, findings: &
     }
 }
 
-fn parent_dir(path: &str) -> &str {
+pub(crate) fn parent_dir(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
-fn join(dir: &str, rest: &str) -> String {
+pub(crate) fn join(dir: &str, rest: &str) -> String {
     match (dir.is_empty(), rest.is_empty()) {
         (true, _) => rest.to_owned(),
         (_, true) => dir.to_owned(),
@@ -170,7 +189,7 @@ fn join(dir: &str, rest: &str) -> String {
 }
 
 /// `a/b/../c` → `a/c`, for messages only (lookups resolve `..` after symlinks, like the kernel).
-fn lexical(path: &str) -> String {
+pub(crate) fn lexical(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -229,6 +248,7 @@ fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mu
             .get(needed)
             .and_then(|paths| paths.first())
             .map(|path| format!("; a file of that name is at `{path}`"))
+            .or_else(|| other_major(install, needed))
             .unwrap_or_default();
         findings.violation(
             file,
@@ -239,6 +259,20 @@ fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mu
             ),
         );
     }
+}
+
+/// When the SDK ships `needed` under another version of its name (`libamdhip64.so.7` for
+/// `libamdhip64.so.5`): the file was built for another ROCm major, which no search path mends.
+fn other_major(install: &Install, needed: &str) -> Option<String> {
+    let (stem, _) = needed.split_once(".so")?;
+    let prefix = format!("{stem}.so");
+    let (soname, version) =
+        install.sdk_sonames.range(prefix.clone()..).take_while(|(name, _)| name.starts_with(&prefix)).find(
+            |(name, _)| {
+                name.as_str() != needed && (name.len() == prefix.len() || name[prefix.len()..].starts_with('.'))
+            },
+        )?;
+    Some(format!("; the SDK has {soname} (ROCm {version}); this wheel was built for another ROCm major"))
 }
 
 fn check_launcher(install: &Install, file: &str, member: &ElfMember, findings: &mut Findings) {

@@ -13,7 +13,9 @@
 //! SDK, judged with it), `same_release` (which versions are one release), `variants` (wheel
 //! variant files), `sbom` (the bill of materials, read by its own CycloneDX reader,
 //! `sbom::schema`), `report`
-//! (the result); `platform`, `targets` and `escape` are the gate's own words for a
+//! (the result); `kpack` (device code split into kpack archives: the archives, host
+//! binaries' HIPK wrappers), `device_split` (the rules across a split set, the runtime's
+//! search); `platform`, `targets` and `escape` are the gate's own words for a
 //! platform tag's machine, GPU targets and printable text. ELF files are read through the
 //! `elf-audit` crate (as is the glibc portability arithmetic), PE files through goblin.
 //!
@@ -24,8 +26,10 @@
 mod archive;
 mod closure;
 mod devel;
+mod device_split;
 mod elf_checks;
 mod escape;
+mod kpack;
 mod local_headers;
 mod member_check;
 mod metadata;
@@ -35,6 +39,7 @@ mod record;
 mod report;
 mod same_release;
 mod sbom;
+mod sdk_names;
 mod set;
 mod symbols;
 mod targets;
@@ -50,9 +55,11 @@ use diagnostic::Diagnostic;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-pub use report::{ArchiveKind, Check, Finding, PackageReport, Portability, VerifyReport, Violation, Warning};
+pub use report::{
+    ArchiveKind, Check, DeviceCodeCounts, Finding, PackageReport, Portability, VerifyReport, Violation, Warning,
+};
 pub use same_release::release_admits;
-pub use windows_paths::{WindowsPaths, DEFAULT_WINDOWS_PREFIX, MAX_PATH};
+pub use windows_paths::{WindowsPaths, DEFAULT_WINDOWS_PREFIX, MAX_DIRECTORY, MAX_PATH};
 
 /// What the gate finds wrong with a CycloneDX 1.6 JSON document on its own (a wheel's bill
 /// of materials, SPEC §10): breaks of the 1.6 schema, in the part of it our documents use,
@@ -134,6 +141,7 @@ pub fn verify_dist_with(dist: &Path, windows: &WindowsPaths) -> Result<VerifyRep
     closure::check_closure(&archives, &install, &mut findings);
     symbols::check_symbols(&archives, &install, &mut findings);
     third_party::check_third_party(&archives, &mut findings);
+    device_split::check_split_sets(&archives, &install, &mut findings);
     drop(install);
     let wheels: Vec<pe::WheelPe<'_>> = archives
         .iter()
@@ -151,8 +159,19 @@ pub fn verify_dist_with(dist: &Path, windows: &WindowsPaths) -> Result<VerifyRep
             let n_devel_elf: usize = archive.devel.iter().map(|tree| tree.elf_files.len()).sum();
             let mut foreign_elf_files = archive.elf_scope.foreign;
             foreign_elf_files.sort();
+            let device_code = DeviceCodeCounts {
+                kpack_archives: archive.kpacks.len(),
+                kpack_code_objects: archive.kpacks.iter().map(|kpack| kpack.n_listed).sum(),
+                hipk_wrappers: archive
+                    .fat_binaries
+                    .iter()
+                    .flat_map(|binary| &binary.wrappers)
+                    .filter(|wrapper| matches!(wrapper, kpack::Wrapper::Split { .. }))
+                    .count(),
+            };
             PackageReport {
                 n_elf_files: archive.elf_files.len() + n_devel_elf,
+                device_code,
                 file: archive.file,
                 locations: archive.locations,
                 kind: archive.kind,
@@ -251,6 +270,7 @@ fn index_report(index: variants::VariantsIndex, violations: Vec<Violation>, warn
         n_members: 0,
         n_elf_files: 0,
         n_gpu_code_objects: 0,
+        device_code: DeviceCodeCounts::default(),
         foreign_elf_files: Vec::new(),
         portability: None,
         violations,

@@ -63,6 +63,13 @@ pub enum Check {
     /// A wheel's bill of materials (`.dist-info/sboms/rocm-packager.cdx.json`): CycloneDX
     /// 1.6, this wheel, exactly RECORD's files with RECORD's SHA-256.
     Sbom,
+    /// A `.kpack` archive of device code that rocm-kpack's readers refuse or read wrong:
+    /// header, table of contents, frames, code objects for another target (SPEC §12).
+    Kpack,
+    /// Device code split from host binaries (SPEC §12): `HIPK` wrappers and their markers,
+    /// the runtime's search from every host binary for every target the set offers, fat
+    /// code left in host wheels, device wheels' pins and the host's `device-*` extras.
+    DeviceCode,
 }
 
 /// One finding. `path` is the member inside the archive (for devel tarball members, the
@@ -108,6 +115,17 @@ pub struct Portability {
     pub windows_path_length: Option<usize>,
 }
 
+/// What a wheel holds of device code split from host binaries (SPEC §12).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceCodeCounts {
+    /// `.kpack` archives.
+    pub kpack_archives: usize,
+    /// Code objects their tables of contents list.
+    pub kpack_code_objects: usize,
+    /// `HIPK` wrappers of its host binaries, each asking the archives for its code.
+    pub hipk_wrappers: usize,
+}
+
 /// Everything known about one archive file (or several byte-identical copies of it).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PackageReport {
@@ -123,6 +141,8 @@ pub struct PackageReport {
     pub n_elf_files: usize,
     /// AMDGPU code objects (`e_machine` 224): counted, never checked.
     pub n_gpu_code_objects: usize,
+    /// Device code split into kpack archives (SPEC §12).
+    pub device_code: DeviceCodeCounts,
     /// ELF files built for another CPU than the wheel's platform tag names (an aarch64
     /// library in an x86_64 wheel), by installed path, sorted: data, never checked (SPEC §6).
     pub foreign_elf_files: Vec<String>,

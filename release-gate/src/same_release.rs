@@ -49,6 +49,14 @@ pub fn release_admits(set_version: &str, version: &str) -> bool {
     }
 }
 
+/// Whether `specifiers` pins exactly the release of `version`: `==V`, or the release pin
+/// the set's packages name each other with (`>=R,<R.0.1`).
+pub(crate) fn pins_release(specifiers: &str, version: &str) -> bool {
+    let Ok(parsed) = VersionSpecifiers::from_str(specifiers) else { return false };
+    let exact = VersionSpecifiers::from_str(&format!("=={version}")).ok();
+    Some(&parsed) == exact.as_ref() || Some(&parsed) == release_pin(version).as_ref()
+}
+
 /// Whether two versions are one release, either read as the set's.
 pub(crate) fn same_release(first: &str, second: &str) -> bool {
     release_admits(first, second) || release_admits(second, first)
@@ -80,5 +88,9 @@ mod tests {
         assert!(specifier_admits(">=7.12.0,<7.12.0.0.1", "7.12.0.post4"));
         assert!(!specifier_admits(">=7.12.0,<7.12.0.0.1", "7.12.0.1"));
         assert!(specifier_admits("==7.12.0.*", "7.12.0.1"));
+        assert!(pins_release("== 2.10.0", "2.10.0"));
+        assert!(pins_release(">=7.12.0,<7.12.0.0.1", "7.12.0"));
+        assert!(!pins_release(">=2.10.0", "2.10.0"));
+        assert!(!pins_release("==2.10.*", "2.10.0"));
     }
 }

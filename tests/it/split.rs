@@ -1,7 +1,7 @@
 //! `cargo xtask split` (SPEC §12) on a fat wheel made the way HIP projects make them: a
 //! shared library of two translation units and a position-independent executable,
 //! compiled for three GPU targets (`gfx90a:xnack-`, `gfx90a:xnack+`, `gfx1030`: clang takes a feature on all of a processor's targets or none) by LLVM 15's clang
-//! and linked by its lld, against a stub HIP runtime compiled here; rocBLAS-style and
+//! and linked by its lld, against a stub HIP runtime compiled here and shipped beside them; rocBLAS-style and
 //! AOTriton-style kernel database files beside them; packed by real `pip wheel` with a
 //! manylinux platform tag.
 //!
@@ -174,8 +174,6 @@ def run():
 /// The fat wheel and what it was made of, built once per test process.
 pub struct FatWheel {
     pub wheel: PathBuf,
-    /// The directory of the stub `libamdhip64.so`, for `LD_LIBRARY_PATH`.
-    pub runtime_dir: PathBuf,
     /// The fat library and executable as packed.
     pub library: PathBuf,
     pub executable: PathBuf,
@@ -183,7 +181,7 @@ pub struct FatWheel {
 
 /// The platform tag the fixture's wheel carries: a split keeps it (rocm-kpack's splitter
 /// wrote the WHEEL file's first tag instead).
-pub const TAG: &str = "py3-none-manylinux_2_28_x86_64";
+pub const TAG: &str = "py3-none-manylinux_2_34_x86_64";
 
 pub fn fat_wheel() -> &'static FatWheel {
     static WHEEL: OnceLock<FatWheel> = OnceLock::new();
@@ -192,9 +190,6 @@ pub fn fat_wheel() -> &'static FatWheel {
         if root.exists() {
             fs_err::remove_dir_all(&root).expect("remove the previous run's fixture");
         }
-        let runtime_dir = root.join("runtime");
-        fs_err::create_dir_all(&runtime_dir).expect("create the runtime dir");
-        support::shared_lib(&runtime_dir, "libamdhip64.so", STUB_HIP_C, &["-ldl"]);
         let project = root.join("project");
         let lib = project.join("tree/hipext/lib");
         let bin = project.join("tree/hipext/bin");
@@ -205,10 +200,14 @@ pub fn fat_wheel() -> &'static FatWheel {
         fs_err::write(root.join("b.hip"), KERNEL_B.replace("int main(void)", "static int unused(void)"))
             .expect("write b.hip");
         fs_err::write(root.join("main.hip"), KERNEL_B).expect("write main.hip");
+        // The stub runtime travels in the wheel, found through each binary's RPATH, so the
+        // installed package runs as it is (and its closure holds in `verify --dist`).
+        support::shared_lib(&lib, "libhipstub.so", STUB_HIP_C, &["-ldl"]);
         let library = lib.join("libhipext.so");
-        hip_compile(&root, &["-fPIC", "-shared", "a.hip", "b.hip"], &library, &runtime_dir);
+        hip_compile(&root, &["-fPIC", "-shared", "a.hip", "b.hip", "-Wl,-rpath,$ORIGIN"], &library, &lib);
         let executable = bin.join("hipprobe");
-        hip_compile(&root, &["-fPIE", "-pie", "a.hip", "main.hip"], &executable, &runtime_dir);
+        hip_compile(&root, &["-fPIE", "-pie", "a.hip", "main.hip", "-Wl,-rpath,$ORIGIN/../lib"], &executable, &lib);
+        fs_err::remove_file(lib.join("libhipstub.so.c")).ok();
         fs_err::write(project.join("tree/hipext/__init__.py"), INIT_PY).expect("write __init__.py");
         let library_dir = lib.join("rocblas/library");
         fs_err::create_dir_all(&library_dir).expect("create library/");
@@ -234,18 +233,28 @@ pub fn fat_wheel() -> &'static FatWheel {
         );
         let wheel = wheels.join(format!("hipext-1.0-{TAG}.whl"));
         assert!(wheel.is_file(), "pip wheel made {:?}", support::dist_names(&wheels));
-        FatWheel { wheel, runtime_dir, library, executable }
+        FatWheel { wheel, library, executable }
     })
 }
 
-/// Compiles HIP sources for [`OFFLOAD_ARCHS`] with LLVM 15, linking the stub runtime.
+/// Compiles HIP sources for [`OFFLOAD_ARCHS`] with LLVM 15, linking the stub runtime in
+/// `runtime_dir`.
 fn hip_compile(dir: &Path, args: &[&str], out: &Path, runtime_dir: &Path) {
     let mut command = support::tool("clang++-15");
-    command.current_dir(dir).args(["-x", "hip", "-nogpulib", "-nogpuinc", "-fuse-ld=lld", "-O1"]);
+    // DT_RPATH, as the SDK's own files have (§2): LD_LIBRARY_PATH cannot override it.
+    command.current_dir(dir).args([
+        "-x",
+        "hip",
+        "-nogpulib",
+        "-nogpuinc",
+        "-fuse-ld=lld",
+        "-O1",
+        "-Wl,--disable-new-dtags",
+    ]);
     for arch in OFFLOAD_ARCHS {
         command.arg(format!("--offload-arch={arch}"));
     }
-    command.args(args).arg("-o").arg(out).arg("-L").arg(runtime_dir).arg("-lamdhip64");
+    command.args(args).arg("-o").arg(out).arg("-L").arg(runtime_dir).arg("-lhipstub");
     support::run(&mut command);
 }
 

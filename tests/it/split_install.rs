@@ -209,6 +209,7 @@ fn every_wrapper_resolves_to_the_code_objects_the_bundler_extracts() {
     let dir = tempfile::tempdir().expect("temp dir");
     let dist = dist_of(dir.path(), &[]);
     let reference = bundler_code_objects(&fixture.library, &dir.path().join("bundler"));
+    let executable_reference = bundler_code_objects(&fixture.executable, &dir.path().join("bundler-executable"));
     for (installer, extra, gfxarch) in [("pip", "device-gfx90a", "gfx90a:xnack+"), ("uv", "device-gfx1030", "gfx1030")]
     {
         let venv = support::fresh_venv(&dir.path().join(format!("venv-{installer}")));
@@ -227,7 +228,6 @@ fn every_wrapper_resolves_to_the_code_objects_the_bundler_extracts() {
         support::assert_success(&output, &format!("{installer} install {requirement}"));
         let run = Command::new(venv.join("bin/python"))
             .args(["-c", "import hipext; print('run', hipext.run())"])
-            .env("LD_LIBRARY_PATH", &fixture.runtime_dir)
             .env("STUB_GFXARCH", gfxarch)
             .output()
             .expect("run python");
@@ -237,28 +237,44 @@ fn every_wrapper_resolves_to_the_code_objects_the_bundler_extracts() {
             stdout.contains("\nrun 0\n") || stdout.starts_with("run 0\n") || stdout.ends_with("run 0\n"),
             "{stdout}"
         );
-        let wrappers: Vec<&str> = stdout.lines().filter(|line| line.starts_with("wrapper ")).collect();
-        assert_eq!(wrappers.len(), 2, "{stdout}");
-        let paths: Vec<PathBuf> = stdout
-            .lines()
-            .filter_map(|line| line.strip_prefix("path "))
-            .map(|line| {
-                assert!(line.ends_with(" exists=1"), "{installer}: an archive is missing: {line}");
-                PathBuf::from(line.trim_end_matches(" exists=1"))
-            })
-            .collect();
-        assert_eq!(paths.len(), 2, "{stdout}");
-        let code = read_archives(&paths[..1]);
-        for (index, line) in wrappers.iter().enumerate() {
-            assert!(
-                line.starts_with(&format!("wrapper HIPK version=1 index={index} key=lib/libhipext.so#{index}")),
-                "{line}"
-            );
-            let key = format!("lib/libhipext.so#{index}");
-            let found =
-                code.get(&(key.clone(), gfxarch.to_owned())).unwrap_or_else(|| panic!("{key} {gfxarch} in {code:?}"));
-            assert_eq!(found, &reference[&(index, gfxarch.to_owned())], "{key} for {gfxarch}");
-        }
+        check_registrations(&stdout, "lib/libhipext.so", gfxarch, &reference);
+        // The executable, run where it installs, finds the same archives from its own
+        // directory.
+        let site_packages = support::run(
+            Command::new(venv.join("bin/python"))
+                .args(["-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"]),
+        );
+        let probe = Command::new(Path::new(site_packages.trim()).join("hipext/bin/hipprobe"))
+            .env("STUB_GFXARCH", gfxarch)
+            .output()
+            .expect("run hipprobe");
+        support::assert_success(&probe, "hipprobe");
+        let stdout = String::from_utf8_lossy(&probe.stdout).into_owned();
+        check_registrations(&stdout, "bin/hipprobe", gfxarch, &executable_reference);
+    }
+}
+
+/// The stub runtime's lines for `kernel_name`'s wrappers: each `HIPK`, version 1, its index,
+/// its archive found, holding for `gfxarch` the code object the bundler extracted.
+fn check_registrations(stdout: &str, kernel_name: &str, gfxarch: &str, reference: &BTreeMap<(usize, String), String>) {
+    let wrappers: Vec<&str> = stdout.lines().filter(|line| line.starts_with("wrapper ")).collect();
+    assert_eq!(wrappers.len(), 2, "{stdout}");
+    let paths: Vec<PathBuf> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("path "))
+        .map(|line| {
+            assert!(line.ends_with(" exists=1"), "an archive is missing: {line}");
+            PathBuf::from(line.trim_end_matches(" exists=1"))
+        })
+        .collect();
+    assert_eq!(paths.len(), 2, "{stdout}");
+    let code = read_archives(&paths[..1]);
+    for (index, line) in wrappers.iter().enumerate() {
+        let key = format!("{kernel_name}#{index}");
+        assert!(line.starts_with(&format!("wrapper HIPK version=1 index={index} key={key}")), "{line}");
+        let found =
+            code.get(&(key.clone(), gfxarch.to_owned())).unwrap_or_else(|| panic!("{key} {gfxarch} in {code:?}"));
+        assert_eq!(found, &reference[&(index, gfxarch.to_owned())], "{key} for {gfxarch}");
     }
 }
 
@@ -272,4 +288,28 @@ fn the_same_input_gives_the_same_bytes() {
     for name in &names {
         assert_eq!(fs_err::read(a.join(name)).expect("read"), fs_err::read(b.join(name)).expect("read"), "{name}");
     }
+}
+
+#[test]
+fn the_gate_passes_the_split_set_and_finds_a_missing_archive() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dist = dist_of(dir.path(), &[]);
+    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
+    let violations: Vec<String> = report
+        .packages
+        .iter()
+        .flat_map(|package| package.violations.iter().map(|finding| format!("{}: {}", finding.file, finding.message)))
+        .collect();
+    assert!(violations.is_empty(), "{violations:#?}");
+    // Without the gfx1030 wheel's archive the set still offers gfx1030 (its database
+    // file), and no archive holds the wrappers' code objects for it.
+    let device = dist.join(format!("hipext_device_gfx1030-1.0-{TAG}.whl"));
+    support::rewrite_wheel(&device, |members| members.retain(|(name, _, _)| !name.ends_with(".kpack")));
+    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
+    let found: Vec<String> = report
+        .packages
+        .iter()
+        .flat_map(|package| package.violations.iter().map(|finding| finding.message.clone()))
+        .collect();
+    assert!(found.iter().any(|message| message.contains("gfx1030")), "{found:#?}");
 }

@@ -57,6 +57,14 @@ fn render(report: &VerifyReport, verbose: bool) -> String {
             let glibc = package.portability.as_ref().and_then(|facts| facts.glibc.as_deref()).unwrap_or("-");
             let _ = write!(text, "  (glibc {glibc}, can carry {tag})");
         }
+        let counts = &package.device_code;
+        if counts.kpack_archives + counts.hipk_wrappers > 0 {
+            let _ = write!(
+                text,
+                "  ({} kpack archives, {} code objects, {} HIPK wrappers)",
+                counts.kpack_archives, counts.kpack_code_objects, counts.hipk_wrappers
+            );
+        }
         if let Some(length) = package.portability.as_ref().and_then(|facts| facts.windows_path_length) {
             let _ = write!(text, "  (deepest installed path: {length} characters)");
         }
@@ -153,6 +161,7 @@ mod tests {
             n_members: 3,
             n_elf_files: 1,
             n_gpu_code_objects: 0,
+            device_code: Default::default(),
             foreign_elf_files: vec!["a/lib/arm64.so".to_owned()],
             portability: Some(Portability {
                 glibc: Some("2.26".to_owned()),

@@ -28,10 +28,10 @@ use std::sync::Arc;
 
 pub use error::SplitError;
 
-use crate::config::{BuildTime, Destination};
-use crate::output::destination::lock::DestLock;
+use crate::config::BuildTime;
+use crate::output::destination::rewrite_run::{in_rewrite_run, RewriteRun};
 use crate::repair::input::read_input;
-use archive_write::{ArchiveOptions, DistName, Progress, Reuse, StagedFile, WheelCompression};
+use archive_write::{ArchiveOptions, DistName, Progress, StagedFile};
 use binaries::{Binary, FatMember};
 use device_code::host::HostTransform;
 use grouping::WheelKey;
@@ -103,19 +103,18 @@ pub fn split(request: &SplitRequest, progress: &dyn Progress) -> Result<SplitRep
             other => SplitError::Read(Box::new(other)),
         })?;
     }
-    let destination =
-        Destination { dest_dir: request.dest_dir.clone(), output_dir: request.dest_dir.join(crate::config::DIST_DIR) };
-    let lock = DestLock::acquire(&destination).map_err(Box::new)?;
-    let scratch =
-        tempfile::Builder::new().prefix(".rocm-packager-split-").tempdir_in(&request.dest_dir).map_err(|source| {
-            archive_write::WriteError::io(archive_write::WriteAction::CreateTemp, &request.dest_dir, source)
-        })?;
-    let options = ArchiveOptions {
-        compression: WheelCompression::Deflate { level: request.compression_level.min(9) },
-        build_time: request.build_time,
-        reuse: Reuse::Never,
-        identities: None,
-    };
+    in_rewrite_run(&request.dest_dir, ".rocm-packager-split-", request.build_time, request.compression_level, |run| {
+        split_into_destination(request, run, progress)
+    })
+}
+
+/// The splits: every wheel staged, then committed together.
+fn split_into_destination(
+    request: &SplitRequest,
+    run: &RewriteRun,
+    progress: &dyn Progress,
+) -> Result<SplitReport, SplitError> {
+    let RewriteRun { lock, scratch, options } = run;
     let mut staged: Vec<StagedFile> = Vec::new();
     let mut reports = Vec::new();
     for (index, path) in request.wheels.iter().enumerate() {
@@ -123,7 +122,7 @@ pub fn split(request: &SplitRequest, progress: &dyn Progress) -> Result<SplitRep
         let work = scratch.path().join(format!("wheel-{index}"));
         std::fs::create_dir(&work)
             .map_err(|source| archive_write::WriteError::io(archive_write::WriteAction::CreateDir, &work, source))?;
-        let (files, report) = split_one(path, request, &work, lock.output_dir(), &options, progress)?;
+        let (files, report) = split_one(path, request, &work, lock.output_dir(), options, progress)?;
         for file in &files {
             if let Some(first) = staged.iter().find(|earlier| earlier.written.file_name == file.written.file_name) {
                 return Err(SplitError::SameOutput {
@@ -278,7 +277,7 @@ fn device_names(
 
 /// Each fat binary's transform, planned now so every refusal comes before anything is
 /// written.
-fn transforms(path: &Path, fat: &[FatMember]) -> Result<BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>, SplitError> {
+fn transforms(path: &Path, fat: &[FatMember]) -> Result<output::Transforms, SplitError> {
     fat.iter()
         .map(|binary| {
             let plan = HostTransform::plan(&binary.host, &binary.marker).map_err(|source| SplitError::DeviceCode {
@@ -291,10 +290,7 @@ fn transforms(path: &Path, fat: &[FatMember]) -> Result<BTreeMap<String, (Arc<Pa
         .collect()
 }
 
-fn binary_reports(
-    fat: &[FatMember],
-    transforms: &BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>,
-) -> Vec<BinaryReport> {
+fn binary_reports(fat: &[FatMember], transforms: &output::Transforms) -> Vec<BinaryReport> {
     fat.iter()
         .map(|binary| {
             let targets: BTreeSet<String> = binary

@@ -30,11 +30,13 @@ use archive_write::{
 };
 use device_code::host::HostTransform;
 
+/// Transformed fat binaries, by member name: the extracted file and the plan.
+pub type Transforms = BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>;
+
 /// The host wheel's changes.
 pub struct HostChanges {
     pub metadata: String,
-    /// Transformed fat binaries, by member name: the extracted file and the plan.
-    pub transforms: BTreeMap<String, (Arc<Path>, Arc<HostTransform>)>,
+    pub transforms: Transforms,
 }
 
 /// One device wheel to write.

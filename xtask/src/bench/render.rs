@@ -362,6 +362,7 @@ mod tests {
             wheel_compression_level: 6,
             runs: Vec::new(),
             repair: None,
+            split: None,
         };
         let text = render(&report);
         let header = text.lines().nth(1).expect("a header line");
