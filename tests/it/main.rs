@@ -11,6 +11,7 @@ mod hostile;
 mod index;
 mod install;
 mod installed;
+mod kpack_runtime;
 mod manylinux;
 mod pipeline;
 mod post_release;

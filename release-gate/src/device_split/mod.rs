@@ -2,12 +2,17 @@
 //! wheels (wheels holding `.kpack` archives and no host code) pin their host to their own
 //! version; a host wheel built on nothing of ours offers `device-<target>` extras (and
 //! `device-all`) requiring them; no fat device code is left in a host wheel (nor in any
-//! wheel of an SDK split into device wheels); no code object is in two device wheels. Then the runtime's search (`search`).
+//! wheel of an SDK split into device wheels); no code object is in two device wheels. Then
+//! the runtime's search (`search`), and whether the set's HIP runtime can load archives at
+//! all (`runtime`).
 //!
-//! Owns: those rules; child `search`. Does not own: reading archives or host binaries
+//! Owns: those rules; children `search`, `runtime`. Does not own: reading archives or host binaries
 //! (`kpack`), the installed view (`closure`).
 
+mod runtime;
 mod search;
+
+pub use runtime::ALLOW_FLAG as ALLOW_RUNTIME_WITHOUT_KPACK_FLAG;
 
 use std::collections::BTreeMap;
 
@@ -78,7 +83,14 @@ fn distribution(archive: &Archive) -> String {
 }
 
 /// Runs every rule of split sets; nothing when the set has no archive and no `HIPK` wrapper.
-pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings: &mut Findings) {
+/// `allow_runtime_without_kpack`: a HIP runtime of the set without the kpack loader is a
+/// warning, not a violation (`runtime`).
+pub(crate) fn check_split_sets(
+    archives: &[Archive],
+    install: &Install,
+    allow_runtime_without_kpack: bool,
+    findings: &mut Findings,
+) {
     let has_split_binary = |archive: &Archive| {
         archive
             .fat_binaries
@@ -118,6 +130,15 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
         }
     }
     check_each_code_object_once(&devices, findings);
+    let hipk_wrappers: usize = archives
+        .iter()
+        .flat_map(|archive| &archive.fat_binaries)
+        .flat_map(|binary| &binary.wrappers)
+        .filter(|wrapper| matches!(wrapper, Wrapper::Split { .. }))
+        .count();
+    if hipk_wrappers > 0 {
+        runtime::check_runtime(archives, hipk_wrappers, allow_runtime_without_kpack, findings);
+    }
     search::check_search(archives, install, findings);
 }
 
