@@ -21,6 +21,7 @@ mod error;
 mod grouping;
 mod metadata;
 mod output;
+mod report;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
