@@ -7,9 +7,9 @@
 //! ones and ties each wrapper to its bundle; `databases` finds kernel database files named
 //! by target; `grouping` decides the device wheels and the extras; `archives` writes one
 //! archive per package directory and target; `metadata` the host's extras and the device
-//! wheels' metadata; `output` stages every wheel. Everything is written, or nothing: the
-//! run's wheels are renamed into the output directory together, under the destination's
-//! lock, when all are complete.
+//! wheels' metadata; `output` stages every wheel; `report` is the text the CLI prints.
+//! Everything is written, or nothing: the run's wheels are renamed into the output
+//! directory together, under the destination's lock, when all are complete.
 //!
 //! Owns: the order of those stages and the report. Does not own: the formats (the
 //! device-code crate), the writer (`archive-write`).
