@@ -9,8 +9,11 @@ use std::path::{Path, PathBuf};
 /// missing file or a wrong count.
 pub fn write_example(dir: &Path, kpack_split: bool) -> PathBuf {
     let artifacts = dir.join("artifacts");
-    let summary = example_artifacts::write_example(&artifacts, &example_artifacts::ExampleOptions { kpack_split })
-        .expect("generate the bundled example");
+    let summary = example_artifacts::write_example(
+        &artifacts,
+        &example_artifacts::ExampleOptions { kpack_split, ..Default::default() },
+    )
+    .expect("generate the bundled example");
     assert!(summary.warnings.is_empty(), "the example is incomplete: {}", summary.warnings.join("; "));
     artifacts
 }

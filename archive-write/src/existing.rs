@@ -72,6 +72,9 @@ pub struct CodedCopy {
     name: String,
     method: Method,
     sums: EntrySums,
+    /// The codec fingerprint our extra field gives the bytes in the wheel, if it has one
+    /// whose CRC-32 of the coded bytes is theirs.
+    fingerprint: Option<u32>,
     sha256: Option<[u8; 32]>,
     bytes: OldBytes,
 }
@@ -112,6 +115,7 @@ impl CodedCopy {
             // Its bytes are the input wheel's, checked as they are copied; no source of
             // an identity was trusted for them.
             unread: false,
+            fingerprint: self.fingerprint,
         })
     }
 }
@@ -228,7 +232,10 @@ impl ExistingWheel {
         let sums =
             EntrySums { crc, uncompressed: len, compressed: entry.compressed, compressed_crc: coded.crc.finalize() };
         let bytes = OldBytes { path: self.path.clone(), file: Arc::clone(&self.file), start, len: entry.compressed };
-        Ok(CodedCopy { name: name.to_owned(), method, sums, sha256: None, bytes })
+        // Our extra field names the coding that made these bytes only if it names these bytes.
+        let fingerprint =
+            entry.reuse.filter(|(_, coded_crc)| *coded_crc == sums.compressed_crc).map(|(print, _)| print);
+        Ok(CodedCopy { name: name.to_owned(), method, sums, sha256: None, bytes, fingerprint })
     }
 
     /// Where the member's coded bytes start, once its local header repeats its name and

@@ -385,9 +385,14 @@ pub(crate) fn parse_central(
                 *value = wide.next().ok_or_else(malformed)?;
             }
         }
-        if entry.offset >= central_start || entries.insert(name, entry).is_some() {
+        if entry.offset >= central_start {
             return Err(malformed());
         }
+        if entries.contains_key(&name) {
+            // Which of the two a reader takes is the reader's choice: say which name it is.
+            return Err(format!("its central directory lists {name:?} twice"));
+        }
+        entries.insert(name, entry);
         at += 46 + name_len + extra_len + comment_len;
     }
     if at != central.len() {

@@ -73,6 +73,10 @@ pub struct Copy {
     pub source: Box<dyn CodedSource>,
     pub digest: MemberDigest,
     pub unread: bool,
+    /// The codec fingerprint the archive copied from gives its bytes, when our extra field
+    /// there says so and its CRC-32 of the coded bytes is theirs: a member a rewrite copies
+    /// from our own wheel keeps the coding it names, so rewriting a rewrite changes no byte.
+    pub fingerprint: Option<u32>,
 }
 
 /// Decides whether the tarball member `header` of `spec` can be copied from `previous`:
@@ -183,6 +187,7 @@ pub fn try_copy_hashed(previous: Option<&Previous>, header: &EntryHeader, hashed
         source,
         digest,
         unread,
+        fingerprint: None,
     })
 }
 

@@ -302,8 +302,9 @@ fn write_members<W: Write + std::io::Seek>(
         let rows = members.iter().zip(headers).zip(prehashed).zip(copies).enumerate();
         for (index, (((member, mut header), prehashed), given)) in rows {
             if let Some(copy) = given {
-                // Another writer's coded bytes: the fingerprint says no coding of ours made them.
-                header.fingerprint = foreign_fingerprint(generator);
+                // Another writer's coded bytes: the fingerprint says no coding of ours made
+                // them, unless the archive they come from names the coding that did.
+                header.fingerprint = copy.fingerprint.unwrap_or_else(|| foreign_fingerprint(generator));
                 let size_bound = deflate::size_bound(copy.sums.uncompressed.max(copy.sums.compressed));
                 progress.advance(file_name, copy.digest.len);
                 counts.add_reused(copy.digest.len, copy.unread);

@@ -125,7 +125,7 @@ impl ElfHeaders {
 /// Reads exactly `len` bytes at `offset`, refusing a range outside the file first, so a
 /// corrupt size cannot make the caller allocate more than the file holds.
 pub fn read_range(file: &File, path: &Path, file_size: u64, offset: u64, len: u64) -> Result<Vec<u8>, DeviceCodeError> {
-    if !offset.checked_add(len).is_some_and(|end| end <= file_size) {
+    if offset.checked_add(len).is_none_or(|end| end > file_size) {
         return Err(elf_error(
             path,
             format!("bytes {offset}..+{len} lie past the end of the file ({file_size} bytes)"),

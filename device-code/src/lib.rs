@@ -13,7 +13,15 @@
 //! code objects in them), `msgpack` (the bounded MessagePack subset the formats use),
 //! `kpack` (the archive format), `host` (the host binary's transform).
 
+pub mod bundle;
 pub mod elf_headers;
 mod error;
+pub mod host;
+pub mod kpack;
+pub mod msgpack;
+pub mod target;
 
+pub use bundle::{fatbin_section, Bundle, CodeObject, FatBinary, Fatbin, FatbinSection};
 pub use error::DeviceCodeError;
+pub use kpack::{ArchiveSpec, ArchiveSummary, ArchiveWriter, Compression, KpackArchive};
+pub use target::{EntryId, Feature, TargetId};

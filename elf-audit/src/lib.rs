@@ -5,7 +5,8 @@
 //! tag or an ELF file, the one table of machines; the layout a Windows loader
 //! requires of a PE file (`pe_layout`), which the packager and the gate both check; and
 //! the dynamic symbols a file defines and imports, with ld.so's rule for whether its
-//! imports bind (`symbols`).
+//! imports bind (`symbols`); whether a HIP runtime carries rocm-kpack's loader
+//! (`kpack_loader`).
 //!
 //! Owns: reading, never writing. Must not know: how files are edited (`elf-rpath`, whose
 //! output this crate reads, so the two share no code, not even the ELF numbers: those are
@@ -14,6 +15,7 @@
 mod architecture;
 mod elf_window;
 mod glibc;
+mod kpack_loader;
 mod parse;
 mod pe_layout;
 mod policy;
@@ -22,6 +24,7 @@ mod symbols;
 pub use architecture::Architecture;
 pub use elf_window::{ElfWindow, WINDOW_BYTES};
 pub use glibc::{is_system_library, tag_glibc_minor, VersionNeeds, SYSTEM_LIBRARIES};
+pub use kpack_loader::{is_hip_runtime, kpack_loader, KpackLoader, HIP_RUNTIME, KPACK_LIBRARY, KPACK_LOADER_SYMBOLS};
 pub use parse::{
     arch_name, elf_identity, parse_elf, ElfFile, ElfIdentity, Segment, ELF_MAGIC, ET_DYN, ET_EXEC, PF_W, PT_DYNAMIC,
     PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,

@@ -21,6 +21,10 @@
 //!   in a core artifact (rocprofiler-sdk); profiler files in their own artifacts.
 //! - Devel-only artifacts (`prim_dev_generic`), a `test` component (`rand_test_generic`),
 //!   several manifest prefixes, an empty manifest line and a prefix that was never built.
+//! - Fat: a legacy build of one family ([`FAT_FAMILY`]) whose GPU libraries
+//!   ([`FAT_LIBRARIES`]) carry real `.hip_fatbin` offload bundles for [`FAT_TARGET_IDS`],
+//!   rocBLAS's kernel data by target (`TensileLibrary_lazy_gfx90a.dat`), and a HIP runtime
+//!   exporting what they call (plus the kpack loader when asked).
 //! - Legacy: libraries per family ([`LEGACY_FAMILIES`]) plus a generic one. Kpack-split:
 //!   generic libraries plus per-target device artifacts ([`DEVICE_TARGET_IDS`]) with a
 //!   per-arch `.so`, `.dat`, `.kdb`, `.co`, `.hsaco` and a `.kpack` file, and two targets
@@ -32,6 +36,24 @@ use super::ExampleOptions;
 
 /// The families of the legacy example, one libraries wheel each.
 pub const LEGACY_FAMILIES: [&str; 2] = ["gfx110X-all", "gfx94X-dcgpu"];
+
+/// The one family of the fat example (TheRock's name for gfx908 and gfx90a).
+pub const FAT_FAMILY: &str = "gfx90X-dcgpu";
+
+/// The offload targets of the fat example's GPU libraries: clang refuses `gfx90a` beside
+/// `gfx90a:xnack+` (a feature is given for all of a processor's targets or none).
+pub const FAT_TARGET_IDS: [&str; 3] = ["gfx908", "gfx90a:xnack-", "gfx90a:xnack+"];
+
+/// (artifact, SONAME) of the fat example's libraries with a `.hip_fatbin`.
+pub const FAT_LIBRARIES: [(&str, &str); 3] = [
+    ("blas_lib_gfx90X-dcgpu", "librocblas.so.5"),
+    ("blas_lib_gfx90X-dcgpu", "libhipblaslt.so.1"),
+    ("rand_lib_generic", "librocrand.so.1"),
+];
+
+/// What a kpack-enabled HIP runtime exports (rocm-kpack's loader entry point), and what the
+/// example's runtime exports when asked to be one.
+pub const KPACK_LOADER_SYMBOL: &str = "kpack_load_code_object";
 
 /// (artifact name, target id) of the kpack-split example's device artifacts.
 pub const DEVICE_TARGET_IDS: [(&str, &str); 4] =
@@ -61,10 +83,10 @@ fn python_tool(name: &str) -> String {
 
 pub(super) fn artifacts(options: &ExampleOptions) -> Vec<ArtifactSpec> {
     let mut artifacts = vec![
-        base(options.kpack_split),
+        base(options),
         core_runtime_lib(),
         core_runtime_run(),
-        core_hip_lib(),
+        core_hip_lib(options),
         core_hip_dev(),
         core_hip_run(),
         core_hipinfo_run(),
@@ -77,7 +99,7 @@ pub(super) fn artifacts(options: &ExampleOptions) -> Vec<ArtifactSpec> {
         rocprofiler_systems_run(),
         rocprofiler_compute_run(),
         prim_dev(),
-        rand_lib(),
+        rand_lib(options.fat),
         rand_test(),
     ];
     artifacts.extend(super::table::core_table_artifacts());
@@ -91,6 +113,10 @@ pub(super) fn artifacts(options: &ExampleOptions) -> Vec<ArtifactSpec> {
         for (name, target_id) in OWNER_SHARED_TARGET_IDS {
             artifacts.push(kpack_device_lib(name, target_id));
         }
+    } else if options.fat {
+        artifacts.extend(super::table::libraries_table_artifacts(FAT_FAMILY));
+        artifacts.push(fat_blas_lib());
+        artifacts.push(blas_dev(FAT_FAMILY));
     } else {
         for family in LEGACY_FAMILIES {
             artifacts.extend(super::table::libraries_table_artifacts(family));
@@ -101,11 +127,25 @@ pub(super) fn artifacts(options: &ExampleOptions) -> Vec<ArtifactSpec> {
     artifacts
 }
 
-fn base(kpack_split: bool) -> ArtifactSpec {
+/// `elf` compiled as HIP for [`FAT_TARGET_IDS`] when `fat`.
+fn maybe_fat(elf: Elf, fat: bool) -> Elf {
+    if fat {
+        elf.offload(&FAT_TARGET_IDS)
+    } else {
+        elf
+    }
+}
+
+fn base(options: &ExampleOptions) -> ArtifactSpec {
+    let kpack_split = options.kpack_split;
     let build_manifest = format!(
         "{{\n  \"the_rock_commit\": \"0000000000000000000000000000000000000000\",\n  \"submodules\": [],\n  \"flags\": {{\"KPACK_SPLIT_ARTIFACTS\": {kpack_split}}}\n}}\n"
     );
-    let dist_targets = if kpack_split { "gfx1030;gfx1250;gfx1250-strict;gfx90a" } else { "gfx1100;gfx1101;gfx942" };
+    let dist_targets = match (kpack_split, options.fat) {
+        (true, _) => "gfx1030;gfx1250;gfx1250-strict;gfx90a",
+        (false, true) => "gfx908;gfx90a",
+        (false, false) => "gfx1100;gfx1101;gfx942",
+    };
     let dist_info = format!("{{\"dist_amdgpu_targets\": \"{dist_targets}\"}}\n");
     // An empty line and a prefix that was never built: both are skipped (SPEC §1).
     let mut a = ArtifactSpec::new(
@@ -141,9 +181,16 @@ fn core_runtime_run() -> ArtifactSpec {
     a
 }
 
-fn core_hip_lib() -> ArtifactSpec {
+fn core_hip_lib(options: &ExampleOptions) -> ArtifactSpec {
     let mut a = ArtifactSpec::new("core-hip_lib_generic", &["core/clr/stage"]);
-    let amdhip = Elf::library("libamdhip64.so.7", "amdhip64").calls("libhsa-runtime64.so.1").rpath(&["$ORIGIN"], true);
+    let mut amdhip =
+        Elf::library("libamdhip64.so.7", "amdhip64").calls("libhsa-runtime64.so.1").rpath(&["$ORIGIN"], true);
+    if options.fat {
+        amdhip = amdhip.define("EXAMPLE_HIP_RUNTIME");
+    }
+    if options.kpack_runtime {
+        amdhip = amdhip.define("EXAMPLE_KPACK_LOADER");
+    }
     let hiprtc = Elf::library("libhiprtc.so.7", "hiprtc").calls("libamdhip64.so.7").rpath(&["$ORIGIN"], true);
     a.elf("lib/libamdhip64.so.7.1.0", amdhip)
         .link("lib/libamdhip64.so.7", "libamdhip64.so.7.1.0")
@@ -303,9 +350,10 @@ fn prim_dev() -> ArtifactSpec {
 
 /// rand is generic in both modes, so a legacy libraries wheel takes its family's
 /// artifacts plus `generic` ones (SPEC §2).
-fn rand_lib() -> ArtifactSpec {
+fn rand_lib(fat: bool) -> ArtifactSpec {
     let mut a = ArtifactSpec::new("rand_lib_generic", &["math-libs/rocRAND/stage", "math-libs/hipRAND/stage"]);
     let rocrand = Elf::library("librocrand.so.1", "rocrand").calls("libamdhip64.so.7").rpath(&["$ORIGIN"], true);
+    let rocrand = maybe_fat(rocrand, fat);
     let hiprand = Elf::library("libhiprand.so.1", "hiprand").calls("librocrand.so.1").rpath(&["$ORIGIN"], true);
     a.library("lib", rocrand)
         .link("lib/librocrand.so", "librocrand.so.1")
@@ -362,6 +410,31 @@ fn blas_lib(family: &str) -> ArtifactSpec {
         }
         a.library("lib", library);
     }
+    a
+}
+
+/// The fat example's `blas_lib_{FAT_FAMILY}`: as [`blas_lib`], with rocBLAS and hipBLASLt
+/// fat, and rocBLAS's kernel data by target instead of by family, as a fat build installs
+/// it (`library/TensileLibrary_lazy_gfx90a.dat`).
+fn fat_blas_lib() -> ArtifactSpec {
+    let mut a = blas_lib(FAT_FAMILY);
+    let family_data = format!("math-libs/BLAS/rocBLAS/stage/lib/rocblas/library/TensileLibrary_{FAT_FAMILY}.dat");
+    a.items.retain(|item| item.path != family_data);
+    for item in &mut a.items {
+        if let super::spec::ItemKind::Elf(elf) = &mut item.kind {
+            if FAT_LIBRARIES.iter().any(|(_, soname)| elf.soname.as_deref() == Some(soname)) {
+                elf.offload_archs = FAT_TARGET_IDS.iter().map(|id| id.to_string()).collect();
+            }
+        }
+    }
+    a.prefix("math-libs/BLAS/rocBLAS/stage");
+    for target in ["gfx908", "gfx90a"] {
+        a.text(
+            &format!("lib/rocblas/library/TensileLibrary_lazy_{target}.dat"),
+            &format!("tensile data for {target}\n"),
+        );
+    }
+    a.text("lib/rocblas/library/TensileManifest.txt", "every target's kernels\n");
     a
 }
 

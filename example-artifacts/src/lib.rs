@@ -4,7 +4,8 @@
 //!
 //! Owns: the example's content and writing it. Does not own: reading it back (`catalog`)
 //! or deciding where its files go (`plan`). Needs a host C compiler; AMDGPU code objects
-//! also need `llvm-mc` and `ld.lld`, and are skipped with a warning without them.
+//! also need `llvm-mc` and `ld.lld`, and are skipped with a warning without them; the fat
+//! mode's GPU libraries need `clang++-15` (with `ld.lld`), and fail naming it without.
 
 mod layout;
 mod spec;
@@ -18,16 +19,26 @@ use std::path::{Path, PathBuf};
 
 use diagnostic::Diagnostic;
 
-pub use layout::{DEEP_DEVICE_FILE, DEVICE_TARGET_IDS, KPACK_HOLE_END, LEGACY_FAMILIES, OWNER_SHARED_TARGET_IDS};
+pub use layout::{
+    DEEP_DEVICE_FILE, DEVICE_TARGET_IDS, FAT_FAMILY, FAT_LIBRARIES, FAT_TARGET_IDS, KPACK_HOLE_END,
+    KPACK_LOADER_SYMBOL, LEGACY_FAMILIES, OWNER_SHARED_TARGET_IDS,
+};
 pub use synthetic::{write_synthetic, SyntheticOptions, SyntheticSummary};
 pub use windows::MINGW_GCC;
 
 /// Which flavour of TheRock build to imitate.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ExampleOptions {
     /// Kpack-split (generic libraries plus per-target device artifacts) instead of legacy
     /// (libraries artifacts per family).
     pub kpack_split: bool,
+    /// Fat: a legacy build of one family ([`FAT_FAMILY`]) whose GPU libraries carry real
+    /// `.hip_fatbin` sections for [`FAT_TARGET_IDS`], compiled by `clang++-15`; the HIP
+    /// runtime exports the registration functions they call. Not with `kpack_split`.
+    pub fat: bool,
+    /// The HIP runtime carries the kpack loader (exports [`KPACK_LOADER_SYMBOL`]), as a
+    /// runtime built with `ROCM_KPACK_ENABLED` does, so a split of the build can load.
+    pub kpack_runtime: bool,
 }
 
 /// What [`write_example`] wrote.
@@ -52,6 +63,8 @@ pub enum ExampleError {
     OutputNotEmpty { path: PathBuf },
     #[error("no C compiler found: {message}")]
     NoCompiler { message: String },
+    #[error("`{tool}` (Debian package clang-15) is not on PATH: the fat example compiles its GPU libraries with it")]
+    NoHipCompiler { tool: &'static str },
     #[error("building {} failed: {command}\n{stderr}", path.display())]
     Tool { path: PathBuf, command: String, stderr: String },
     #[error("example layout is inconsistent: {message}")]
@@ -68,7 +81,7 @@ impl Diagnostic for ExampleError {
     fn path(&self) -> Option<&Path> {
         match self {
             Self::OutputNotEmpty { path } | Self::Tool { path, .. } | Self::Io { path, .. } => Some(path),
-            Self::NoCompiler { .. } | Self::Layout { .. } => None,
+            Self::NoCompiler { .. } | Self::NoHipCompiler { .. } | Self::Layout { .. } => None,
         }
     }
 
@@ -77,6 +90,7 @@ impl Diagnostic for ExampleError {
         match self {
             Self::OutputNotEmpty { .. } => Some("choose a new directory, or remove this one first"),
             Self::NoCompiler { .. } => Some("install a C compiler (apt-get install gcc) or set CC"),
+            Self::NoHipCompiler { .. } => Some("apt-get install clang-15 lld-15, or leave out --fat"),
             _ => None,
         }
     }
@@ -95,6 +109,9 @@ pub fn write_example(out: &Path, options: &ExampleOptions) -> Result<ExampleSumm
         }
         Err(error) if error.kind() == io::ErrorKind::NotFound => {}
         Err(source) => return Err(ExampleError::Io { path: out.to_owned(), source }),
+    }
+    if options.fat && options.kpack_split {
+        return Err(ExampleError::Layout { message: "a build is either fat or kpack-split, not both".to_owned() });
     }
     std::fs::create_dir_all(out).map_err(|source| ExampleError::Io { path: out.to_owned(), source })?;
     // The compiler runs in a scratch directory, so a relative `out` would land there.

@@ -13,6 +13,7 @@ use super::{ExampleError, ExampleSummary};
 
 const LIBRARY_C: &str = include_str!("c/library.c");
 const PROGRAM_C: &str = include_str!("c/program.c");
+const KERNELS_HIP: &str = include_str!("c/kernels.hip");
 
 /// One artifact directory of the example: its manifest lines and its items.
 pub(super) struct ArtifactSpec {
@@ -63,6 +64,11 @@ pub(super) struct Elf {
     /// no file bytes behind it, as TheRock's kpack splitter leaves a library once its
     /// `.hip_fatbin` is cut out (the segments after it keep their addresses).
     pub address_hole_to: Option<u64>,
+    /// GPU targets: compiled as HIP by `clang++-15` (`c/kernels.hip`), so the file carries
+    /// a `.hip_fatbin` with a code object per target. Empty: a plain C file.
+    pub offload_archs: Vec<String>,
+    /// Preprocessor symbols defined for `c/library.c` (`EXAMPLE_HIP_RUNTIME`).
+    pub defines: Vec<String>,
 }
 
 impl Elf {
@@ -75,6 +81,8 @@ impl Elf {
             runpath: true,
             mode: 0o755,
             address_hole_to: None,
+            offload_archs: Vec::new(),
+            defines: Vec::new(),
         }
     }
 
@@ -101,6 +109,16 @@ impl Elf {
 
     pub fn address_hole_to(mut self, address: u64) -> Elf {
         self.address_hole_to = Some(address);
+        self
+    }
+
+    pub fn offload(mut self, target_ids: &[&str]) -> Elf {
+        self.offload_archs = target_ids.iter().map(|id| id.to_string()).collect();
+        self
+    }
+
+    pub fn define(mut self, symbol: &str) -> Elf {
+        self.defines.push(symbol.to_owned());
         self
     }
 }
@@ -219,6 +237,7 @@ pub(super) fn materialize(out: &Path, artifacts: &[ArtifactSpec]) -> Result<Exam
     let scratch = tempfile::tempdir().map_err(|source| io_error(&std::env::temp_dir(), source))?;
     write_file(&scratch.path().join("library.c"), LIBRARY_C, 0o644)?;
     write_file(&scratch.path().join("program.c"), PROGRAM_C, 0o644)?;
+    write_file(&scratch.path().join("kernels.hip"), KERNELS_HIP, 0o644)?;
     compile_all(scratch.path(), &jobs)?;
     summary.n_elf = jobs.len();
 
@@ -247,6 +266,11 @@ pub(super) fn materialize(out: &Path, artifacts: &[ArtifactSpec]) -> Result<Exam
 /// needs that file to record DT_NEEDED. Jobs within a wave run in parallel.
 fn compile_all(scratch: &Path, jobs: &[Job<'_>]) -> Result<(), ExampleError> {
     let tool = toolchain::c_compiler()?;
+    let hip = match jobs.iter().any(|job| !job.elf.offload_archs.is_empty()) {
+        true => Some(toolchain::hip_compiler()?),
+        false => None,
+    };
+    let tools = Compilers { c: &tool, hip: hip.as_deref() };
     let providers = providers(jobs)?;
     let mut done = vec![false; jobs.len()];
     while done.iter().any(|finished| !finished) {
@@ -262,7 +286,7 @@ fn compile_all(scratch: &Path, jobs: &[Job<'_>]) -> Result<(), ExampleError> {
         }
         ready
             .par_iter()
-            .map(|&index| compile(&tool, scratch, jobs, &providers, index))
+            .map(|&index| compile(&tools, scratch, jobs, &providers, index))
             .collect::<Result<Vec<()>, ExampleError>>()?;
         for index in ready {
             done[index] = true;
@@ -300,8 +324,14 @@ fn symbol_id(soname: &str) -> String {
     stem.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
 }
 
+/// The C compiler, and `clang++-15` when some file is fat.
+struct Compilers<'a> {
+    c: &'a cc::Tool,
+    hip: Option<&'a Path>,
+}
+
 fn compile(
-    tool: &cc::Tool,
+    tools: &Compilers<'_>,
     scratch: &Path,
     jobs: &[Job<'_>],
     providers: &BTreeMap<(usize, String), usize>,
@@ -313,17 +343,28 @@ fn compile(
         let message = format!("text of {} must not need C escaping", job.out.display());
         return Err(ExampleError::Layout { message });
     }
-    let mut command = tool.to_command();
+    let mut command = match (tools.hip, elf.offload_archs.is_empty()) {
+        (Some(clang), false) => toolchain::hip_command(clang, &elf.offload_archs),
+        _ => tools.c.to_command(),
+    };
     // The source is named relative to the scratch dir, so no temporary path ends up in
     // the object (its STT_FILE symbol): the output is the same wherever it is built.
     command.current_dir(scratch);
     command.arg(format!("-DEXAMPLE_TEXT=\"{}\"", elf.text));
+    for symbol in &elf.defines {
+        command.arg(format!("-D{symbol}"));
+    }
     match &elf.soname {
         Some(soname) => {
             command.args(["-shared", "-fPIC"]);
             command.arg(format!("-Wl,-soname,{soname}"));
             command.arg(format!("-DEXAMPLE_ID={}", symbol_id(soname)));
-            command.arg("library.c");
+            if elf.offload_archs.is_empty() {
+                command.arg("library.c");
+            } else {
+                // What follows (the libraries linked against) is no HIP source.
+                command.args(["kernels.hip", "-x", "none"]);
+            }
         }
         None => {
             command.arg("program.c");

@@ -54,7 +54,7 @@ const RANDOM_REGION_SLOTS: [u64; 2] = [2, 6];
 
 /// Writes the legacy example into `out` (missing or empty), then the synthetic bulk.
 pub fn write_synthetic(out: &Path, options: &SyntheticOptions) -> Result<SyntheticSummary, ExampleError> {
-    super::write_example(out, &ExampleOptions { kpack_split: false })?;
+    super::write_example(out, &ExampleOptions::default())?;
     let families = super::LEGACY_FAMILIES;
     let extra = synthetic_artifacts(options.payload_bytes, &families);
     spec::materialize(out, &extra)?;

@@ -23,6 +23,31 @@ pub(super) fn c_compiler() -> Result<cc::Tool, ExampleError> {
         .map_err(|error| ExampleError::NoCompiler { message: error.to_string() })
 }
 
+/// The HIP compiler of the fat example: Debian's LLVM 15, whose clang compiles HIP for
+/// AMDGPU targets without a ROCm install (`-nogpulib -nogpuinc`).
+pub(super) const HIP_COMPILER: &str = "clang++-15";
+
+/// `clang++-15` on `PATH`.
+pub(super) fn hip_compiler() -> Result<PathBuf, ExampleError> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(HIP_COMPILER))
+        .find(|candidate| is_executable(candidate))
+        .ok_or(ExampleError::NoHipCompiler { tool: HIP_COMPILER })
+}
+
+/// A `clang++-15` command compiling the next source as HIP for `target_ids`, linked by
+/// lld (clang's offload bundle needs it), without debug info (it would embed the scratch
+/// directory).
+pub(super) fn hip_command(clang: &Path, target_ids: &[String]) -> Command {
+    let mut command = Command::new(clang);
+    command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-fuse-ld=lld", "-O1"]);
+    for target_id in target_ids {
+        command.arg(format!("--offload-arch={target_id}"));
+    }
+    command
+}
+
 /// `llvm-mc` and `ld.lld`, both needed to make an AMDGPU code object, and `llvm-as` (the
 /// same Debian package as `llvm-mc`) for bitcode.
 pub(super) struct LlvmTools {

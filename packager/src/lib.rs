@@ -36,6 +36,7 @@ pub mod progress;
 pub mod relpath;
 pub mod repair;
 pub mod request;
+pub mod split;
 pub mod targets;
 
 pub mod index;

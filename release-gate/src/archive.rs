@@ -49,7 +49,8 @@ pub(crate) struct Archive {
     pub devel: Vec<DevelTree>,
     /// METADATA (wheel) or PKG-INFO (sdist) headers.
     pub headers: Vec<(String, String)>,
-    /// The sdist's `rocm_sdk/_dist_info_data.py`: the constants the packager generated.
+    /// The sdist's `rocm_sdk/_dist_info_data.py`, or a wheel's own
+    /// `{package}/_dist_info_data.py`: the constants the packager generated.
     pub dist_info_data: Option<String>,
     /// A wheel's `{dist-info}/variant.json` (PEP 825): its member path and text.
     pub variant_json: Option<(String, String)>,
@@ -117,9 +118,11 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
     };
     // What pip's zipfile refuses, or other readers read otherwise (SPEC §5).
     let mismatches = index.map(|index| super::local_headers::mismatches(&opened, &index)).transpose();
+    let mut duplicates_named = false;
     match mismatches {
         Ok(mismatches) => {
             for (member, what) in mismatches.unwrap_or_default() {
+                duplicates_named |= what == super::local_headers::DUPLICATE;
                 archive.findings.violation(file, Some(&member), Check::Archive, what);
             }
         }
@@ -136,7 +139,7 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
             return archive;
         }
     };
-    if zip.has_duplicate_names() {
+    if zip.has_duplicate_names() && !duplicates_named {
         archive.findings.violation(file, None, Check::Archive, "the zip has several members with one name");
     }
     archive.n_members = zip.len();
@@ -146,6 +149,9 @@ pub(crate) fn read_wheel(path: &Path, location: PathBuf, file: &str, sha256: Str
         read_wheel_member(&mut zip, index, &mut archive, &mut digests, &mut texts);
     }
     check_dist_info(&mut archive, &digests, &texts);
+    // The families and targets a package of the SDK lists name the set's other packages.
+    archive.dist_info_data =
+        texts.iter().find(|(name, _)| is_package_dist_info_data(name)).map(|(_, text)| text.clone());
     // The platform directory follows METADATA's `Name:`, which keeps TheRock's spelling of a
     // family (`_rocm_sdk_devel_gfx110X_all`); the file name's form is lower-cased.
     let distribution = metadata::header(&archive.headers, "Name").map(str::to_owned);
@@ -241,6 +247,30 @@ fn is_dist_info_text(name: &str) -> bool {
     }
 }
 
+/// A text member the gate reads, as text. The metadata files are UTF-8 (the core metadata
+/// specifications, PEP 427's RECORD), a bill of materials too (JSON, RFC 8259), and Python
+/// source by default: bytes that are not are a violation (what other readers make of them
+/// is theirs), and the rest of the checks read the text with each bad byte as U+FFFD.
+fn decoded_text(file: &str, name: &str, bytes: &[u8], findings: &mut Findings) -> String {
+    if let Err(error) = std::str::from_utf8(bytes) {
+        let at = error.valid_up_to();
+        let (check, why) = if is_sbom(name) {
+            (Check::Sbom, "JSON must be UTF-8 (RFC 8259)")
+        } else if name.ends_with(".py") {
+            (Check::Metadata, "Python reads its source as UTF-8 (PEP 3120)")
+        } else {
+            (Check::Metadata, "it must be UTF-8 text")
+        };
+        findings.violation(
+            file,
+            Some(name),
+            check,
+            format!("is not UTF-8: byte {:#04x} at offset {at}; {why}", bytes[at]),
+        );
+    }
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// A package's own `{package}/_dist_info_data.py`, the constants the packager generated
 /// for it (its nonce names the platform directories).
 fn is_package_dist_info_data(name: &str) -> bool {
@@ -296,7 +326,7 @@ fn read_wheel_member(
         }
     };
     if let Some(text) = streamed.text {
-        texts.insert(name.clone(), String::from_utf8_lossy(&text).into_owned());
+        texts.insert(name.clone(), decoded_text(&file, &name, &text, &mut archive.findings));
     }
     digests.insert(name.clone(), MemberDigest { size: streamed.size, sha256: streamed.sha256.unwrap_or_default() });
     let Some(installed) = installed_path(&name).filter(|_| path_ok) else {
@@ -503,7 +533,7 @@ fn read_sdist_entries(opened: std::fs::File, archive: &mut Archive) -> io::Resul
             (depth == 1 && trimmed.ends_with("/PKG-INFO")) || trimmed.ends_with("/rocm_sdk/_dist_info_data.py");
         let streamed = stream_member(&mut entry, false, wanted_text)?;
         if let Some(text) = streamed.text {
-            let text = String::from_utf8_lossy(&text).into_owned();
+            let text = decoded_text(&file, &trimmed, &text, &mut archive.findings);
             if trimmed.ends_with("/PKG-INFO") && depth == 1 {
                 pkg_info = Some(text);
             } else {

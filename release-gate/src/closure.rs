@@ -13,6 +13,7 @@ use super::devel::DevelKind;
 use super::elf_checks::{origin_rest, search_path_entries};
 use super::member_check::ElfMember;
 use super::report::{Check, Findings};
+use super::sdk_names::SdkNames;
 use elf_audit::is_system_library;
 
 /// ld.so and the kernel give up after this many symlinks in one lookup.
@@ -51,6 +52,9 @@ pub(crate) struct Install {
     nodes: BTreeMap<String, Node>,
     /// File name → the paths carrying it, to say where a missing library actually is.
     by_file_name: BTreeMap<String, Vec<String>>,
+    /// The SDK's libraries placed under their SONAME → its release, to tell a library
+    /// needed at another version (`libamdhip64.so.5` where the set has `.so.7`).
+    sdk_sonames: BTreeMap<String, String>,
 }
 
 impl Install {
@@ -125,6 +129,16 @@ impl Install {
 
 pub(crate) fn build_install(archives: &[Archive]) -> Install {
     let mut install = Install::default();
+    let names = SdkNames::of(archives);
+    for archive in archives.iter().filter(|archive| archive.name.as_deref().is_some_and(|name| names.contains(name))) {
+        for member in &archive.elf_files {
+            let file_name = member.path.rsplit('/').next().unwrap_or(&member.path);
+            if member.elf.soname.as_deref() == Some(file_name) {
+                let version = archive.version.clone().unwrap_or_default();
+                install.sdk_sonames.entry(file_name.to_owned()).or_insert(version);
+            }
+        }
+    }
     for archive in archives {
         for path in &archive.installed {
             install.insert(path, Node::File);
@@ -234,6 +248,7 @@ fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mu
             .get(needed)
             .and_then(|paths| paths.first())
             .map(|path| format!("; a file of that name is at `{path}`"))
+            .or_else(|| other_major(install, needed))
             .unwrap_or_default();
         findings.violation(
             file,
@@ -244,6 +259,20 @@ fn check_needed(install: &Install, file: &str, member: &ElfMember, findings: &mu
             ),
         );
     }
+}
+
+/// When the SDK ships `needed` under another version of its name (`libamdhip64.so.7` for
+/// `libamdhip64.so.5`): the file was built for another ROCm major, which no search path mends.
+fn other_major(install: &Install, needed: &str) -> Option<String> {
+    let (stem, _) = needed.split_once(".so")?;
+    let prefix = format!("{stem}.so");
+    let (soname, version) =
+        install.sdk_sonames.range(prefix.clone()..).take_while(|(name, _)| name.starts_with(&prefix)).find(
+            |(name, _)| {
+                name.as_str() != needed && (name.len() == prefix.len() || name[prefix.len()..].starts_with('.'))
+            },
+        )?;
+    Some(format!("; the SDK has {soname} (ROCm {version}); this wheel was built for another ROCm major"))
 }
 
 fn check_launcher(install: &Install, file: &str, member: &ElfMember, findings: &mut Findings) {

@@ -39,6 +39,7 @@ mod record;
 mod report;
 mod same_release;
 mod sbom;
+mod sdk_names;
 mod set;
 mod symbols;
 mod targets;
@@ -54,11 +55,12 @@ use diagnostic::Diagnostic;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
+pub use device_split::ALLOW_RUNTIME_WITHOUT_KPACK_FLAG;
 pub use report::{
     ArchiveKind, Check, DeviceCodeCounts, Finding, PackageReport, Portability, VerifyReport, Violation, Warning,
 };
 pub use same_release::release_admits;
-pub use windows_paths::{WindowsPaths, DEFAULT_WINDOWS_PREFIX, MAX_PATH};
+pub use windows_paths::{WindowsPaths, DEFAULT_WINDOWS_PREFIX, MAX_DIRECTORY, MAX_PATH};
 
 /// What the gate finds wrong with a CycloneDX 1.6 JSON document on its own (a wheel's bill
 /// of materials, SPEC §10): breaks of the 1.6 schema, in the part of it our documents use,
@@ -117,6 +119,22 @@ pub fn verify_dist(dist: &Path) -> Result<VerifyReport, VerifyError> {
 
 /// [`verify_dist`], judging Windows wheels' depth under `windows` (SPEC §7).
 pub fn verify_dist_with(dist: &Path, windows: &WindowsPaths) -> Result<VerifyReport, VerifyError> {
+    verify_dist_with_options(dist, &VerifyOptions { windows: windows.clone(), ..VerifyOptions::default() })
+}
+
+/// How `verify --dist` judges what depends on where the set is used.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyOptions {
+    /// Windows wheels' depth (SPEC §7).
+    pub windows: WindowsPaths,
+    /// A HIP runtime without the kpack loader in a split set is a warning, not a violation
+    /// (`--allow-runtime-without-kpack`: the runtime is replaced before use).
+    pub allow_runtime_without_kpack: bool,
+}
+
+/// [`verify_dist`] with `options`.
+pub fn verify_dist_with_options(dist: &Path, options: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
+    let windows = &options.windows;
     if !dist.is_dir() {
         return Err(VerifyError::NotADirectory { path: dist.to_path_buf() });
     }
@@ -140,7 +158,7 @@ pub fn verify_dist_with(dist: &Path, windows: &WindowsPaths) -> Result<VerifyRep
     closure::check_closure(&archives, &install, &mut findings);
     symbols::check_symbols(&archives, &install, &mut findings);
     third_party::check_third_party(&archives, &mut findings);
-    device_split::check_split_sets(&archives, &install, &mut findings);
+    device_split::check_split_sets(&archives, &install, options.allow_runtime_without_kpack, &mut findings);
     drop(install);
     let wheels: Vec<pe::WheelPe<'_>> = archives
         .iter()

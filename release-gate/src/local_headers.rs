@@ -1,4 +1,5 @@
-//! Each member's local header against its central directory entry. Installers read a wheel
+//! Each member's local header against its central directory entry, and each name in the
+//! central directory once. Installers read a wheel
 //! through Python's `zipfile`, which finds a member by its central entry and then refuses
 //! it when the local header names another file (`BadZipFile: File name in directory … and
 //! header … differ`); other readers (`unzip`, streaming ones) trust the local header's
@@ -31,6 +32,10 @@ struct Record {
     uncompressed: u64,
 }
 
+/// What a second central entry of one name is told.
+pub(crate) const DUPLICATE: &str =
+    "is in the zip twice (its central directory lists this name more than once): which copy installs is the reader's choice";
+
 /// One disagreement: the member's name in the central directory and what differs.
 pub(crate) type Mismatch = (String, String);
 
@@ -42,10 +47,16 @@ pub(crate) fn mismatches(file: &File, index: &IndexSize) -> io::Result<Vec<Misma
     reader.seek(SeekFrom::Start(index.central_start))?;
     let mut reader = reader.take(index.central_bytes);
     let mut found = Vec::new();
+    // Bounded as the walk is: `zip_index` refused an index of more entries than a wheel has.
+    let mut seen = std::collections::BTreeSet::new();
     for _ in 0..index.entries {
         let Some((central, stated_offset)) = read_central(&mut reader)? else { break };
         let local_at = stated_offset.saturating_add(index.prefix);
         let name = String::from_utf8_lossy(&central.name).into_owned();
+        if !seen.insert(central.name.clone()) {
+            // Which of the two a reader takes is the reader's choice: pip's zipfile the last.
+            found.push((name.clone(), DUPLICATE.to_owned()));
+        }
         if let Some(what) = compare(file, local_at, &central, index.central_start)? {
             found.push((name, what));
         }

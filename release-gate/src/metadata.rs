@@ -315,8 +315,14 @@ pub(crate) fn check_core_metadata(
 /// The strings of `AVAILABLE_TARGET_FAMILIES = [...]` in a `_dist_info_data.py`, read leniently
 /// (any bracket kind, either quote, trailing commas), without running Python.
 pub(crate) fn available_target_families(source: &str) -> Option<Vec<String>> {
-    let start = source.find("AVAILABLE_TARGET_FAMILIES")?;
-    let rest = &source[start + "AVAILABLE_TARGET_FAMILIES".len()..];
+    string_list(source, "AVAILABLE_TARGET_FAMILIES")
+}
+
+/// The strings of `{key} = [...]` in a `_dist_info_data.py`, read leniently, as
+/// [`available_target_families`].
+pub(crate) fn string_list(source: &str, key: &str) -> Option<Vec<String>> {
+    let start = source.find(&format!("{key} ")).or_else(|| source.find(&format!("{key}=")))?;
+    let rest = &source[start + key.len()..];
     let rest = rest.trim_start().strip_prefix('=')?.trim_start();
     let close = match rest.chars().next()? {
         '[' => ']',

@@ -70,6 +70,9 @@ pub enum Check {
     /// the runtime's search from every host binary for every target the set offers, fat
     /// code left in host wheels, device wheels' pins and the host's `device-*` extras.
     DeviceCode,
+    /// A split set whose HIP runtime (`libamdhip64`) carries no kpack loader, so it cannot
+    /// load the device code its split binaries ask for (SPEC §12).
+    KpackRuntime,
 }
 
 /// One finding. `path` is the member inside the archive (for devel tarball members, the

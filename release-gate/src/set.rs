@@ -10,9 +10,9 @@ use super::archive::Archive;
 use super::metadata::{available_target_families, file_name_form, normalize_name};
 use super::report::{ArchiveKind, Check, Findings};
 use crate::same_release::{release_admits, same_release, specifier_admits};
+use crate::sdk_names::SdkNames;
 use crate::targets::owner_overrides;
 use crate::targets::Target;
-use crate::third_party::is_sdk_distribution;
 
 /// Files found under one name: keeps the first of each name, merging byte-identical copies
 /// and reporting different ones.
@@ -149,7 +149,8 @@ fn check_device_owner(wheel: &Archive, name: &str, findings: &mut Findings) {
 /// Packages of the SDK: wheels built on it have releases of their own (`third_party`
 /// judges their requirements instead).
 fn sdk_archives(archives: &[Archive]) -> impl Iterator<Item = &Archive> {
-    archives.iter().filter(|archive| archive.name.as_deref().is_none_or(is_sdk_distribution))
+    let names = SdkNames::of(archives);
+    archives.iter().filter(move |archive| archive.name.as_deref().is_none_or(|name| names.contains(name)))
 }
 
 fn check_one_version(archives: &[Archive], findings: &mut Findings) {

@@ -5,8 +5,8 @@
 //! must be satisfiable by the set's release. Its DT_NEEDED and symbol closure are the
 //! rules of `closure` and `symbols`, as for the SDK's own files.
 //!
-//! Owns: which packages are the SDK's, and those two rules. Does not own: the release rule
-//! (`same_release`), resolving paths (`closure`).
+//! Owns: those two rules. Does not own: which packages are the SDK's (`sdk_names`), the
+//! release rule (`same_release`), resolving paths (`closure`).
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -16,16 +16,11 @@ use pep440_rs::{Version, VersionSpecifiers};
 use super::archive::Archive;
 use super::metadata::normalize_name;
 use super::report::{ArchiveKind, Check, Findings};
-
-/// Whether a distribution (any spelling) is a package of the SDK: `rocm`, `rocm-sdk-*`,
-/// `rocm-profiler`.
-pub(crate) fn is_sdk_distribution(name: &str) -> bool {
-    let name = normalize_name(name);
-    name == "rocm" || name == "rocm-profiler" || name.starts_with("rocm-sdk-")
-}
+use super::sdk_names::SdkNames;
 
 pub(crate) fn check_third_party(archives: &[Archive], findings: &mut Findings) {
-    let is_sdk = |archive: &Archive| archive.name.as_deref().is_some_and(is_sdk_distribution);
+    let names = SdkNames::of(archives);
+    let is_sdk = |archive: &Archive| archive.name.as_deref().is_some_and(|name| names.contains(name));
     let mut shipped: BTreeMap<&str, &str> = BTreeMap::new();
     let mut versions: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for archive in archives.iter().filter(|archive| is_sdk(archive)) {
@@ -58,12 +53,17 @@ pub(crate) fn check_third_party(archives: &[Archive], findings: &mut Findings) {
                 );
             }
         }
-        check_requirements(archive, &versions, findings);
+        check_requirements(archive, &names, &versions, findings);
     }
 }
 
 /// Every `Requires-Dist` on an SDK package must admit a version of it the set has.
-fn check_requirements(archive: &Archive, versions: &BTreeMap<String, Vec<&str>>, findings: &mut Findings) {
+fn check_requirements(
+    archive: &Archive,
+    names: &SdkNames,
+    versions: &BTreeMap<String, Vec<&str>>,
+    findings: &mut Findings,
+) {
     for (key, value) in &archive.headers {
         if !key.eq_ignore_ascii_case("Requires-Dist") {
             continue;
@@ -73,7 +73,7 @@ fn check_requirements(archive: &Archive, versions: &BTreeMap<String, Vec<&str>>,
             .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
             .unwrap_or(requirement.len());
         let name = normalize_name(&requirement[..name_end]);
-        if !is_sdk_distribution(&name) {
+        if !names.contains(&name) {
             continue;
         }
         let mut rest = requirement[name_end..].trim_start();
@@ -122,11 +122,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sdk_packages_and_graft_hashes() {
-        assert!(
-            is_sdk_distribution("rocm_sdk_core") && is_sdk_distribution("rocm") && is_sdk_distribution("rocm-profiler")
-        );
-        assert!(!is_sdk_distribution("ext") && !is_sdk_distribution("rocmext"));
+    fn graft_hashes_come_off() {
         assert_eq!(without_graft_hash("libamdhip64-69bae30f.so.7").as_deref(), Some("libamdhip64.so.7"));
         assert_eq!(without_graft_hash("libamdhip64.so.7"), None);
     }

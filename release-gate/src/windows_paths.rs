@@ -3,8 +3,11 @@
 //! site-packages prefix, measured in UTF-16 units as Windows measures it. Without long
 //! paths enabled (a registry setting and an application manifest), Windows cannot create a
 //! path of 260 units or more (MAX_PATH counts the terminating NUL): pip then fails, or
-//! leaves files out. A set that says it requires long paths (`verify --dist
-//! --windows-long-paths`) only has the depth reported.
+//! leaves files out. A directory must leave room for an 8.3 file name in it: Windows
+//! without long paths cannot create one of 248 units or more (MAX_PATH − 12, Microsoft's
+//! "Maximum Path Length Limitation"), so every member's directory is measured against
+//! that as its path is against MAX_PATH. A set that says it requires long paths (`verify
+//! --dist --windows-long-paths`) only has the depth reported.
 //!
 //! Owns: that measure and its finding. Does not own: Windows names (`member_check`).
 
@@ -18,6 +21,10 @@ pub const DEFAULT_WINDOWS_PREFIX: &str =
 
 /// MAX_PATH, counting the terminating NUL: the longest path is one unit shorter.
 pub const MAX_PATH: usize = 260;
+
+/// The longest directory Windows without long paths creates is one unit shorter than this:
+/// MAX_PATH less room for a `\` and an 8.3 file name.
+pub const MAX_DIRECTORY: usize = MAX_PATH - 12;
 
 /// Where a Windows set is judged to install, and whether it requires long paths.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,8 +42,8 @@ impl Default for WindowsPaths {
 }
 
 /// The deepest installed path of a Windows wheel under the prefix, and its length in UTF-16
-/// units; a violation when it reaches MAX_PATH and the set does not require long paths.
-/// `None` for other wheels.
+/// units; a violation when it reaches MAX_PATH, or else when its deepest directory reaches
+/// [`MAX_DIRECTORY`], and the set does not require long paths. `None` for other wheels.
 pub(crate) fn check_windows_paths(
     archive: &Archive,
     options: &WindowsPaths,
@@ -55,7 +62,10 @@ pub(crate) fn check_windows_paths(
         })
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))?;
     let deepest = format!("{}{}", options.prefix, member.trim_end_matches('/').replace('/', "\\"));
-    if length >= MAX_PATH && !options.long_paths {
+    if options.long_paths {
+        return Some((deepest, length));
+    }
+    if length >= MAX_PATH {
         findings.violation(
             &archive.file,
             Some(member),
@@ -65,6 +75,31 @@ pub(crate) fn check_windows_paths(
                  {MAX_PATH} or more (MAX_PATH); shorten it, or pass --windows-long-paths if the set requires long \
                  paths",
                 crate::escape::escape(&deepest)
+            ),
+        );
+        // Its directory is too deep as well, most likely: one finding says what to shorten.
+        return Some((deepest, length));
+    }
+    let devel = archive.devel.iter().flat_map(|tree| tree.entries.iter().map(|entry| entry.path.as_str()));
+    let installed = archive.installed.iter().map(String::as_str).chain(devel);
+    let directory = installed
+        .filter_map(|member| member.trim_end_matches('/').rsplit_once('/').map(|(dir, _)| (member, dir)))
+        .map(|(member, dir)| {
+            let path = format!("{}{}", options.prefix, dir.replace('/', "\\"));
+            let length = path.encode_utf16().count();
+            (member, path, length)
+        })
+        .max_by(|a, b| a.2.cmp(&b.2).then(b.0.cmp(a.0)));
+    if let Some((member, path, length)) = directory.filter(|(_, _, length)| *length >= MAX_DIRECTORY) {
+        findings.violation(
+            &archive.file,
+            Some(member),
+            Check::WindowsName,
+            format!(
+                "its directory installs as `{}`, {length} characters: Windows without long paths cannot create a \
+                 directory of {MAX_DIRECTORY} or more (MAX_PATH − 12, room for an 8.3 file name in it); shorten it, \
+                 or pass --windows-long-paths if the set requires long paths",
+                crate::escape::escape(&path)
             ),
         );
     }

@@ -5,13 +5,17 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use example_artifacts::{write_example, ExampleOptions, ExampleSummary, DEVICE_TARGET_IDS, LEGACY_FAMILIES};
+use example_artifacts::{
+    write_example, ExampleOptions, ExampleSummary, DEVICE_TARGET_IDS, FAT_FAMILY, FAT_LIBRARIES, FAT_TARGET_IDS,
+    KPACK_LOADER_SYMBOL, LEGACY_FAMILIES,
+};
 use packager::input::catalog::{Catalog, EntryKind, Selection};
 use packager::RelPath;
 
 fn generate(kpack_split: bool) -> (tempfile::TempDir, ExampleSummary) {
     let temp = tempfile::tempdir().expect("tempdir");
-    let summary = write_example(&temp.path().join("artifacts"), &ExampleOptions { kpack_split }).expect("example");
+    let summary = write_example(&temp.path().join("artifacts"), &ExampleOptions { kpack_split, ..Default::default() })
+        .expect("example");
     (temp, summary)
 }
 
@@ -205,7 +209,108 @@ fn same_bytes_every_time() {
 fn refuses_a_non_empty_output() {
     let temp = tempfile::tempdir().expect("tempdir");
     fs_err::write(temp.path().join("keep.txt"), "mine").expect("write");
-    let error = write_example(temp.path(), &ExampleOptions { kpack_split: false }).expect_err("refused");
+    let error = write_example(temp.path(), &ExampleOptions::default()).expect_err("refused");
     assert_eq!(error.to_string(), format!("output directory is not empty: {}", temp.path().display()));
     assert_eq!(fs_err::read_to_string(temp.path().join("keep.txt")).expect("untouched"), "mine");
+}
+
+/// The entry ids `clang-offload-bundler-15 --list` reads from the `.hip_fatbin` of `binary`.
+fn bundle_entries(binary: &Path, work: &Path) -> BTreeSet<String> {
+    let dump = work.join(format!("{}.hip_fatbin", binary.file_name().and_then(|name| name.to_str()).unwrap_or("x")));
+    crate::support::run(
+        crate::support::tool("objcopy")
+            .arg("--dump-section")
+            .arg(format!(".hip_fatbin={}", dump.display()))
+            .arg(binary)
+            .arg(work.join("copy")),
+    );
+    let listed = crate::support::run(
+        crate::support::tool("clang-offload-bundler-15")
+            .args(["--list", "--type=o"])
+            .arg(format!("--input={}", dump.display())),
+    );
+    listed.lines().map(str::to_owned).collect()
+}
+
+/// Dynamic symbols of an ELF file: (defined, undefined) names.
+fn dynamic_symbols(path: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
+    let bytes = fs_err::read(path).expect("read ELF");
+    let elf = goblin::elf::Elf::parse(&bytes).expect("a real ELF file");
+    let (mut defined, mut undefined) = (BTreeSet::new(), BTreeSet::new());
+    for symbol in elf.dynsyms.iter() {
+        let Some(name) = elf.dynstrtab.get_at(symbol.st_name).filter(|name| !name.is_empty()) else { continue };
+        if symbol.st_shndx == 0 {
+            undefined.insert(name.to_owned())
+        } else {
+            defined.insert(name.to_owned())
+        };
+    }
+    (defined, undefined)
+}
+
+/// The fat example: one family; its GPU libraries carry `.hip_fatbin` offload bundles
+/// holding every target, as clang's own offload bundler lists them; the HIP runtime defines
+/// every registration and launch function they import, and the kpack loader only when asked.
+#[test]
+fn fat_example() {
+    for kpack_runtime in [false, true] {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let artifacts = temp.path().join("artifacts");
+        let options = ExampleOptions { fat: true, kpack_runtime, ..Default::default() };
+        let summary = write_example(&artifacts, &options).expect("the fat example");
+        check_common(&artifacts, &summary, false);
+        let catalog = Catalog::read(&artifacts).expect("reads");
+        assert!(!catalog.kpack_split());
+        let families: BTreeSet<String> = catalog.target_families().iter().map(ToString::to_string).collect();
+        assert_eq!(families, BTreeSet::from([FAT_FAMILY.to_owned()]));
+        assert_eq!(catalog.dist_amdgpu_targets.as_deref(), Some("gfx908;gfx90a"));
+        let namespace = catalog.select(&all_artifacts()).expect("select everything");
+        let (runtime_exports, _) = dynamic_symbols(&namespace.all[&rel("lib/libamdhip64.so.7.1.0")].source);
+        assert_eq!(runtime_exports.contains(KPACK_LOADER_SYMBOL), kpack_runtime, "{runtime_exports:?}");
+        let mut expected: BTreeSet<String> =
+            FAT_TARGET_IDS.iter().map(|id| format!("hipv4-amdgcn-amd-amdhsa--{id}")).collect();
+        expected.insert("host-x86_64-unknown-linux".to_owned());
+        for (artifact, soname) in FAT_LIBRARIES {
+            let selection =
+                Selection { artifacts: &|name| name.dir_name() == artifact, include: vec![], exclude: vec![] };
+            let library =
+                catalog.select(&selection).expect("selects").all[&rel(&format!("lib/{soname}"))].source.clone();
+            assert_eq!(dynamic(&library).0.as_deref(), Some(soname));
+            assert_eq!(bundle_entries(&library, temp.path()), expected, "{soname}");
+            let (_, imports) = dynamic_symbols(&library);
+            let hip: Vec<&String> = imports.iter().filter(|name| name.contains("hip")).collect();
+            assert!(hip.iter().any(|name| *name == "__hipRegisterFatBinary"), "{soname}: {imports:?}");
+            for name in hip {
+                assert!(runtime_exports.contains(name), "{soname} imports {name}, which libamdhip64 lacks");
+            }
+        }
+        let paths: BTreeSet<&str> = namespace.all.keys().map(RelPath::as_str).collect();
+        for target in ["gfx908", "gfx90a"] {
+            let data = format!("lib/rocblas/library/TensileLibrary_lazy_{target}.dat");
+            assert!(paths.contains(data.as_str()), "{data}");
+        }
+    }
+}
+
+/// Without `clang++-15` the fat example fails naming it and its Debian package.
+#[test]
+fn fat_example_needs_clang_15() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let out = temp.path().join("artifacts");
+    let cc = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join("cc"))
+        .find(|path| path.is_file())
+        .expect("a C compiler named cc (Debian package gcc)");
+    let output = crate::support::output(
+        Command::new(crate::targets::cli::xtask())
+            .args(["example", "--fat", "--out"])
+            .arg(&out)
+            .env("PATH", temp.path())
+            .env("CC", cc),
+    )
+    .expect("run xtask");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("`clang++-15` (Debian package clang-15) is not on PATH"), "{stderr}");
+    assert!(stderr.contains("apt-get install clang-15 lld-15"), "{stderr}");
 }

@@ -9,16 +9,22 @@
 //!
 //! Children: `install` (repaired wheels installed with pip and uv beside the SDK, loaded,
 //! uninstalled), `legacy` (a set with a libraries wheel per family), `refusals` (what is refused and why), `gate` (`verify --dist` on the set
-//! with the wheels, and on hand-broken variants).
+//! with the wheels, and on hand-broken variants), `hostile` (its own output, the SDK's
+//! wheels, broken metadata and ELF members, terminal escapes, another ROCm major),
+//! `sdk_files` (an installed SDK whose METADATA is a FIFO, whose RECORD is `/dev/zero`).
 
 #[path = "repair_gate.rs"]
 mod gate;
+#[path = "repair_hostile.rs"]
+mod hostile;
 #[path = "repair_install.rs"]
 mod install;
 #[path = "repair_legacy.rs"]
 mod legacy;
 #[path = "repair_refusals.rs"]
 mod refusals;
+#[path = "repair_sdk_files.rs"]
+mod sdk_files;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

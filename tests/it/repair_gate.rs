@@ -123,3 +123,41 @@ fn a_post_release_core_that_breaks_the_abi_is_found() {
     );
     assert!(found.iter().all(|finding| finding.check == Check::Symbol), "only the ABI break: {found:#?}");
 }
+
+/// "Ours" is decided from the set's own package names, not by prefix: a wheel named
+/// `rocm_sdk_h5ext` that bundles a grafted copy of the core's HIP runtime is judged as any
+/// wheel built on the SDK, and its copy is a finding.
+#[test]
+fn a_lookalike_name_bundling_the_hip_runtime_is_flagged() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let sdk = sdk();
+    let libraries = [
+        sdk.site_packages.join("_rocm_sdk_core/lib/libamdhip64.so.7"),
+        sdk.site_packages.join("_rocm_sdk_libraries/lib/librocblas.so.5"),
+    ];
+    let built = super::extension_wheel("rocm_sdk_h5ext", super::EXT_C, &libraries, work.path());
+    let grafted = auditwheel_repair(&built, &work.path().join("wheelhouse"));
+    let found = violations(&set_with(&work.path().join("set"), &[&grafted]));
+    let copies = of(&found, "rocm_sdk_h5ext-", Check::SdkCopy);
+    assert!(
+        copies.iter().any(|message| message.starts_with("is a copy of libamdhip64.so.7, which rocm_sdk_core-")),
+        "{found:#?}"
+    );
+    assert!(found.iter().all(|finding| finding.file.starts_with("rocm_sdk_h5ext-")), "the SDK stays clean: {found:#?}");
+}
+
+/// A wheel built for another ROCm major: the gate says the SDK has the library at another
+/// version, as `repair` does.
+#[test]
+fn a_wheel_built_for_another_rocm_major_is_told_so() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let wheel = super::hostile::other_major_wheel(work.path());
+    let found = violations(&set_with(&work.path().join("set"), &[&wheel]));
+    let closure = of(&found, "major-", Check::Closure);
+    assert!(
+        closure.iter().any(|message| message.starts_with("needs `libamdhip64.so.8`")
+            && message
+                .contains("the SDK has libamdhip64.so.7 (ROCm 7.12.0); this wheel was built for another ROCm major")),
+        "{found:#?}"
+    );
+}

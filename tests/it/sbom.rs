@@ -446,3 +446,34 @@ fn a_checkout_names_the_third_party_sources_and_without_one_nothing_is_guessed()
     );
     assert!(without["metadata"]["properties"].to_string().contains("without a TheRock checkout"));
 }
+
+/// A checkout without the LLVM source (TheRock's `compiler/amd-llvm` submodule not checked
+/// out): LLVM's version is the build's own, from its LLVM library's SONAME
+/// (`libLLVM.so.22.0git`), and the document says where it was read.
+#[test]
+fn a_checkout_without_the_llvm_source_takes_llvms_version_from_the_build() {
+    let legacy = build(false);
+    let temp = tempfile::tempdir().expect("tempdir");
+    let checkout = temp.path().join("TheRock");
+    write_checkout(&checkout);
+    fs_err::remove_file(checkout.join("compiler/amd-llvm/cmake/Modules/LLVMVersion.cmake")).expect("rm");
+    let mut config = support::package_config(&legacy.artifacts, &temp.path().join("out"));
+    config.sbom = Sbom::Write { checkout: Some(checkout) };
+    config.only = vec![packager::config::PackageGroup::Core];
+    packager::package(&config, &packager::Silent).expect("package");
+    let core = format!("rocm_sdk_core-{VERSION}-py3-none-linux_x86_64.whl");
+    let document = parse(&sboms(&config.output_dir())[&core]);
+    assert_eq!(official_verdicts(&BTreeMap::from([(core.clone(), document.to_string().into_bytes())]))[&core], None);
+    let all = components(&document);
+    let llvm: Vec<&Value> =
+        all.iter().filter(|(key, _)| key.ends_with("/llvm-project")).map(|(_, llvm)| llvm).collect();
+    assert!(!llvm.is_empty(), "{}", document);
+    for llvm in &llvm {
+        assert_eq!(llvm["version"], "22.0git", "{llvm}");
+        assert_eq!(
+            llvm["properties"],
+            json!([{"name": "rocm-packager:version-from", "value": "the build: lib/llvm/lib/libLLVM.so.22.0git"}])
+        );
+    }
+    assert!(!document.to_string().contains("no LLVMVersion.cmake"), "no file is left unknown for it");
+}

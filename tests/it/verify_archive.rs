@@ -255,3 +255,42 @@ fn a_member_name_longer_than_255_bytes() {
     let message = "member path has a component longer than 255 bytes, which no file system takes".to_owned();
     assert_eq!(paths, [(Some(long), message)]);
 }
+
+/// Bytes that are not UTF-8 inside a string of the bill of materials (RECORD's hashes
+/// right) and in METADATA: JSON must be UTF-8 (RFC 8259), the metadata files too; each is
+/// a violation naming the member, never text decoded with replacement characters.
+#[test]
+fn text_members_that_are_not_utf8_are_violations() {
+    let fixture = fixture();
+    let mut wheels = default_wheels(&fixture);
+    let sbom = "rocm_sdk_core-1.0.dist-info/sboms/rocm-packager.cdx.json";
+    let metadata = "rocm_sdk_core-1.0.dist-info/METADATA";
+    let index = member(&mut wheels, CORE_WHEEL, metadata);
+    let text = wheels[index].entries.iter().find(|entry| entry.name == metadata).expect("METADATA").bytes.clone();
+    let mut latin1 = text.clone();
+    latin1.extend_from_slice(b"Caf\xe9 society\n");
+    rewrite_member(&mut wheels, CORE_WHEEL, metadata, latin1);
+    // The bill of materials last: rewriting another member makes it anew.
+    let document = wheels[index].entries.iter().find(|entry| entry.name == sbom).expect("the SBOM").bytes.clone();
+    let key = b"\"name\":\"";
+    let at = document.windows(key.len()).position(|window| window == key).expect("a name") + key.len();
+    let mut broken = document[..at].to_vec();
+    broken.extend_from_slice(b"\xff\xfe");
+    broken.extend_from_slice(&document[at..]);
+    rewrite_member(&mut wheels, CORE_WHEEL, sbom, broken);
+    let report = verify(&fixture, &wheels);
+    let found: Vec<(Option<String>, Check, String)> =
+        report.violations().map(|finding| (finding.path.clone(), finding.check, finding.message.clone())).collect();
+    assert!(
+        found.iter().any(|(path, check, message)| path.as_deref() == Some(sbom)
+            && *check == Check::Sbom
+            && message == &format!("is not UTF-8: byte 0xff at offset {at}; JSON must be UTF-8 (RFC 8259)")),
+        "{found:#?}"
+    );
+    assert!(
+        found.iter().any(|(path, check, message)| path.as_deref() == Some(metadata)
+            && *check == Check::Metadata
+            && message.starts_with("is not UTF-8: byte 0xe9")),
+        "{found:#?}"
+    );
+}

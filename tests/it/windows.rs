@@ -220,3 +220,48 @@ fn walk_for_include(dir: &Path) -> Option<PathBuf> {
     children.sort();
     children.iter().find_map(|child| walk_for_include(child))
 }
+
+/// A directory Windows cannot create (SPEC §7): without long paths a directory must leave
+/// room for an 8.3 name, so one of 248 UTF-16 units or more fails though every file path in
+/// it stays under MAX_PATH. A member added to the core wheel whose directory installs at
+/// 250 units (its path at 254) is a violation naming the directory; at 247, none.
+#[test]
+fn a_directory_installing_past_max_path_less_twelve_is_a_violation() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let artifacts = windows_example(temp.path());
+    let dist = package(&artifacts, &temp.path().join("out")).expect("package the Windows example");
+    let prefix = r"C:\Python313\Lib\site-packages\";
+    let short = release_gate::WindowsPaths { prefix: prefix.to_owned(), long_paths: false };
+    let core = support::dist_names(&dist).into_iter().find(|name| name.starts_with("rocm_sdk_core-"));
+    let core = dist.join(core.expect("the core wheel"));
+    let windows_findings = |dist: &Path| -> Vec<String> {
+        let report = release_gate::verify_dist_with(dist, &short).expect("verify");
+        let found = report.violations().filter(|finding| finding.check == release_gate::Check::WindowsName);
+        found.map(|finding| finding.message.clone()).collect()
+    };
+    for (directory_length, expect_violation) in [(250usize, true), (247, false)] {
+        let mut directory = "_rocm_sdk_core/deep".to_owned();
+        while prefix.len() + directory.len() < directory_length {
+            directory.push(if (prefix.len() + directory.len()) % 40 == 0 { '/' } else { 'd' });
+        }
+        let member = format!("{directory}/a.h");
+        assert_eq!(format!("{prefix}{member}").len(), directory_length + 4);
+        let copy = temp.path().join(format!("deep-{directory_length}"));
+        fs_err::create_dir_all(&copy).expect("mkdir");
+        let wheel = copy.join(core.file_name().expect("a file"));
+        fs_err::copy(&core, &wheel).expect("copy the core");
+        support::rewrite_wheel(&wheel, |members| members.push((member.clone(), b"#pragma once\n".to_vec(), 0o644)));
+        let found = windows_findings(&copy);
+        if expect_violation {
+            assert_eq!(found.len(), 1, "{found:#?}");
+            let installed = format!("{prefix}{}", directory.replace('/', "\\"));
+            assert!(
+                found[0].starts_with(&format!("its directory installs as `{installed}`, 250 characters")),
+                "{found:#?}"
+            );
+            assert!(found[0].contains("(MAX_PATH − 12"), "{found:#?}");
+        } else {
+            assert_eq!(found, Vec::<String>::new());
+        }
+    }
+}

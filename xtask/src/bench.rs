@@ -18,6 +18,7 @@ mod output_floor;
 mod render;
 mod repair;
 mod rerun;
+mod split;
 mod zlib;
 
 use std::path::{Path, PathBuf};
@@ -70,6 +71,13 @@ pub struct BenchArgs {
     /// library, linked to the SDK by `repair` and by `auditwheel repair --exclude`).
     #[arg(long)]
     pub no_repair: bool,
+    /// Skip the split row (a fat wheel of a real fat library split by `split`).
+    #[arg(long)]
+    pub no_split: bool,
+    /// The fat library of the split row [default: Debian's librocsparse.so.0, fetched
+    /// once with `apt-get download librocsparse0`].
+    #[arg(long, value_name = "FILE")]
+    pub split_library: Option<PathBuf>,
     /// Print the results as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -90,6 +98,8 @@ pub struct BenchReport {
     pub runs: Vec<SizeRun>,
     /// The repair row, unless `--no-repair`.
     pub repair: Option<repair::RepairRun>,
+    /// The split row, unless `--no-split`.
+    pub split: Option<split::SplitRun>,
 }
 
 /// One size: the tree, our run, the floor and, if asked, the reference.
@@ -174,6 +184,7 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
         wheel_compression_level: args.wheel_compression_level,
         runs: Vec::new(),
         repair: None,
+        split: None,
     };
     let trees = match &args.artifact_dir {
         Some(dir) => vec![real_tree(dir)?],
@@ -191,13 +202,17 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
         report.repair =
             Some(repair::bench_repair(&work_dir, library_bytes, args.wheel_compression_level, output, args.json)?);
     }
+    if !args.no_split {
+        report.split = Some(split::bench_split(&work_dir, args.split_library.as_deref(), output, args.json)?);
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).context("serialising the bench report")?);
     } else {
         print!("{}", render::render(&report));
     }
     let all_ok = report.runs.iter().all(|run| run.package.success)
-        && report.repair.as_ref().is_none_or(|repair| repair.repair.success);
+        && report.repair.as_ref().is_none_or(|repair| repair.repair.success)
+        && report.split.as_ref().is_none_or(|split| split.split.success);
     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

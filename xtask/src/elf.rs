@@ -50,6 +50,13 @@ pub struct ElfArgs {
     /// made of it); repeat for more. A name the file does not need is ignored, as patchelf does.
     #[arg(long, num_args = 2, value_names = ["OLD", "NEW"], action = clap::ArgAction::Append)]
     replace_needed: Vec<String>,
+    /// List the file's device code: its fat-binary wrappers and each offload bundle's
+    /// targets and sizes, as a split (`cargo xtask split`) would see them.
+    #[arg(long)]
+    show_device: bool,
+    /// Write each code object of the file's offload bundles into DIR, one file each.
+    #[arg(long, value_name = "DIR")]
+    unbundle: Option<PathBuf>,
     /// ELF files to read or edit.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -64,11 +71,13 @@ struct Failure {
 pub fn run(args: ElfArgs, output: Output) -> anyhow::Result<ExitCode> {
     let _ = (args.force_rpath, output);
     // Without an action the command used to do nothing and exit 0, which reads as success.
-    if !(args.print_rpath || args.print_soname || args.print_needed || args.print_kind || edits(&args)) {
+    let device = args.show_device || args.unbundle.is_some();
+    if !(args.print_rpath || args.print_soname || args.print_needed || args.print_kind || edits(&args) || device) {
         return Err(crate::CliError {
             message: "nothing to do: no action given".to_owned(),
             hint: "add --print-rpath, --print-soname, --print-needed, --print-kind, --set-rpath LIST, \
-                   --add-rpath LIST or --replace-needed OLD NEW (see `cargo xtask elf --help`)",
+                   --add-rpath LIST, --replace-needed OLD NEW, --show-device or --unbundle DIR (see `cargo xtask elf \
+                   --help`)",
         }
         .into());
     }
@@ -91,6 +100,10 @@ pub fn run(args: ElfArgs, output: Output) -> anyhow::Result<ExitCode> {
 }
 
 fn run_one(args: &ElfArgs, file: &Path) -> Result<(), Failure> {
+    if args.show_device || args.unbundle.is_some() {
+        crate::elf_device::run_one(file, args.show_device, args.unbundle.as_deref())
+            .map_err(|(message, hint)| Failure { message, hint })?;
+    }
     let info = elf_rpath::read_elf(file).map_err(describe)?;
     if args.print_kind {
         let kind = match info.as_ref().map(|info| info.kind) {

@@ -5,12 +5,14 @@
 
 mod bench;
 mod elf;
+mod elf_device;
 mod example;
 mod index;
 mod package;
 mod progress;
 mod repair;
 mod signals;
+mod split;
 mod summary;
 mod target_dir;
 mod verify;
@@ -53,6 +55,8 @@ enum Command {
     Index(index::IndexArgs),
     /// Link wheels built on the SDK to the SDK's wheels (RPATHs, requirements, tag).
     Repair(repair::RepairArgs),
+    /// Split fat HIP wheels into a host wheel and one device wheel per GPU target.
+    Split(split::SplitArgs),
 }
 
 /// Global output settings every subcommand gets.
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args, output),
         Command::Index(args) => index::run(args, output),
         Command::Repair(args) => repair::run(args, output),
+        Command::Split(args) => split::run(args, output),
     };
     match result {
         Ok(code) => code,
@@ -153,7 +158,7 @@ fn diagnostics(error: &anyhow::Error) -> impl Iterator<Item = &dyn Diagnostic> {
     ) -> Option<&'a dyn Diagnostic> {
         cause.downcast_ref::<E>().map(|error| error as &dyn Diagnostic)
     }
-    let known: [AsDiagnostic; 10] = [
+    let known: [AsDiagnostic; 12] = [
         as_diagnostic::<CliError>,
         as_diagnostic::<packager::Error>,
         as_diagnostic::<packager::input::CatalogError>,
@@ -162,6 +167,8 @@ fn diagnostics(error: &anyhow::Error) -> impl Iterator<Item = &dyn Diagnostic> {
         as_diagnostic::<packager::index::IndexError>,
         as_diagnostic::<packager::request::RequestError>,
         as_diagnostic::<packager::repair::RepairError>,
+        as_diagnostic::<packager::split::SplitError>,
+        as_diagnostic::<device_code::DeviceCodeError>,
         as_diagnostic::<release_gate::VerifyError>,
         as_diagnostic::<example_artifacts::ExampleError>,
     ];

@@ -288,7 +288,7 @@ fn generate_example(output: Output) -> anyhow::Result<PathBuf> {
         .prefix(".example-artifacts.tmp-")
         .tempdir_in(&target)
         .with_context(|| format!("creating a temporary directory in {}", target.display()))?;
-    example_artifacts::write_example(temp.path(), &example_artifacts::ExampleOptions { kpack_split: false })
+    example_artifacts::write_example(temp.path(), &example_artifacts::ExampleOptions::default())
         .with_context(|| format!("generating the bundled example into {}", temp.path().display()))?;
     let mut hasher = DefaultHasher::new();
     hash_tree(temp.path(), &mut hasher)?;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use packager::repair::{repair, RepairReport, RepairRequest};
+use packager::repair::{repair, RepairRequest};
 
 use crate::progress::CliProgress;
 use crate::Output;
@@ -51,44 +51,8 @@ pub fn run(args: RepairArgs, output: Output) -> anyhow::Result<ExitCode> {
     progress.finish();
     match &args.json {
         Some(path) => crate::package::write_json(path, &report)?,
-        None if !output.quiet => print!("{}", render(&report, output.verbose > 0)),
+        None if !output.quiet => print!("{}", report.render(output.verbose > 0)),
         None => {}
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// One block per wheel: where it went, what changed.
-fn render(report: &RepairReport, verbose: bool) -> String {
-    use std::fmt::Write as _;
-    let mut text = String::new();
-    let _ = writeln!(text, "SDK {}: {}", report.sdk.display(), report.sdk_packages.join(", "));
-    for wheel in &report.wheels {
-        let _ = writeln!(text, "{} -> {}", wheel.input.display(), wheel.output.display());
-        for requirement in &wheel.requirements_added {
-            let _ = writeln!(text, "  requires {requirement}");
-        }
-        for (member, soname) in &wheel.removed {
-            let _ = writeln!(text, "  removed {member}: a copy of the SDK's {soname}");
-        }
-        for file in &wheel.edited {
-            for (old, new) in &file.renamed {
-                let _ = writeln!(text, "  {}: needs {new} (was {old})", file.member);
-            }
-            for (entry, why) in &file.removed_entries {
-                let _ = writeln!(text, "  {}: removed RPATH entry {entry} ({why})", file.member);
-            }
-            if let (Some(rpath), true) = (&file.rpath, verbose) {
-                let _ = writeln!(text, "  {}: RPATH {rpath} ({:?})", file.member, file.strategy);
-            }
-        }
-        for member in &wheel.dropped {
-            let _ = writeln!(text, "  left out {member}");
-        }
-        let _ = writeln!(
-            text,
-            "  tag {}; {} bytes copied as they were, {} coded again",
-            wheel.platform_tag, wheel.copied_bytes, wheel.coded_bytes
-        );
-    }
-    text
 }

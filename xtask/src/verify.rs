@@ -32,6 +32,10 @@ pub struct VerifyArgs {
     /// prefix is reported, not a violation.
     #[arg(long, requires = "dist")]
     pub windows_long_paths: bool,
+    /// With --dist: a split set whose HIP runtime (`libamdhip64`) cannot load kpack
+    /// archives is a warning, not a violation (the runtime is replaced before use).
+    #[arg(long, requires = "dist")]
+    pub allow_runtime_without_kpack: bool,
     /// Skip the slow stages (clippy, the end-to-end install) for the edit-compile loop.
     #[arg(long)]
     pub quick: bool,
@@ -72,8 +76,11 @@ pub fn run(args: VerifyArgs, output: Output) -> anyhow::Result<ExitCode> {
         if !prefix.ends_with(['\\', '/']) {
             prefix.push('\\');
         }
-        let windows = release_gate::WindowsPaths { prefix, long_paths: args.windows_long_paths };
-        return crate::verify_dist::run(dist, args.json, &windows, output);
+        let options = release_gate::VerifyOptions {
+            windows: release_gate::WindowsPaths { prefix, long_paths: args.windows_long_paths },
+            allow_runtime_without_kpack: args.allow_runtime_without_kpack,
+        };
+        return crate::verify_dist::run(dist, args.json, &options, output);
     }
     crate::verify_tools::ensure(args.quick)?;
     crate::verify_python::ensure_venv(&crate::verify_python::lint_dir(&crate::target_dir::target_dir()?))?;

@@ -7,11 +7,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use release_gate::{verify_dist_with, Finding, VerifyReport, WindowsPaths};
+use release_gate::{verify_dist_with_options, Finding, VerifyOptions, VerifyReport};
 
 use crate::Output;
 
-pub fn run(dist: &Path, json: bool, windows: &WindowsPaths, output: Output) -> anyhow::Result<ExitCode> {
+pub fn run(dist: &Path, json: bool, options: &VerifyOptions, output: Output) -> anyhow::Result<ExitCode> {
     if dist.exists() && !dist.is_dir() {
         return Err(crate::CliError {
             message: format!("--dist {} is a file, not a directory", dist.display()),
@@ -20,7 +20,7 @@ pub fn run(dist: &Path, json: bool, windows: &WindowsPaths, output: Output) -> a
         }
         .into());
     }
-    let report = verify_dist_with(dist, windows).with_context(|| format!("verifying {}", dist.display()))?;
+    let report = verify_dist_with_options(dist, options).with_context(|| format!("verifying {}", dist.display()))?;
     // A CI job with a mistyped path must fail, not pass with nothing checked.
     if report.packages.is_empty() {
         return Err(crate::CliError {

@@ -45,8 +45,7 @@ fn missing_build_manifest() {
 fn manifest_line_outside_the_artifact() {
     let dir = tempfile::tempdir().expect("tempdir");
     let artifacts = dir.path().join("artifacts");
-    example_artifacts::write_example(&artifacts, &example_artifacts::ExampleOptions { kpack_split: false })
-        .expect("example");
+    example_artifacts::write_example(&artifacts, &example_artifacts::ExampleOptions::default()).expect("example");
     let manifest = artifacts.join("core-hip_lib_generic/artifact_manifest.txt");
     std::fs::write(&manifest, "core/clr/stage\n../../../etc\n").expect("write");
     check(&artifacts, &dir.path().join("dist"), "artifact_manifest.txt");

@@ -215,6 +215,9 @@ const PACKAGER_LAYERS: &[(&str, &[&str])] = &[
     // the SDK's wheels, and writes the repaired wheel with the output stage's parts (payload
     // members, the bill of materials, the manylinux tag, the destination lock).
     ("repair", &["repair"]),
+    // A pipeline of its own too: it reads a fat wheel with repair's reader of wheels and
+    // writes the host and device wheels with the output stage's parts.
+    ("split", &["split"]),
     ("index", &["index"]),
     ("error", &["error"]),
     // A run as its caller asks for it, resolved into a config before the pipeline runs:
@@ -348,8 +351,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The CLI names the crates below the packager itself (`xtask elf` edits ELF files, the
     // bench and the interrupt handler speak archive-write's words): the packager does not
     // re-export them.
-    ("xtask", &["packager", "release-gate", "example-artifacts", "diagnostic", "archive-write", "elf-rpath"]),
-    ("packager", &["elf-rpath", "archive-write", "elf-audit", "diagnostic"]),
+    (
+        "xtask",
+        &["packager", "release-gate", "example-artifacts", "diagnostic", "archive-write", "elf-rpath", "device-code"],
+    ),
+    ("packager", &["elf-rpath", "archive-write", "elf-audit", "device-code", "diagnostic"]),
     ("release-gate", &["elf-audit", "diagnostic"]),
     ("elf-audit", &[]),
     // Device code (offload bundles, kpack archives, the host transform) knows the GPU

@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 600;
 
 /// Every crate's sources and the tests.
-const SOURCE_DIRS: [&str; 11] = [
+const SOURCE_DIRS: [&str; 13] = [
     "packager/src",
+    "device-code/src",
+    "device-code/tests",
     "diagnostic/src",
     "elf-rpath/src",
     "archive-write/src",

@@ -171,10 +171,12 @@ def write(path: PathArg, text: Union[str, bytes], mode: int = 0o644) -> Path:
     return path
 
 
-def add_dist(site: PathArg, name: str, version: str, relpaths: Sequence[str]) -> Path:
-    """A pip-style `.dist-info` for `name` whose RECORD lists `relpaths`."""
+def add_dist(site: PathArg, name: str, version: str, relpaths: Sequence[str], headers: Sequence[str] = ()) -> Path:
+    """A pip-style `.dist-info` for `name` whose RECORD lists `relpaths`; `headers` are
+    more METADATA lines (`Provides-Extra: device-gfx90a`)."""
     folder = "%s-%s.dist-info" % (name.replace("-", "_"), version)
-    write(Path(site) / folder / "METADATA", "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+    lines = ["Metadata-Version: 2.1", "Name: %s" % name, "Version: %s" % version, *headers]
+    write(Path(site) / folder / "METADATA", "\n".join(lines) + "\n")
     record = [path + ",," for path in relpaths] + [folder + "/METADATA,,", folder + "/RECORD,,"]
     return write(Path(site) / folder / "RECORD", "\n".join(record) + "\n")
 

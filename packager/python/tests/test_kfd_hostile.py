@@ -92,6 +92,25 @@ class HostileTopologyTest(Sites):
         self.assertIn("/nodes/\u0661\\x1b[31m in the KFD topology", doctor.stderr)
         self.assertNotIn("\x1b", doctor.stderr)
 
+    def test_node_names_with_leading_zeros_are_skipped_with_a_warning(self) -> None:
+        # `int` reads `01` and `001` as 1: two directories would log one GPU node twice.
+        root = self.tmp / "topology"
+        for name in ["0", "1", "01", "001"]:
+            shutil.copytree(str(GFX90A_NODE), str(root / "nodes" / name))
+        self.assertEqual(targets(root), [(0, "gfx90a"), (1, "gfx90a")])
+        site = self.site(["gfx90a"], installed=["rocm-sdk-device-gfx90a"])
+        doctor = support.run_python(DOCTOR, site=site, env=self.env(root), args=["doctor", "--json"], timeout=HANG)
+        self.assertEqual(doctor.returncode, 0, doctor.stderr)
+        report: Any = json.loads(doctor.stdout)
+        self.assertEqual([gpu["node"] for gpu in report["gpus"]], [0, 1])
+        warnings = [line for line in doctor.stderr.splitlines() if "TopologyWarning" in line]
+        self.assertEqual(len(warnings), 2, doctor.stderr)
+        for name in ["01", "001"]:
+            self.assertIn(
+                "/nodes/%s in the KFD topology: a node's name is ASCII digits without leading zeros" % name,
+                doctor.stderr,
+            )
+
     def test_doctor_escapes_the_topology_path(self) -> None:
         root = self.tmp / "x\x1b[31m\x1b]0;owned\x07"
         shutil.copytree(str(support.TOPOLOGIES / "cpu_only"), str(root))

@@ -27,8 +27,12 @@ pub const LLVM_VERSION_CMAKE: &str = "compiler/amd-llvm/cmake/Modules/LLVMVersio
 pub struct ThirdPartySources {
     /// Sorted by `cmake`.
     pub projects: Vec<SourceProject>,
-    /// `LLVM_VERSION_MAJOR.MINOR.PATCH` and its suffix, when the LLVM source is checked out.
+    /// `LLVM_VERSION_MAJOR.MINOR.PATCH` and its suffix, when the LLVM source is checked out;
+    /// else what the build itself says ([`llvm_version_of_build`]).
     pub llvm_version: Option<String>,
+    /// Where `llvm_version` was read: [`LLVM_VERSION_CMAKE`], or the build's file it was
+    /// read from.
+    pub llvm_version_source: Option<String>,
 }
 
 /// One project of `third-party/sysdeps`: the source archive it is built from.
@@ -91,7 +95,38 @@ pub fn read_third_party(root: &Path) -> Result<ThirdPartySources, CatalogError> 
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
         Err(source) => return Err(CatalogError::Read { path: llvm, source }),
     };
+    sources.llvm_version_source = sources.llvm_version.as_ref().map(|_| LLVM_VERSION_CMAKE.to_owned());
     Ok(sources)
+}
+
+/// LLVM's version as a build spells it, when its checkout has no LLVM source (TheRock's
+/// `compiler/amd-llvm` is a submodule a checkout may lack): the LLVM library's SONAME
+/// (`libLLVM.so.22.0git`, or `libLLVM-15.so` before LLVM 17) or clang's resource directory
+/// (`lib/llvm/lib/clang/15.0.7/`, `lib/llvm/lib/clang/22/`), among `paths` (a build's
+/// files, relative to its prefix), with the path it was read from. The most precise wins:
+/// `15.0.7` from the resource directory over `15` from the SONAME.
+pub fn llvm_version_of_build<'a>(paths: impl IntoIterator<Item = &'a str>) -> Option<(String, String)> {
+    let mut best: Option<(String, String)> = None;
+    for path in paths {
+        let Some((_, inside)) = path.split_once("lib/llvm/lib/") else { continue };
+        let found = if let Some(rest) = inside.strip_prefix("clang/") {
+            let version = rest.split('/').next().unwrap_or(rest);
+            let source = format!("lib/llvm/lib/clang/{version}/");
+            Some((version.to_owned(), source))
+        } else if let Some(version) = inside.strip_prefix("libLLVM.so.") {
+            Some((version.to_owned(), format!("lib/llvm/lib/{inside}")))
+        } else {
+            let version = inside.strip_prefix("libLLVM-").and_then(|rest| rest.strip_suffix(".so"));
+            version.map(|version| (version.to_owned(), format!("lib/llvm/lib/{inside}")))
+        };
+        let Some((version, source)) = found else { continue };
+        let is_version = version.starts_with(|c: char| c.is_ascii_digit())
+            && version.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+        if is_version && best.as_ref().is_none_or(|(kept, _)| version.len() > kept.len()) {
+            best = Some((version, source));
+        }
+    }
+    best
 }
 
 /// The source archive and libraries of one project file; `None` when it fetches nothing.
@@ -291,6 +326,24 @@ endif()
     }
 
     #[test]
+    fn llvm_version_of_a_build() {
+        let check = |paths: &[&str], expect: Option<(&str, &str)>| {
+            let expect = expect.map(|(version, source)| (version.to_owned(), source.to_owned()));
+            assert_eq!(llvm_version_of_build(paths.iter().copied()), expect, "{paths:?}");
+        };
+        check(&["lib/llvm/lib/libLLVM-15.so"], Some(("15", "lib/llvm/lib/libLLVM-15.so")));
+        check(
+            &["lib/llvm/lib/libLLVM-15.so", "lib/llvm/lib/clang/15.0.7/include/stddef.h"],
+            Some(("15.0.7", "lib/llvm/lib/clang/15.0.7/")),
+        );
+        check(
+            &["lib/llvm/lib/clang/22/include/stddef.h", "lib/llvm/lib/libLLVM.so.22.0git"],
+            Some(("22.0git", "lib/llvm/lib/libLLVM.so.22.0git")),
+        );
+        check(&["lib/llvm/lib/clang/current/x.h", "lib/llvm/lib/libLLVM.so", "lib/llvm/bin/clang"], None);
+    }
+
+    #[test]
     fn reads_a_checkout_and_skips_what_is_no_project() {
         let temp = tempfile::tempdir().expect("tempdir");
         let root = temp.path();
@@ -304,6 +357,7 @@ endif()
         let cmakes: Vec<&str> = sources.projects.iter().map(|project| project.cmake.as_str()).collect();
         assert_eq!(cmakes, ["third-party/sysdeps/linux/numactl/CMakeLists.txt"]);
         assert_eq!(sources.llvm_version, None);
+        assert_eq!(sources.llvm_version_source, None);
         assert_eq!(read_third_party(&root.join("nowhere")).expect("nothing to read"), ThirdPartySources::default());
     }
 }

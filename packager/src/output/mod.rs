@@ -72,7 +72,7 @@ pub fn write_outputs(
     let launcher = launcher::compile_if_needed(plan, config)?;
     let packages = selected_packages(plan, config, progress);
     let tags = platform_tags(plan, &packages, config, launcher.as_ref())?;
-    let third_party = read_third_party(config)?;
+    let third_party = read_third_party(config, plan)?;
     let run = Run { plan, config, progress, lock, launcher: launcher.as_ref(), tags: &tags, third_party };
     match config.output {
         OutputMode::Archives(settings) => {
@@ -128,10 +128,20 @@ impl Run<'_> {
 }
 
 /// The checkout's third-party sources, read once per run when bills of materials are
-/// written from a checkout.
-fn read_third_party(config: &PackageConfig) -> Result<Option<Arc<ThirdPartySources>>, OutputError> {
+/// written from a checkout. A checkout without the LLVM source leaves LLVM's version to
+/// the build's own files (SPEC §10).
+fn read_third_party(config: &PackageConfig, plan: &Plan) -> Result<Option<Arc<ThirdPartySources>>, OutputError> {
     match &config.sbom {
-        Sbom::Write { checkout: Some(root) } => Ok(Some(Arc::new(third_party::read_third_party(root)?))),
+        Sbom::Write { checkout: Some(root) } => {
+            let mut sources = third_party::read_third_party(root)?;
+            if sources.llvm_version.is_none() {
+                let paths = plan.packages.iter().flat_map(|package| package.files.keys()).map(|rel| rel.as_str());
+                if let Some((version, source)) = third_party::llvm_version_of_build(paths) {
+                    (sources.llvm_version, sources.llvm_version_source) = (Some(version), Some(source));
+                }
+            }
+            Ok(Some(Arc::new(sources)))
+        }
         Sbom::Write { checkout: None } | Sbom::Omit => Ok(None),
     }
 }

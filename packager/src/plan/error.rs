@@ -85,6 +85,20 @@ pub enum PlanError {
     /// `--variants` on a build that cannot have them.
     #[error(transparent)]
     Variants(#[from] VariantsError),
+    /// A split of the build's device code (SPEC §12) whose HIP runtime cannot load the
+    /// archives it would make.
+    #[error(
+        "the HIP runtime {} cannot load device code from kpack archives: it neither defines nor imports {} and needs \
+         no {}*, so every kernel of the split libraries would fail to load (hipErrorInvalidImage)",
+        path.display(),
+        elf_audit::KPACK_LOADER_SYMBOLS.map(|name| format!("`{name}`")).join(", "),
+        elf_audit::KPACK_LIBRARY
+    )]
+    RuntimeWithoutKpack { path: PathBuf },
+    /// The HIP runtime's dynamic tables could not be read whole, so the check above cannot
+    /// tell.
+    #[error("cannot tell whether the HIP runtime {} loads kpack archives: {reason}", path.display())]
+    RuntimeUnreadable { path: PathBuf, reason: String },
 }
 
 impl Diagnostic for PlanError {
@@ -95,7 +109,10 @@ impl Diagnostic for PlanError {
             PlanError::Catalog(error) => error.path(),
             PlanError::Elf(error) => error.path(),
             PlanError::Variants(error) => error.path(),
-            PlanError::MalformedPe { path, .. } | PlanError::Changed { path, .. } => Some(path),
+            PlanError::MalformedPe { path, .. }
+            | PlanError::Changed { path, .. }
+            | PlanError::RuntimeWithoutKpack { path }
+            | PlanError::RuntimeUnreadable { path, .. } => Some(path),
             _ => None,
         }
     }
@@ -122,6 +139,10 @@ impl Diagnostic for PlanError {
                 "targets that share a device wheel (the owner table, packager/python/common/target_owners.json) keep \
                  their payloads under target-specific names: rename the file in one artifact, or remove it from one \
                  if both should ship the same bytes; nothing was written",
+            ),
+            Self::RuntimeWithoutKpack { .. } | Self::RuntimeUnreadable { .. } => Some(
+                "package a build whose HIP runtime is built with ROCM_KPACK_ENABLED (TheRock's core-kpack artifact, \
+                 librocm_kpack), or pass --allow-runtime-without-kpack if this runtime is replaced before use",
             ),
             Self::Catalog(error) => error.hint(),
             Self::Elf(error) => elf_hint(error),

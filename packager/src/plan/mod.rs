@@ -15,6 +15,7 @@ mod dist_info;
 mod error;
 mod families;
 mod inspect;
+pub mod kpack_runtime;
 mod owner_merge;
 mod resolve;
 pub mod rpath;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use diagnostic::Diagnostic;
 
+use crate::escape::{escape, escape_path};
 use crate::output::manylinux::TagError;
 use archive_write::WriteError;
 use elf_rpath::ElfError;
@@ -27,7 +28,13 @@ pub struct Problem {
 pub enum ProblemKind {
     /// A DT_NEEDED found nowhere: not in the wheel (through its own RPATH entries), not in
     /// the SDK, not a manylinux system library, not allowed to be missing.
-    Library { name: String, searched: Vec<String> },
+    Library {
+        name: String,
+        searched: Vec<String>,
+        /// The SDK's library of the same name at another version (`libamdhip64.so.5 (ROCm
+        /// 5.2)`): the wheel was built for another ROCm major.
+        other_version: Option<String>,
+    },
     /// A version node the SDK library does not define (ld.so: `version 'V' not found`).
     Version { library: String, version: String, symbols: Vec<String>, provider: String },
     /// A symbol (with the version it asks for) the SDK library does not define.
@@ -41,42 +48,60 @@ pub enum ProblemKind {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let member = &self.member;
+        // Member and library names come from the wheel: escaped, as every message of ours.
+        let member = &escape(&self.member);
         match &self.kind {
-            ProblemKind::Library { name, searched } => {
+            ProblemKind::Library { name, searched: _, other_version: Some(other) } => {
+                write!(
+                    f,
+                    "{member} needs {}, which the SDK does not ship: the SDK has {}; this wheel was built for \
+                     another ROCm major",
+                    escape(name),
+                    escape(other)
+                )
+            }
+            ProblemKind::Library { name, searched, other_version: None } => {
                 let searched = match searched.as_slice() {
                     [] => "it has no search path of its own".to_owned(),
-                    dirs => format!("searched {}", dirs.join(", ")),
+                    dirs => format!("searched {}", escape(&dirs.join(", "))),
                 };
                 write!(
                     f,
-                    "{member} needs {name}, which resolves nowhere: not in the wheel ({searched}), not in the SDK, \
-                     not a manylinux system library"
+                    "{member} needs {}, which resolves nowhere: not in the wheel ({searched}), not in the SDK, \
+                     not a manylinux system library",
+                    escape(name)
                 )
             }
             ProblemKind::Version { library, version, symbols, provider } => {
+                let (library, version) = (escape(library), escape(version));
                 write!(f, "{member} needs version {version} of {library}, which {provider} does not define")?;
                 if !symbols.is_empty() {
-                    write!(f, " (for {})", symbols.join(", "))?;
+                    write!(f, " (for {})", escape(&symbols.join(", ")))?;
                 }
                 Ok(())
             }
             ProblemKind::Symbol { name, version: Some(version), library, provider } => {
+                let (name, version, library) = (escape(name), escape(version), escape(library));
                 write!(f, "{member} needs symbol {name}@{version} of {library}, which {provider} does not define")
             }
             ProblemKind::Symbol { name, version: None, library, provider } => write!(
                 f,
-                "{member} needs symbol {name}, which none of the libraries it loads defines ({library} of {provider} \
-                 among them)"
+                "{member} needs symbol {}, which none of the libraries it loads defines ({} of {provider} among \
+                 them)",
+                escape(name),
+                escape(library)
             ),
             ProblemKind::OutsideSitePackages { scheme } => write!(
                 f,
-                "{member} needs SDK libraries but installs into the `{scheme}` directory, outside site-packages, \
-                 where no $ORIGIN path reaches them"
+                "{member} needs SDK libraries but installs into the `{}` directory, outside site-packages, where \
+                 no $ORIGIN path reaches them",
+                escape(scheme)
             ),
-            ProblemKind::Requirement { requirement, available } => {
-                write!(f, "{member} has `Requires-Dist: {requirement}`, which the SDK's {available} does not satisfy")
-            }
+            ProblemKind::Requirement { requirement, available } => write!(
+                f,
+                "{member} has `Requires-Dist: {}`, which the SDK's {available} does not satisfy",
+                escape(requirement)
+            ),
         }
     }
 }
@@ -95,6 +120,21 @@ pub enum RepairError {
     BadWheel { path: PathBuf, reason: String },
     #[error("no ROCm SDK in {}: {reason}", path.display())]
     NoSdk { path: PathBuf, reason: String },
+    /// A file of an installed SDK (METADATA, RECORD) that cannot be read as one.
+    #[error("cannot read {} of the SDK: {source}", escape_path(path))]
+    SdkFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A package of the set itself: `package` links it already, and a repair would remove its
+    /// own libraries as bundled copies (SPEC §11).
+    #[error(
+        "{} is the SDK's own package {name}: a repair links wheels built on the SDK, never the set's own \
+         packages, which are linked when they are packaged",
+        escape_path(path)
+    )]
+    OwnPackage { path: PathBuf, name: String },
     #[error("{} cannot be linked to the SDK in {}:\n{}", path.display(), sdk.display(), list(problems))]
     Unlinkable { path: PathBuf, sdk: PathBuf, problems: Vec<Problem> },
     #[error("{} and {} would both be repaired into {file_name}", first.display(), second.display())]
@@ -136,6 +176,12 @@ impl Diagnostic for RepairError {
                 "point --against at a dist/ holding the SDK's wheels (rocm_sdk_core-*.whl, ...) or at a \
                  site-packages where they are installed",
             ),
+            RepairError::SdkFile { .. } => {
+                Some("install the SDK again (pip install --force-reinstall): its METADATA and RECORD are regular files")
+            }
+            RepairError::OwnPackage { .. } => {
+                Some("install the SDK's wheels as they are; repair only the wheels built on it")
+            }
             RepairError::Unlinkable { problems, .. } => Some(problems_hint(problems)),
             RepairError::SameOutput { .. } => {
                 Some("repair one of them at a time, each into its own --dest-dir: they are two builds of one wheel")
@@ -157,6 +203,8 @@ impl Diagnostic for RepairError {
             | RepairError::NotAWheel { path, .. }
             | RepairError::BadWheel { path, .. }
             | RepairError::NoSdk { path, .. }
+            | RepairError::SdkFile { path, .. }
+            | RepairError::OwnPackage { path, .. }
             | RepairError::Unlinkable { path, .. }
             | RepairError::Tag { path, .. } => Some(path),
             RepairError::SameOutput { second, .. } => Some(second),
@@ -170,6 +218,9 @@ impl Diagnostic for RepairError {
 /// The hint of the first problem's kind: each kind has its own remedy.
 fn problems_hint(problems: &[Problem]) -> &'static str {
     match problems.first().map(|problem| &problem.kind) {
+        Some(ProblemKind::Library { other_version: Some(_), .. }) => {
+            "repair it against an SDK of the ROCm major it was built for, or build it again against this one"
+        }
         Some(ProblemKind::Library { .. }) => {
             "ship the library in the wheel, link it statically, or, when another package provides it at run \
              time, pass --allow-missing NAME"

@@ -23,6 +23,8 @@ use elf_audit::{parse_elf, read_dynamic_symbols, DynamicSymbols, ElfWindow};
 
 use super::error::RepairError;
 use super::sdk_source::record_path;
+use crate::escape::escape;
+use crate::output::sbom::SBOM_PATH;
 use crate::platform::{can_run, machine_of_tag};
 use archive_write::WheelFileName;
 use archive_write::{CodedCopy, ExistingWheel, WriteError};
@@ -86,8 +88,11 @@ pub struct InputWheel {
     pub wheel_file: String,
     /// In name order; RECORD and its signatures left out.
     pub members: Vec<InputMember>,
-    /// What the repaired wheel leaves out: directory entries, RECORD's signatures.
+    /// What the repaired wheel leaves out: directory entries, RECORD's signatures, an
+    /// earlier bill of materials of ours (written anew).
     pub dropped: Vec<String>,
+    /// The bill of materials an earlier `repair` or `package` wrote into it (SPEC §10).
+    pub earlier_sbom: Option<String>,
 }
 
 /// The parts of the file name of the wheel at `path`; a Windows wheel is refused here
@@ -137,8 +142,15 @@ pub fn read_input(path: &Path, scratch: &Path) -> Result<InputWheel, RepairError
     let metadata = text("METADATA")?.ok_or_else(|| bad(format!("{dist_info}/METADATA is missing")))?;
     let wheel_file = text("WHEEL")?.ok_or_else(|| bad(format!("{dist_info}/WHEEL is missing")))?;
     let record = parse_record(&text("RECORD")?.ok_or_else(|| bad(format!("{dist_info}/RECORD is missing")))?);
-    let record_names =
-        [format!("{dist_info}/RECORD"), format!("{dist_info}/RECORD.jws"), format!("{dist_info}/RECORD.p7s")];
+    // Ours is made anew from the repaired members, as the writer makes it for every wheel
+    // (SPEC §10): an earlier one, of `package` or of an earlier repair, is replaced.
+    let earlier_sbom = text(SBOM_PATH)?;
+    let record_names = [
+        format!("{dist_info}/RECORD"),
+        format!("{dist_info}/RECORD.jws"),
+        format!("{dist_info}/RECORD.p7s"),
+        format!("{dist_info}/{SBOM_PATH}"),
+    ];
     let machine = machine_of_tag(name.platform.as_str());
     let mut dropped = Vec::new();
     let mut wanted = Vec::new();
@@ -159,7 +171,7 @@ pub fn read_input(path: &Path, scratch: &Path) -> Result<InputWheel, RepairError
             read_member(&wheel, &member.name, member.executable, &extracted, record.get(&member.name), machine)
         })
         .collect::<Result<Vec<_>, RepairError>>()?;
-    Ok(InputWheel { path: path.to_path_buf(), name, dist_info, metadata, wheel_file, members, dropped })
+    Ok(InputWheel { path: path.to_path_buf(), name, dist_info, metadata, wheel_file, members, dropped, earlier_sbom })
 }
 
 /// RECORD's lines by path: (urlsafe base64 sha256 without padding, size).
@@ -232,7 +244,7 @@ fn read_member(
         }
         None => copy,
     };
-    let elf = if is_elf { read_elf(extracted, machine)? } else { None };
+    let elf = if is_elf { read_elf(wheel.path(), name, extracted, machine)? } else { None };
     let extracted = is_elf.then(|| extracted.to_path_buf());
     Ok(InputMember { name: name.to_owned(), executable, place: place_of(name), copy, extracted, recorded, elf })
 }
@@ -287,22 +299,37 @@ fn write_error(path: &Path, source: std::io::Error) -> RepairError {
 }
 
 /// The ELF facts of an extracted member, when it runs on `machine` and is an executable or
-/// a shared library (SPEC §6: the rest is not ours to edit).
-fn read_elf(extracted: &Path, machine: Architecture) -> Result<Option<InputElf>, RepairError> {
-    let Some(info) = elf_rpath::read_elf(extracted)? else { return Ok(None) };
+/// a shared library (SPEC §6: the rest is not ours to edit). What is wrong with it names
+/// the wheel and the member: the extracted copy is gone once the run ends.
+fn read_elf(
+    wheel: &Path,
+    member: &str,
+    extracted: &Path,
+    machine: Architecture,
+) -> Result<Option<InputElf>, RepairError> {
+    let unreadable = |reason: String| RepairError::BadWheel {
+        path: wheel.to_path_buf(),
+        reason: format!("{} does not parse as ELF: {reason}", escape(member)),
+    };
+    let info = elf_rpath::read_elf(extracted).map_err(|error| unreadable(elf_reason(&error)))?;
+    let Some(info) = info else { return Ok(None) };
     if !can_run(machine, &info) || !info.is_patchable() {
         return Ok(None);
     }
-    let window =
-        ElfWindow::read_file(extracted).map_err(|source| WriteError::Read { path: extracted.to_path_buf(), source })?;
-    let unreadable = |reason: String| RepairError::BadWheel {
-        path: extracted.to_path_buf(),
-        reason: format!("an ELF member does not parse: {reason}"),
-    };
+    let window = ElfWindow::read_file(extracted).map_err(|error| unreadable(error.to_string()))?;
     let window = window.ok_or_else(|| unreadable("it lost its ELF header".into()))?;
     let audit = parse_elf(&window).map_err(unreadable)?;
     let symbols = read_dynamic_symbols(&window, &audit);
     Ok(Some(InputElf { extracted: extracted.to_path_buf(), info, audit, symbols }))
+}
+
+/// The reason of an ELF error without the scratch path it names.
+pub fn elf_reason(error: &elf_rpath::ElfError) -> String {
+    use elf_rpath::ElfError;
+    match error {
+        ElfError::Malformed { reason, .. } | ElfError::Unsupported { reason, .. } => reason.clone(),
+        ElfError::Read { source, .. } | ElfError::Write { source, .. } => source.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -120,7 +120,13 @@ pub fn link(wheel: &InputWheel, sdk: &Sdk, allowed: &BTreeSet<String>) -> Linkin
                 }
                 Resolved::Nowhere => linking.problems.push(Problem {
                     member: member.name.clone(),
-                    kind: ProblemKind::Library { name: name.clone(), searched: decision.searched.clone() },
+                    kind: ProblemKind::Library {
+                        name: name.clone(),
+                        searched: decision.searched.clone(),
+                        other_version: sdk
+                            .other_version_of(name)
+                            .map(|(soname, package)| format!("{soname} (ROCm {})", package.version)),
+                    },
                 }),
                 _ => {}
             }

@@ -13,6 +13,7 @@ use pep440_rs::{Version, VersionSpecifiers};
 
 use super::error::{Problem, ProblemKind};
 use super::sdk::{Sdk, SdkKind};
+use crate::escape::escape;
 use archive_write::{normalize, PlatformTag, WheelFileName};
 
 /// A requirement's distribution name, extras and version specifiers (PEP 508, without
@@ -103,6 +104,109 @@ pub fn rewrite_metadata(
     Ok((out, added))
 }
 
+/// The core metadata fields that appear at most once (the core metadata specifications).
+const SINGLE_FIELDS: &[&str] = &[
+    "Metadata-Version",
+    "Name",
+    "Version",
+    "Summary",
+    "Description",
+    "Description-Content-Type",
+    "Home-page",
+    "Download-URL",
+    "Author",
+    "Author-email",
+    "Maintainer",
+    "Maintainer-email",
+    "License",
+    "License-Expression",
+    "Requires-Python",
+];
+
+/// What `verify --dist` would refuse in the input's METADATA and WHEEL, in its words, so
+/// a repair never writes a wheel its own gate rejects (SPEC §11): a field that may appear
+/// once appearing more often (which `Name:` a tool reads is then the tool's choice), a
+/// `Name:` or `Version:` unlike the file name's, and `Root-Is-Purelib: true` on a wheel with
+/// ELF files (installed to purelib, apart from the SDK its relative RPATHs reach).
+pub fn refusals(
+    name: &WheelFileName,
+    dist_info: &str,
+    metadata: &str,
+    wheel_file: &str,
+    has_elf_files: bool,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    let metadata_member = format!("{dist_info}/METADATA");
+    let headers = headers_of(metadata);
+    for (field, values) in repeated(&headers, SINGLE_FIELDS) {
+        found.push(format!(
+            "{metadata_member}: {field} appears {} times ({}); it may appear once",
+            values.len(),
+            values.join(", ")
+        ));
+    }
+    let first = |headers: &[(String, String)], key: &str| {
+        headers.iter().find(|(field, _)| field.eq_ignore_ascii_case(key)).map(|(_, value)| value.clone())
+    };
+    if let Some(value) = first(&headers, "Name").filter(|value| normalize(value) != name.name.normalized()) {
+        found.push(format!(
+            "{metadata_member}: Name `{}` does not match the file name's `{}`",
+            escape(&value),
+            name.name.as_str()
+        ));
+    }
+    if let Some(value) = first(&headers, "Version").filter(|value| value != name.version.as_str()) {
+        found.push(format!(
+            "{metadata_member}: Version `{}` does not match the file name's `{}`",
+            escape(&value),
+            name.version.as_str()
+        ));
+    }
+    let wheel_member = format!("{dist_info}/WHEEL");
+    let headers = headers_of(wheel_file);
+    for (field, values) in repeated(&headers, &["Wheel-Version", "Root-Is-Purelib", "Generator", "Build"]) {
+        found.push(format!(
+            "{wheel_member}: {field} appears {} times ({}); it may appear once",
+            values.len(),
+            values.join(", ")
+        ));
+    }
+    if has_elf_files && first(&headers, "Root-Is-Purelib").is_some_and(|value| value.eq_ignore_ascii_case("true")) {
+        found.push(format!(
+            "{wheel_member}: Root-Is-Purelib is `true` on a platform wheel ({}): installers may put it apart from \
+             the platform wheels it reaches through relative RPATHs",
+            name.platform.as_str()
+        ));
+    }
+    found
+}
+
+/// The header fields of a metadata text (up to its first blank line).
+fn headers_of(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter(|line| !line.starts_with([' ', '\t']))
+        .filter_map(|line| line.split_once(':'))
+        .map(|(key, value)| (key.trim().to_owned(), value.trim().to_owned()))
+        .collect()
+}
+
+/// Each of `fields` that `headers` hold more than once, with its values quoted.
+fn repeated(headers: &[(String, String)], fields: &[&str]) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    for field in fields {
+        let values: Vec<String> = headers
+            .iter()
+            .filter(|(key, _)| key.eq_ignore_ascii_case(field))
+            .map(|(_, value)| format!("`{}`", escape(value)))
+            .collect();
+        if values.len() > 1 {
+            found.push(((*field).to_owned(), values));
+        }
+    }
+    found
+}
+
 /// The `Requires-Dist` values of core metadata, in order.
 pub fn requirements_of(metadata: &str) -> Vec<String> {
     metadata
@@ -178,6 +282,7 @@ mod tests {
             location: PathBuf::from("dist"),
             packages: vec![package("rocm-sdk-core", "7.12.0.post1"), package("rocm-sdk-libraries", "7.12.0")],
             libraries: BTreeMap::new(),
+            names: std::collections::BTreeSet::new(),
         }
     }
 

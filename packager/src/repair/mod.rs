@@ -5,18 +5,21 @@
 //! `sdk` model; `input` reads and checks the wheel; `links` decides the ELF rules (bundled
 //! SDK copies removed, DT_NEEDED renamed, search paths); `symbols` checks that every
 //! symbol bound to the SDK is defined there; `metadata` writes the requirements and tags;
-//! `output` stages the wheel. Everything a wheel is refused for is found before anything
-//! is written, and listed at once (`error`). The run's wheels are renamed into the output
+//! `output` stages the wheel; `report` is the text printed of the result. Everything a
+//! wheel is refused for is found before anything is written, and listed at once (`error`);
+//! a refusal leaves no directory it made. The run's wheels are renamed into the output
 //! directory together, under the destination's lock, when all are complete.
 //!
 //! Owns: the order of those stages and the report. Does not own: the ELF editor, the
 //! writer, the manylinux tag choice (`manylinux`), the release rule (`plan::version`).
 
 mod error;
-mod input;
+// The wheel reader is `split`'s too: both rewrite a wheel they read once.
+pub(crate) mod input;
 mod links;
 mod metadata;
 mod output;
+mod report;
 mod sdk;
 mod sdk_source;
 mod symbols;
@@ -25,13 +28,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use error::{Problem, ProblemKind, RepairError};
+pub(crate) use metadata::requirements_of;
 pub use sdk::without_graft_hash;
+pub(crate) use sdk_source::name_and_version;
 
 use crate::config::BuildTime;
-use crate::config::Destination;
-use crate::output::destination::lock::DestLock;
+use crate::output::destination::rewrite_run::{in_rewrite_run, RewriteRun};
 use crate::platform::{host_machine, machine_of_tag};
-use archive_write::{ArchiveOptions, PlatformTag, Progress, Reuse, WheelCompression};
+use archive_write::{ArchiveOptions, PlatformTag, Progress};
 use elf_rpath::EditStrategy;
 
 /// What `cargo xtask repair` asks.
@@ -95,21 +99,28 @@ pub fn repair(request: &RepairRequest, progress: &dyn Progress) -> Result<Repair
     let machine = machine.unwrap_or_else(host_machine);
     progress.stage("sdk", 0);
     let sdk = sdk_source::read_sdk(&request.sdk, machine)?;
-    let destination =
-        Destination { dest_dir: request.dest_dir.clone(), output_dir: request.dest_dir.join(crate::config::DIST_DIR) };
-    let lock = DestLock::acquire(&destination).map_err(Box::new)?;
-    let scratch =
-        tempfile::Builder::new().prefix(".rocm-packager-repair-").tempdir_in(&request.dest_dir).map_err(|source| {
-            archive_write::WriteError::io(archive_write::WriteAction::CreateTemp, &request.dest_dir, source)
-        })?;
-    let options = ArchiveOptions {
-        compression: WheelCompression::Deflate { level: request.compression_level.min(9) },
-        build_time: request.build_time,
-        reuse: Reuse::Never,
-        // A repaired wheel is written anew from its input each time: no earlier run's
-        // identities stand for its members.
-        identities: None,
-    };
+    for wheel in &request.wheels {
+        // The set's own packages are linked when packaged: a repair would take their
+        // libraries for bundled copies and write a package requiring itself (SPEC §11).
+        let name = input::linux_wheel_name(wheel)?.name.normalized();
+        if sdk.is_own_package(&name) {
+            return Err(RepairError::OwnPackage { path: wheel.clone(), name });
+        }
+    }
+    // A refused repair leaves the destination as it found it: no empty `dist/` either.
+    in_rewrite_run(&request.dest_dir, ".rocm-packager-repair-", request.build_time, request.compression_level, |run| {
+        repair_into_destination(request, &sdk, run, progress)
+    })
+}
+
+/// The repairs once the SDK is read: every wheel staged, then committed together.
+fn repair_into_destination(
+    request: &RepairRequest,
+    sdk: &sdk::Sdk,
+    run: &RewriteRun,
+    progress: &dyn Progress,
+) -> Result<RepairReport, RepairError> {
+    let RewriteRun { lock, scratch, options } = run;
     let mut staged = Vec::new();
     let mut reports = Vec::new();
     for (index, path) in request.wheels.iter().enumerate() {
@@ -117,7 +128,7 @@ pub fn repair(request: &RepairRequest, progress: &dyn Progress) -> Result<Repair
         let work = scratch.path().join(format!("wheel-{index}"));
         std::fs::create_dir(&work)
             .map_err(|source| archive_write::WriteError::io(archive_write::WriteAction::CreateDir, &work, source))?;
-        let (file, report) = repair_one(path, &sdk, request, &work, lock.output_dir(), &options, progress)?;
+        let (file, report) = repair_one(path, sdk, request, &work, lock.output_dir(), options, progress)?;
         if let Some(first) = reports.iter().find(|earlier: &&RepairedWheel| earlier.output == report.output) {
             let file_name = file.written.file_name.clone();
             return Err(RepairError::SameOutput { first: first.input.clone(), second: path.clone(), file_name });
@@ -145,6 +156,11 @@ fn repair_one(
     progress: &dyn Progress,
 ) -> Result<(archive_write::StagedFile, RepairedWheel), RepairError> {
     let wheel = input::read_input(path, work)?;
+    let has_elf_files = wheel.members.iter().any(|member| member.extracted.is_some());
+    let refused = metadata::refusals(&wheel.name, &wheel.dist_info, &wheel.metadata, &wheel.wheel_file, has_elf_files);
+    if !refused.is_empty() {
+        return Err(RepairError::BadWheel { path: path.to_path_buf(), reason: refused.join("; ") });
+    }
     let linking = links::link(&wheel, sdk, &request.allow_missing);
     let mut problems = linking.problems.clone();
     problems.extend(symbols::check_symbols(&wheel, sdk, &linking));
@@ -177,7 +193,7 @@ fn repair_one(
         };
         let planned = elf_rpath::plan_edit(&elf.extracted, &edit.request).map_err(|source| RepairError::BadWheel {
             path: path.to_path_buf(),
-            reason: format!("cannot edit {member}: {}", elf_reason(&source)),
+            reason: format!("cannot edit {}: {}", crate::escape::escape(member), input::elf_reason(&source)),
         })?;
         edited.push(EditedFile {
             member: member.clone(),
@@ -216,15 +232,6 @@ fn repair_one(
     let changes = output::Changes { file_name, metadata, wheel_file, removed: &linking.removed, edits };
     let staged = output::stage(wheel, changes, output_dir, options, progress)?;
     Ok((staged, report))
-}
-
-/// The reason of an ELF error without the scratch path it names.
-fn elf_reason(error: &elf_rpath::ElfError) -> String {
-    use elf_rpath::ElfError;
-    match error {
-        ElfError::Malformed { reason, .. } | ElfError::Unsupported { reason, .. } => reason.clone(),
-        ElfError::Read { source, .. } | ElfError::Write { source, .. } => source.to_string(),
-    }
 }
 
 /// The manylinux tag the repaired wheel's host ELF files allow: libraries of the wheel, of

@@ -79,7 +79,8 @@ pub fn stage(
         })
         .collect::<Result<Vec<_>, RepairError>>()?;
     members.extend(copied);
-    let inventory = bill_of_materials(&wheel.path, &changes.metadata, &members, &edited);
+    let earlier = wheel.earlier_sbom.as_deref().map(earlier_origins).unwrap_or_default();
+    let inventory = bill_of_materials(&wheel.path, &changes.metadata, &members, &edited, &earlier);
     let spec = RewriteSpec {
         file_name: changes.file_name,
         dist_info: wheel.dist_info,
@@ -91,14 +92,53 @@ pub fn stage(
 }
 
 /// The repaired wheel's bill of materials: each member a member of the input wheel, its
-/// bytes edited or as they were; its requirements METADATA's.
-fn bill_of_materials(input: &Path, metadata: &str, members: &[RewriteMember], edited: &BTreeSet<String>) -> Inventory {
+/// bytes edited or as they were; its requirements METADATA's. A member an earlier repair
+/// took from another wheel (`earlier`) keeps that origin and edit, so a repaired wheel
+/// repaired again names the wheel its files came from, and gives the same bytes.
+fn bill_of_materials(
+    input: &Path,
+    metadata: &str,
+    members: &[RewriteMember],
+    edited: &BTreeSet<String>,
+    earlier: &BTreeMap<String, (String, bool)>,
+) -> Inventory {
     let file_name = input.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let mut provenance = Provenance::new(None);
     for member in members {
-        let edit = if edited.contains(&member.name) { Edit::Rpath } else { Edit::None };
-        provenance.insert(member.name.clone(), Origin::Wheel { file_name: file_name.clone(), edit });
+        let (origin, was_edited) = match earlier.get(&member.name) {
+            Some((wheel, was_edited)) => (wheel.clone(), *was_edited),
+            None => (file_name.clone(), false),
+        };
+        let edit = if was_edited || edited.contains(&member.name) { Edit::Rpath } else { Edit::None };
+        provenance.insert(member.name.clone(), Origin::Wheel { file_name: origin, edit });
     }
     let (name, version) = name_and_version(metadata).unwrap_or_default();
     sbom::inventory(&name, &version, provenance, requirements_of(metadata))
+}
+
+/// The members an earlier bill of materials of ours says were taken from another wheel:
+/// member → (that wheel's file name, whether it was edited). A document that does not
+/// parse says nothing: the members are then this input's.
+fn earlier_origins(document: &str) -> BTreeMap<String, (String, bool)> {
+    let mut origins = BTreeMap::new();
+    let Ok(document) = serde_json::from_str::<serde_json::Value>(document) else { return origins };
+    let components = document.get("components").and_then(serde_json::Value::as_array);
+    for wheel in components.into_iter().flatten() {
+        let is_wheel =
+            wheel.get("bom-ref").and_then(serde_json::Value::as_str).is_some_and(|r| r.starts_with("wheel:"));
+        let Some(file_name) = wheel.get("name").and_then(serde_json::Value::as_str).filter(|_| is_wheel) else {
+            continue;
+        };
+        let files = wheel.get("components").and_then(serde_json::Value::as_array);
+        for file in files.into_iter().flatten() {
+            let Some(member) = file.get("name").and_then(serde_json::Value::as_str) else { continue };
+            let properties = file.get("properties").and_then(serde_json::Value::as_array);
+            let edited = properties.into_iter().flatten().any(|property| {
+                property.get("name").and_then(serde_json::Value::as_str) == Some("rocm-packager:edit")
+                    && property.get("value").and_then(serde_json::Value::as_str) == Some("rpath")
+            });
+            origins.insert(member.to_owned(), (file_name.to_owned(), edited));
+        }
+    }
+    origins
 }

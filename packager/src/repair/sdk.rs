@@ -85,12 +85,36 @@ pub struct Sdk {
     pub packages: Vec<SdkPackage>,
     /// SONAME → its providers (one per family in a legacy set, else one).
     pub libraries: BTreeMap<String, Vec<SdkLibrary>>,
+    /// The normal names of every package of the set (devel and device wheels too, and
+    /// `rocm`): what a repair refuses to rewrite, by name and not by prefix, since a
+    /// project of its own may well be called `rocm-sdk-something`.
+    pub names: BTreeSet<String>,
 }
 
 impl Sdk {
     pub fn package(&self, name: &str) -> Option<&SdkPackage> {
         let name = normalize(name);
         self.packages.iter().find(|package| package.name == name)
+    }
+
+    /// Whether `distribution` (any spelling) is one of the set's own packages.
+    pub fn is_own_package(&self, distribution: &str) -> bool {
+        self.names.contains(&normalize(distribution))
+    }
+
+    /// A library the SDK ships under another version of `soname`'s name (`libamdhip64.so.5`
+    /// for `libamdhip64.so.7`), with its package: a wheel built for another ROCm major.
+    pub fn other_version_of(&self, soname: &str) -> Option<(&str, &SdkPackage)> {
+        let (stem, _) = soname.split_once(".so")?;
+        let prefix = format!("{stem}.so");
+        self.libraries.iter().filter(|(name, _)| *name != soname).find_map(|(name, providers)| {
+            let rest = name.strip_prefix(&prefix)?;
+            if !(rest.is_empty() || rest.starts_with('.')) {
+                return None;
+            }
+            let package = self.package(&providers.first()?.package)?;
+            Some((name.as_str(), package))
+        })
     }
 
     /// The providers of a library the SDK ships.
@@ -185,7 +209,7 @@ mod tests {
                 kind: SdkKind::of(name).expect("an SDK name"),
             })
             .collect();
-        Sdk { location: PathBuf::from("dist"), packages, libraries: BTreeMap::new() }
+        Sdk { location: PathBuf::from("dist"), packages, libraries: BTreeMap::new(), names: BTreeSet::new() }
     }
 
     #[test]

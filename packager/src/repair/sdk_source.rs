@@ -7,7 +7,7 @@
 //!
 //! Owns: finding and reading the set. Does not own: the model (`sdk`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use pep440_rs::Version;
@@ -20,9 +20,6 @@ use super::sdk::{Sdk, SdkKind, SdkLibrary, SdkPackage};
 use archive_write::ExistingWheel;
 use archive_write::{normalize, WheelFileName};
 use elf_audit::Architecture;
-
-/// METADATA is a few KiB; more is not a METADATA file.
-const MAX_METADATA_BYTES: usize = 1 << 20;
 
 /// A package found, with where its files are.
 struct Found {
@@ -42,10 +39,14 @@ pub fn read_sdk(location: &Path, machine: Architecture) -> Result<Sdk, RepairErr
     if !location.is_dir() {
         return Err(no_sdk("it is not a directory".into()));
     }
-    let mut found = installed_packages(location)?;
+    let mut names = BTreeSet::new();
+    let mut found = installed_packages(location, &mut names)?;
     if found.is_empty() {
-        found = dist_packages(location)?;
+        names.clear();
+        found = dist_packages(location, &mut names)?;
     }
+    // The sdist that chooses the family is the set's whether or not it lies beside it.
+    names.insert("rocm".to_owned());
     // One version of each distribution: the newest, which an installer takes.
     let mut newest: BTreeMap<String, Found> = BTreeMap::new();
     for candidate in found {
@@ -74,6 +75,7 @@ pub fn read_sdk(location: &Path, machine: Architecture) -> Result<Sdk, RepairErr
         location: location.to_path_buf(),
         packages: newest.into_values().map(|found| found.package).collect(),
         libraries: by_soname,
+        names,
     })
 }
 
@@ -84,18 +86,22 @@ fn newer(candidate: &str, kept: &str) -> bool {
     }
 }
 
-/// The SDK packages installed in `site_packages`, from their `*.dist-info`.
-fn installed_packages(site_packages: &Path) -> Result<Vec<Found>, RepairError> {
+/// The SDK packages installed in `site_packages`, from their `*.dist-info`; every SDK
+/// package's name goes to `names`.
+fn installed_packages(site_packages: &Path, names: &mut BTreeSet<String>) -> Result<Vec<Found>, RepairError> {
     let mut found = Vec::new();
     for entry in sorted_entries(site_packages)? {
         let name = entry.file_name().to_string_lossy().into_owned();
         if !name.ends_with(".dist-info") || !entry.path().is_dir() {
             continue;
         }
-        let metadata = read_small(&entry.path().join("METADATA"))?;
+        let metadata = read_installed(&entry.path().join("METADATA"))?;
         let Some((distribution, version)) = name_and_version(&metadata) else { continue };
+        if is_set_package(&distribution) {
+            names.insert(normalize(&distribution));
+        }
         let Some(kind) = SdkKind::of(&distribution).filter(|kind| *kind != SdkKind::Devel) else { continue };
-        let record = read_small_or_large(&entry.path().join("RECORD"))?;
+        let record = read_installed(&entry.path().join("RECORD"))?;
         let paths = record
             .lines()
             .filter_map(record_path)
@@ -107,13 +113,17 @@ fn installed_packages(site_packages: &Path) -> Result<Vec<Found>, RepairError> {
     Ok(found)
 }
 
-/// The SDK wheels under `dist` (sub-directories too), by file name, each once.
-fn dist_packages(dist: &Path) -> Result<Vec<Found>, RepairError> {
+/// The SDK wheels under `dist` (sub-directories too), by file name, each once; every SDK
+/// package's name goes to `names`.
+fn dist_packages(dist: &Path, names: &mut BTreeSet<String>) -> Result<Vec<Found>, RepairError> {
     let mut wheels = BTreeMap::new();
     collect_wheels(dist, &mut wheels)?;
     let mut found = Vec::new();
     for (file_name, path) in wheels {
         let Ok(name) = file_name.parse::<WheelFileName>() else { continue };
+        if is_set_package(name.name.as_str()) {
+            names.insert(name.name.normalized());
+        }
         if name.variant.is_some() {
             continue;
         }
@@ -148,7 +158,7 @@ fn sorted_entries(dir: &Path) -> Result<Vec<std::fs::DirEntry>, RepairError> {
 }
 
 /// `Name` and `Version` of core metadata.
-pub(super) fn name_and_version(metadata: &str) -> Option<(String, String)> {
+pub(crate) fn name_and_version(metadata: &str) -> Option<(String, String)> {
     let field = |key: &str| {
         metadata
             .lines()
@@ -180,18 +190,19 @@ pub(super) fn record_path(line: &str) -> Option<String> {
     (!path.is_empty()).then(|| path.to_owned())
 }
 
-fn read_small(path: &Path) -> Result<String, RepairError> {
-    let text = read_small_or_large(path)?;
-    if text.len() > MAX_METADATA_BYTES {
-        return Err(RepairError::NoSdk { path: path.to_path_buf(), reason: "its METADATA is too large".into() });
-    }
-    Ok(text)
+/// Whether a distribution found in the set is one of the SDK's: its packages with
+/// libraries, and the devel, device and variant provider packages beside them.
+fn is_set_package(distribution: &str) -> bool {
+    SdkKind::of(distribution).is_some()
+        || matches!(normalize(distribution).as_str(), "rocm-sdk-device" | "rocm-sdk-variant-provider")
 }
 
-fn read_small_or_large(path: &Path) -> Result<String, RepairError> {
-    let bytes =
-        std::fs::read(path).map_err(|source| archive_write::WriteError::Read { path: path.to_path_buf(), source })?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+/// An installed package's METADATA or RECORD, opened as every input is (SPEC §11): a
+/// regular file only, never blocking (a FIFO in its place waits for a writer for ever),
+/// and bounded (a link to `/dev/zero` never ends).
+fn read_installed(path: &Path) -> Result<String, RepairError> {
+    crate::input::metadata_file::read_metadata_file(path)
+        .map_err(|source| RepairError::SdkFile { path: path.to_path_buf(), source })
 }
 
 /// Whether a package path may be a shared library placed under its SONAME: inside a

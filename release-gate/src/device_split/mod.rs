@@ -2,12 +2,17 @@
 //! wheels (wheels holding `.kpack` archives and no host code) pin their host to their own
 //! version; a host wheel built on nothing of ours offers `device-<target>` extras (and
 //! `device-all`) requiring them; no fat device code is left in a host wheel (nor in any
-//! wheel of an SDK split into device wheels); no code object is in two device wheels. Then the runtime's search (`search`).
+//! wheel of an SDK split into device wheels); no code object is in two device wheels. Then
+//! the runtime's search (`search`), and whether the set's HIP runtime can load archives at
+//! all (`runtime`).
 //!
-//! Owns: those rules; child `search`. Does not own: reading archives or host binaries
+//! Owns: those rules; children `search`, `runtime`. Does not own: reading archives or host binaries
 //! (`kpack`), the installed view (`closure`).
 
+mod runtime;
 mod search;
+
+pub use runtime::ALLOW_FLAG as ALLOW_RUNTIME_WITHOUT_KPACK_FLAG;
 
 use std::collections::BTreeMap;
 
@@ -18,7 +23,7 @@ use crate::kpack::{is_generic, split_target, Wrapper};
 use crate::metadata::normalize_name;
 use crate::report::{ArchiveKind, Check, Findings};
 use crate::same_release::pins_release;
-use crate::third_party::is_sdk_distribution;
+use crate::sdk_names::SdkNames;
 
 /// One `Requires-Dist` line, read as far as these rules need.
 pub(crate) struct Requirement {
@@ -78,7 +83,14 @@ fn distribution(archive: &Archive) -> String {
 }
 
 /// Runs every rule of split sets; nothing when the set has no archive and no `HIPK` wrapper.
-pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings: &mut Findings) {
+/// `allow_runtime_without_kpack`: a HIP runtime of the set without the kpack loader is a
+/// warning, not a violation (`runtime`).
+pub(crate) fn check_split_sets(
+    archives: &[Archive],
+    install: &Install,
+    allow_runtime_without_kpack: bool,
+    findings: &mut Findings,
+) {
     let has_split_binary = |archive: &Archive| {
         archive
             .fat_binaries
@@ -88,11 +100,12 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
     if !archives.iter().any(|archive| !archive.kpacks.is_empty() || has_split_binary(archive)) {
         return;
     }
+    let sdk_names = SdkNames::of(archives);
     let devices: Vec<&Archive> = archives.iter().filter(|archive| is_device_wheel(archive)).collect();
     let mut hosts: Vec<&Archive> = archives.iter().filter(|archive| has_split_binary(archive)).collect();
     for device in &devices {
         if let Some(host) = check_pin(device, archives, findings) {
-            if !is_sdk_distribution(&distribution(host)) {
+            if !sdk_names.contains(&distribution(host)) {
                 check_extras(device, host, findings);
             }
             hosts.push(host);
@@ -105,10 +118,10 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
     }
     // An SDK split into device wheels is split whole: a fat binary left in any of its
     // wheels ships every target's code to every user.
-    if devices.iter().any(|device| is_sdk_distribution(&distribution(device))) {
+    if devices.iter().any(|device| sdk_names.contains(&distribution(device))) {
         let others = archives.iter().filter(|archive| {
             archive.kind == ArchiveKind::Wheel
-                && is_sdk_distribution(&distribution(archive))
+                && sdk_names.contains(&distribution(archive))
                 && !is_device_wheel(archive)
                 && !hosts.iter().any(|host| host.file == archive.file)
         });
@@ -117,6 +130,15 @@ pub(crate) fn check_split_sets(archives: &[Archive], install: &Install, findings
         }
     }
     check_each_code_object_once(&devices, findings);
+    let hipk_wrappers: usize = archives
+        .iter()
+        .flat_map(|archive| &archive.fat_binaries)
+        .flat_map(|binary| &binary.wrappers)
+        .filter(|wrapper| matches!(wrapper, Wrapper::Split { .. }))
+        .count();
+    if hipk_wrappers > 0 {
+        runtime::check_runtime(archives, hipk_wrappers, allow_runtime_without_kpack, findings);
+    }
     search::check_search(archives, install, findings);
 }
 

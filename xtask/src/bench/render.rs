@@ -178,6 +178,9 @@ pub fn render(report: &BenchReport) -> String {
     if let Some(repair) = &report.repair {
         out.push_str(&render_repair(repair));
     }
+    if let Some(split) = &report.split {
+        out.push_str(&render_split(split));
+    }
     let _ = writeln!(out, "\ncolumns:");
     for (column, meaning) in LEGEND {
         let _ = writeln!(out, "  {column:>10}  {meaning}");
@@ -211,6 +214,48 @@ fn render_reruns(run: &SizeRun) -> String {
         );
     }
     let _ = writeln!(out, "  unread: reused bytes whose files the identity cache knew, so not read again");
+    out
+}
+
+/// The split row: ours against inflate + zstd.
+fn render_split(run: &super::split::SplitRun) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nsplit of a {} wheel holding {} ({} code objects, {}):",
+        human_bytes(run.wheel_bytes),
+        run.library.display(),
+        run.code_objects,
+        human_bytes(run.code_object_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>8} {:>8} {:>9} {:>10} {:>10} {:>10} {:>10}",
+        "", "wall s", "CPU s", "peak RSS", "peak disk", "ratio", "host", "devices"
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>8.2} {:>8.2} {:>9} {:>10} {:>10.2} {:>10} {:>10}{}",
+        "cargo xtask split",
+        run.split.wall_seconds,
+        run.split.cpu_seconds(),
+        human_bytes(run.split.peak_rss_bytes),
+        human_bytes(run.split.peak_extra_disk_bytes),
+        run.ratio,
+        human_bytes(run.host_bytes),
+        human_bytes(run.device_bytes),
+        if run.split.success { "" } else { "  FAILED" }
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>8.2} {:>8.2} {:>9} {:>10} {:>10}",
+        "inflate + zstd floor",
+        run.inflate_seconds + run.zstd_seconds,
+        run.zstd_cpu_seconds,
+        "",
+        "",
+        format!("{:.2}+{:.2}", run.inflate_seconds, run.zstd_seconds)
+    );
     out
 }
 
@@ -317,6 +362,7 @@ mod tests {
             wheel_compression_level: 6,
             runs: Vec::new(),
             repair: None,
+            split: None,
         };
         let text = render(&report);
         let header = text.lines().nth(1).expect("a header line");

@@ -197,15 +197,25 @@ def initialize_process(
 
     In a kpack-split install, a GPU of this machine whose device package is not installed
     is named once per process in a `MissingDeviceCodeWarning` (never an error), with the
-    `pip install` line that adds it (SPEC §4).
+    `pip install` line that adds it (SPEC §4). So is, once per process, a GPU the caller's
+    own package (the distribution named as its top-level package, `torch` for
+    `torch._rocm_init`) offers a `device-<target>` extra for whose device wheels are not
+    installed, with its `pip install 'torch[device-gfx1151]'` line.
     """
     del kwargs
     import warnings
 
     from . import _doctor
 
+    caller = sys._getframe(1).f_globals
+    module_name, module_file = caller.get("__name__"), caller.get("__file__")
     # Level 4: the caller of initialize_process (lambda, warn_once, initialize_process).
     _doctor.warn_once(lambda message: warnings.warn(message, MissingDeviceCodeWarning, stacklevel=4))
+    _doctor.warn_once_for_module(
+        module_name if isinstance(module_name, str) else None,
+        module_file if isinstance(module_file, str) else None,
+        lambda message: warnings.warn(message, MissingDeviceCodeWarning, stacklevel=4),
+    )
     if preload_shortnames:
         preload_libraries(*preload_shortnames, rtld_global=rtld_global)
 

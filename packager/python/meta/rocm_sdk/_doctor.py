@@ -6,26 +6,35 @@ kernel launch (`hipErrorInvalidImage`) with nothing pointing at the cause (TheRo
 #7839, #7620). Here each GPU the KFD topology lists (`_kfd_topology`) is matched to the
 package that carries its device code: in a kpack-split build the device package of its
 target's owner (`rocm-sdk-device-gfx1250` for `gfx1250` and `gfx1250-strict`), in a
-legacy build the libraries package of its family. Works with only `rocm` (and core)
-installed; reads nothing but the topology and installed distributions' metadata.
+legacy build the libraries package of its family. Every other installed package split
+into device wheels (`torch` with its `device-<target>` extras) is judged the same way
+(`_device_extras`). Works with only `rocm` (and core) installed; reads nothing but the
+topology and installed distributions' metadata.
 
-Owns: the report, its text and JSON forms, and the once-per-process warning. Does not
-own: detecting GPUs (`_kfd_topology`), names and families (`_dist_info`).
+Owns: the report, its text and JSON forms, and the once-per-process warnings. Does not
+own: detecting GPUs (`_kfd_topology`), names and families (`_dist_info`), split packages'
+extras and their sentences (`_device_extras`).
 """
 
 import sys
 from collections.abc import Callable, Iterable
-from typing import IO, Optional, TypedDict
+from typing import IO, TYPE_CHECKING, Optional, TypedDict
 
 from . import _dist_info as di
 from . import _kfd_topology, _release
 from ._kfd_topology import Agent
+
+if TYPE_CHECKING:
+    # Imported when a report is made, not with `rocm_sdk` (SPEC §4: the runtime stays cheap).
+    from ._device_extras import PackageReport
 
 STATUS_COVERED = "covered"
 STATUS_MISSING = "missing"
 STATUS_UNSUPPORTED = "unsupported"
 
 _WARNED = False
+# The top-level packages whose split distribution was checked in this process.
+_WARNED_PACKAGES: set[str] = set()
 
 
 class Package(TypedDict):
@@ -70,6 +79,7 @@ class Report(TypedDict):
     topology: str
     offered_targets: list[str]
     gpus: list[GpuReport]
+    packages: "list[PackageReport]"
     devel: DevelState
     missing: list[str]
     install: Optional[str]
@@ -156,6 +166,31 @@ def _devel_state() -> DevelState:
     return {"installed": True, "expanded": expanded, "root": str(devel.root) if expanded else None}
 
 
+def _split_packages(agents: list[Agent]) -> "list[PackageReport]":
+    """Every installed package split into device wheels but the SDK's own `rocm`, judged."""
+    from . import _device_extras
+
+    meta = di.ALL_PACKAGES["meta"].get_dist_package_name()
+    return [_device_extras.judge(package, agents) for package in _device_extras.installed_split_packages([meta])]
+
+
+def _install_line(sdk_install: Optional[str], packages: "list[PackageReport]") -> Optional[str]:
+    """One command adding everything missing: the SDK's line (its pip form, or the legacy
+    one naming the family), with each split package's requirement appended."""
+    from . import _device_extras
+
+    requirements = [
+        _device_extras.pip_requirement(
+            package["name"], [gpu["extra"] for gpu in package["gpus"] if gpu["status"] == STATUS_MISSING]
+        )
+        for package in packages
+        if package["install"] is not None
+    ]
+    if not requirements:
+        return sdk_install
+    return "%s %s" % (sdk_install or "pip install", " ".join(requirements))
+
+
 def diagnose(root: Optional[str] = None) -> Report:
     """The whole report as plain data (the `--json` shape, SPEC §4)."""
     root = _kfd_topology.topology_root() if root is None else root
@@ -167,16 +202,21 @@ def diagnose(root: Optional[str] = None) -> Report:
         install = pip_line(missing_extras) if missing_extras else None
     else:
         install = next((report["install"] for report in gpus if report["install"]), None)
+    packages = _split_packages(agents)
+    missing = {name for report in gpus for name in report["missing"]}
+    missing.update(wanted["name"] for package in packages for gpu in package["gpus"] for wanted in gpu["missing"])
     return {
         "version": di.__version__,
         "kpack_split": bool(di.KPACK_SPLIT),
         "topology": root,
         "offered_targets": list(di.AVAILABLE_TARGET_FAMILIES),
         "gpus": gpus,
+        "packages": packages,
         "devel": _devel_state(),
-        "missing": sorted({name for report in gpus for name in report["missing"]}),
-        "install": install,
-        "ok": all(report["status"] == STATUS_COVERED for report in gpus),
+        "missing": sorted(missing),
+        "install": _install_line(install, packages),
+        "ok": all(report["status"] == STATUS_COVERED for report in gpus)
+        and all(gpu["status"] == STATUS_COVERED for package in packages for gpu in package["gpus"]),
     }
 
 
@@ -199,6 +239,10 @@ def render_text(report: Report) -> str:
     if not report["gpus"]:
         lines.append("no GPU found: nothing needs device code")
     lines += [_gpu_line(gpu) for gpu in report["gpus"]]
+    if report["gpus"]:
+        from . import _device_extras
+
+        lines += [line for package in report["packages"] for line in _device_extras.report_lines(package)]
     devel = report["devel"]
     if devel.get("error"):
         lines.append("devel: " + devel["error"])
@@ -209,7 +253,7 @@ def render_text(report: Report) -> str:
     else:
         lines.append("devel: installed, not expanded yet (`rocm-sdk init` expands it)")
     if report["install"]:
-        lines.append("to add what is missing: " + report["install"])
+        lines.append("to add what is missing: " + di.printable(report["install"]))
     elif report["ok"]:
         lines.append("everything this machine's GPUs need is installed")
     return "\n".join(lines) + "\n"
@@ -246,6 +290,40 @@ def warn_once(emit: Callable[[str], object]) -> None:
         message = missing_device_code_message()
     except Exception as error:  # A diagnosis must never break the program it runs in.
         di._log("cannot check the GPUs' device packages: %s" % error)
+        return
+    if message is not None:
+        emit(message)
+
+
+def package_warning(
+    module_name: Optional[str], module_file: Optional[str], root: Optional[str] = None
+) -> Optional[str]:
+    """The runtime's warning about the split package `module_name` belongs to, or None
+    (SPEC §4): only when a GPU of this machine lacks device wheels that package offers for
+    its target, in the doctor's words. Reads that one package's metadata, and the topology
+    only when it offers device extras. A GPU the package was not built for is the doctor's
+    to report: there is nothing to install for it."""
+    from . import _device_extras
+
+    package = _device_extras.split_package_of_module(module_name, module_file)
+    if package is None:
+        return None
+    root = _kfd_topology.topology_root() if root is None else root
+    sentence = _device_extras.missing_sentence(_device_extras.judge(package, _kfd_topology.detect_agents(root)))
+    return None if sentence is None else sentence + " (`rocm-sdk doctor` says more)"
+
+
+def warn_once_for_module(module_name: Optional[str], module_file: Optional[str], emit: Callable[[str], object]) -> None:
+    """Calls `emit(message)` with `package_warning`'s message, once per process and
+    top-level package, and only when there is one. Never raises."""
+    top = (module_name or "").partition(".")[0]
+    if top in _WARNED_PACKAGES:
+        return
+    _WARNED_PACKAGES.add(top)
+    try:
+        message = package_warning(module_name, module_file)
+    except Exception as error:  # A diagnosis must never break the program it runs in.
+        di._log("cannot check the device wheels of %s: %s" % (top, error))
         return
     if message is not None:
         emit(message)

@@ -18,7 +18,8 @@ Nothing here waits or trusts a name (SPEC §5, "Nothing followed, nothing waited
 runtime reads the topology in every process): a `properties` file is opened without
 blocking and read only if it is a regular file, checked before the open and again on the
 descriptor, and only up to a bound; a node directory whose name is not ASCII digits is
-skipped with a `TopologyWarning` that shows the name escaped.
+skipped with a `TopologyWarning` that shows the name escaped, and so is one with a leading
+zero, which the kernel never writes (`01` would name node 1 twice).
 """
 
 import os
@@ -95,9 +96,10 @@ def printable(text: str) -> str:
 
 
 def is_node_name(name: str) -> bool:
-    """A KFD node directory's name: ASCII digits only. `str.isdigit` also takes `²` (which
-    `int` refuses) and `\\u0661`, Arabic-Indic one (which `int` reads as 1, naming a node twice)."""
-    return name.isascii() and name.isdigit()
+    """A KFD node directory's name: ASCII digits only, without leading zeros, as the kernel
+    writes it. `str.isdigit` also takes `²` (which `int` refuses) and `\\u0661`, Arabic-Indic
+    one (which `int` reads as 1, naming a node twice); `01` is node 1 to `int` as well."""
+    return name.isascii() and name.isdigit() and (name == "0" or not name.startswith("0"))
 
 
 def read_regular_file(path: str, limit: int) -> Optional[bytes]:
@@ -147,7 +149,7 @@ def node_names(names: list[str], nodes_dir: str) -> list[str]:
             nodes.append(name)
         else:
             warnings.warn(
-                "ignoring %s in the KFD topology: a node's name is ASCII digits"
+                "ignoring %s in the KFD topology: a node's name is ASCII digits without leading zeros"
                 % printable(os.path.join(nodes_dir, name)),
                 TopologyWarning,
                 stacklevel=3,

@@ -136,7 +136,7 @@ pub fn render(
     for member in members.iter().filter(|member| !is_dist_info(member.name)) {
         contents.add(member, provenance);
     }
-    let requirements: Vec<Component> = requirements.iter().map(|line| requirement_component(line)).collect();
+    let requirements = requirement_components(requirements);
     let dependencies = vec![Dependency {
         reference: wheel_ref.clone(),
         depends_on: requirements.iter().map(|component| component.bom_ref.clone()).collect(),
@@ -252,7 +252,9 @@ impl Contents {
                         group.projects.entry(component.bom_ref.clone()).or_insert(component).components.push(file);
                     }
                     Upstream::Llvm(version) => {
-                        let component = llvm_component(&artifact, version);
+                        let source =
+                            provenance.sources.as_deref().and_then(|sources| sources.llvm_version_source.as_deref());
+                        let component = llvm_component(&artifact, version, source);
                         group.projects.entry(component.bom_ref.clone()).or_insert(component).components.push(file);
                     }
                 }
@@ -301,6 +303,13 @@ fn add_edit(properties: &mut Vec<Property>, edit: Edit) {
         Edit::Launcher { target } => {
             properties.push(property("rocm-packager:edit", "launcher"));
             properties.push(property("rocm-packager:launcher-target", target));
+        }
+        Edit::DeviceCodeRemoved => properties.push(property("rocm-packager:edit", "device-code-removed")),
+        Edit::DeviceArchive { code_objects } => {
+            properties.push(property("rocm-packager:edit", "device-archive"));
+            for code_object in code_objects {
+                properties.push(property("rocm-packager:code-object", code_object));
+            }
         }
     }
 }
@@ -352,17 +361,47 @@ fn project_component(artifact: &str, project: &SourceProject) -> Component {
     }
 }
 
-/// LLVM as the checkout's `compiler/amd-llvm` builds it, inside `artifact`.
-fn llvm_component(artifact: &str, version: &str) -> Component {
+/// LLVM as the checkout's `compiler/amd-llvm` builds it, inside `artifact`; its version
+/// read from `source` (the checkout's LLVMVersion.cmake, or a file of the build when the
+/// checkout lacks the LLVM source), said where it came from.
+fn llvm_component(artifact: &str, version: &str, source: Option<&str>) -> Component {
+    let (description, properties) = match source {
+        Some(path) if path != LLVM_VERSION_CMAKE => (
+            format!(
+                "LLVM as ROCm builds it: the TheRock checkout's compiler/amd-llvm, which the checkout lacks; its \
+                 version read from the build's {path}"
+            ),
+            vec![property("rocm-packager:version-from", format!("the build: {path}"))],
+        ),
+        _ => (
+            "LLVM as ROCm builds it: the TheRock checkout's compiler/amd-llvm".to_owned(),
+            vec![property("therock:source", LLVM_VERSION_CMAKE)],
+        ),
+    };
     Component {
         kind: "library",
         bom_ref: format!("third-party:{artifact}/llvm-project"),
         name: "llvm-project".to_owned(),
         version: Some(version.to_owned()),
-        description: Some("LLVM as ROCm builds it: the TheRock checkout's compiler/amd-llvm".to_owned()),
-        properties: vec![property("therock:source", LLVM_VERSION_CMAKE)],
+        description: Some(description),
+        properties,
         ..Component::default()
     }
+}
+
+/// One component per distribution the wheel requires, in the order first named: a
+/// distribution required by several lines (one per extra, or per environment marker) is
+/// one object, its bom-ref unique as CycloneDX wants, each line a property of it.
+fn requirement_components(lines: &[String]) -> Vec<Component> {
+    let mut components: Vec<Component> = Vec::new();
+    for line in lines {
+        let component = requirement_component(line);
+        match components.iter_mut().find(|earlier| earlier.bom_ref == component.bom_ref) {
+            Some(earlier) => earlier.properties.extend(component.properties),
+            None => components.push(component),
+        }
+    }
+    components
 }
 
 /// An SDK package the wheel requires (`Requires-Dist`), not part of it.
@@ -412,7 +451,7 @@ mod tests {
             hash: Some(("SHA-256", "ab".repeat(32))),
             libraries: vec!["libnuma.so".into()],
         };
-        let sources = ThirdPartySources { projects: vec![numactl], llvm_version: None };
+        let sources = ThirdPartySources { projects: vec![numactl], llvm_version: None, llvm_version_source: None };
         let mut provenance = Provenance::new(Some(Arc::new(sources)));
         let from = |artifact: &str, path: &str, edit: Edit| Origin::Artifact {
             artifact: Arc::from(artifact),
@@ -495,6 +534,21 @@ mod tests {
         assert_eq!(requirement["purl"], "pkg:pypi/rocm-sdk-core@7.12.0.dev0");
         let dependency = serde_json::json!([{"ref": wheel_ref, "dependsOn": ["requirement:rocm-sdk-core"]}]);
         assert_eq!(value["dependencies"], dependency);
+    }
+
+    #[test]
+    fn a_distribution_required_by_several_lines_is_one_component() {
+        let lines = [
+            "torch-device-gfx11xx==1.0; extra == \"device-gfx1100\"".to_owned(),
+            "numpy".to_owned(),
+            "torch-device-gfx11xx==1.0; extra == \"device-gfx1101\"".to_owned(),
+        ];
+        let (_, value) = render_value(&[], &lines);
+        let all = components(&value);
+        let family = all["requirement:torch-device-gfx11xx"]["properties"].to_string();
+        assert!(family.contains("device-gfx1100") && family.contains("device-gfx1101"), "{family}");
+        let depends_on = &value["dependencies"][0]["dependsOn"];
+        assert_eq!(depends_on, &serde_json::json!(["requirement:torch-device-gfx11xx", "requirement:numpy"]));
     }
 
     #[test]

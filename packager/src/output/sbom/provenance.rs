@@ -44,6 +44,11 @@ pub enum Edit {
     Rpath,
     /// An executable symlink made a compiled launcher of `target` (SPEC §2).
     Launcher { target: String },
+    /// A host binary whose device code moved to archives of the device wheels (SPEC §12).
+    DeviceCodeRemoved,
+    /// A kpack archive made of the code objects of the wheel's binaries, each named
+    /// `<kernel name>#<index> <target>` (SPEC §12).
+    DeviceArchive { code_objects: Vec<String> },
 }
 
 impl Provenance {

@@ -34,8 +34,9 @@ pub enum Upstream<'a> {
 pub const NO_CHECKOUT: &str = "unknown: no TheRock checkout";
 /// No project of the checkout's `third-party/sysdeps` installs a library of this name.
 pub const NOT_IN_SYSDEPS: &str = "unknown: in no project of third-party/sysdeps";
-/// The checkout has no `compiler/amd-llvm/cmake/Modules/LLVMVersion.cmake`.
-pub const NO_LLVM_SOURCE: &str = "unknown: no LLVMVersion.cmake in the TheRock checkout";
+/// The checkout has no `compiler/amd-llvm/cmake/Modules/LLVMVersion.cmake`, and the build
+/// spells no version either (no `libLLVM` SONAME, no clang resource directory).
+pub const NO_LLVM_SOURCE: &str = "unknown: no LLVMVersion.cmake in the TheRock checkout, no version in the build";
 
 /// The upstream of the member at `member` (`{platform dir}/lib/…`).
 pub fn upstream<'a>(member: &str, sources: Option<&'a ThirdPartySources>) -> Upstream<'a> {
@@ -95,6 +96,7 @@ mod tests {
                 project("libdrm", &["libdrm.so", "libdrm_amdgpu.so"]),
             ],
             llvm_version: Some("22.0.0git".to_owned()),
+            llvm_version_source: None,
         };
         let name = |member: &str| match upstream(member, Some(&sources)) {
             Upstream::Project(project) => project.name.clone(),
