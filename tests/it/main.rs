@@ -7,6 +7,7 @@ mod devel_links;
 mod downstream;
 mod elf;
 mod example;
+mod fat_split_plan;
 mod hostile;
 mod index;
 mod install;

@@ -4,8 +4,9 @@
 //!
 //! The stages, one child each: the wheel is read once (`repair`'s reader: members checked
 //! against RECORD, ELF members extracted to a scratch directory); `binaries` finds the fat
-//! ones and ties each wrapper to its bundle; `databases` finds kernel database files named
-//! by target; `grouping` decides the device wheels and the extras; `archives` writes one
+//! ones and ties each wrapper to its bundle; `plan::device_code`'s `databases` finds kernel
+//! database files named by target and its `grouping` decides the device wheels and the
+//! extras (rules `package --split-device` shares); `archives` writes one
 //! archive per package directory and target; `metadata` the host's extras and the device
 //! wheels' metadata; `output` stages every wheel. Everything is written, or nothing: the
 //! run's wheels are renamed into the output directory together, under the destination's
@@ -16,9 +17,7 @@
 
 mod archives;
 mod binaries;
-mod databases;
 mod error;
-mod grouping;
 mod metadata;
 mod output;
 
@@ -30,6 +29,7 @@ pub use error::SplitError;
 
 use crate::config::{BuildTime, Destination};
 use crate::output::destination::lock::DestLock;
+use crate::plan::device_code::{databases, grouping};
 use crate::repair::input::read_input;
 use archive_write::{ArchiveOptions, DistName, Progress, Reuse, StagedFile, WheelCompression};
 use binaries::{Binary, FatMember};
