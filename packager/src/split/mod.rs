@@ -18,6 +18,7 @@
 mod archives;
 mod binaries;
 mod error;
+mod fat_build;
 mod metadata;
 mod output;
 
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use error::SplitError;
+pub use fat_build::{split_build, SplitBuild};
 
 use crate::config::{BuildTime, Destination};
 use crate::output::destination::lock::DestLock;
