@@ -24,6 +24,7 @@ mod runtime_api;
 mod sbom;
 mod seeds;
 mod split;
+mod split_sdk;
 mod support;
 mod targets;
 mod variants;

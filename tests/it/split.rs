@@ -16,7 +16,7 @@
 //! the fat input), `refusals` (wheels with nothing to split, Windows wheels, split wheels).
 
 #[path = "split_install.rs"]
-mod install;
+pub(crate) mod install;
 #[path = "split_refusals.rs"]
 mod refusals;
 
