@@ -169,3 +169,53 @@ fn a_runtime_without_the_loader_is_refused_by_name_and_the_override_accepted() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The command line: `package --split-device` says in its summary and its `--json` how the
+/// targets the bundles hold compare with those `dist_info.json` declares, and refuses a
+/// runtime without the loader naming it and the flag.
+#[test]
+fn the_command_reports_declared_and_undeclared_targets() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let artifacts = dir.path().join("artifacts");
+    write_example(&artifacts, &ExampleOptions { fat: true, ..Default::default() }).expect("the fat example");
+    let dist_info = artifacts.join("base_lib_generic/base/aux-overlay/stage/share/therock/dist_info.json");
+    fs_err::write(&dist_info, "{\"dist_amdgpu_targets\": \"gfx906;gfx908\"}\n").expect("rewrite dist_info.json");
+    let package = |dest: &str, extra: &[&str]| {
+        let mut command = Command::new(crate::targets::cli::xtask());
+        command.args(["package", "--version", "7.12.0.dev0", "--split-device", "--artifact-dir"]).arg(&artifacts);
+        command.arg("--dest-dir").arg(dir.path().join(dest)).args(extra);
+        support::output(&mut command).expect("run xtask package")
+    };
+    let refused = package("refused", &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("libamdhip64.so.7.1.0 cannot load device code from kpack archives"), "{stderr}");
+    assert!(stderr.contains("hint: ") && stderr.contains("--allow-runtime-without-kpack"), "{stderr}");
+    assert!(!dir.path().join("refused/dist").exists());
+
+    let json = dir.path().join("report.json");
+    let json_arg = json.to_string_lossy().into_owned();
+    let output = package("dest", &["--allow-runtime-without-kpack", "--json", &json_arg]);
+    support::assert_success(&output, "package --split-device");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("split-device: 3 fat files, 6 archives for gfx908, gfx90a:xnack+, gfx90a:xnack-"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "split-device: declared in dist_info.json without code objects: gfx906; code objects not declared: \
+             gfx90a:xnack+, gfx90a:xnack-"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(allowed by --allow-runtime-without-kpack)"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&json).expect("read the report")).expect("JSON");
+    let plan = &report["split_device"]["plan"];
+    assert_eq!(plan["declared_without_code"], serde_json::json!(["gfx906"]));
+    assert_eq!(plan["undeclared"], serde_json::json!(["gfx90a:xnack+", "gfx90a:xnack-"]));
+    assert_eq!(report["split_device"]["runtime"]["verdict"], "allowed");
+    let names = support::dist_names(&dir.path().join("dest/dist"));
+    assert!(names.iter().any(|name| name.starts_with("rocm_sdk_device_gfx908-")), "{names:?}");
+}
