@@ -15,6 +15,7 @@ use std::process::Command;
 
 use diagnostic::Diagnostic;
 use example_artifacts::{write_example, ExampleOptions};
+use packager::plan::device_code::FatLibrary;
 use packager::plan::kpack_runtime::KpackRuntime;
 use packager::split::{split_build, SplitBuild, SplitError};
 
@@ -57,21 +58,26 @@ fn marker(path: &Path, work: &Path) -> (Vec<String>, String) {
 /// For each fat library of the split, installed in `venv`: its marker resolves, for each
 /// of `targets`, to an archive holding `<rel>#0` with the bundler's code object.
 fn check_markers(venv: &Path, split: &SplitBuild, targets: &[&str], work: &Path) {
-    let platform_dir = installed::site_packages(venv).join("_rocm_sdk_libraries");
     for library in &split.plan.libraries {
-        let installed_path = platform_dir.join(&library.rel);
-        let (search_paths, kernel_name) = marker(&installed_path, work);
-        assert_eq!(kernel_name, library.rel);
-        assert_eq!(search_paths, std::slice::from_ref(&library.search_path), "{}", library.rel);
-        let reference = bundler_code_objects_for(&library.source, &work.join(library.rel.replace('/', "_")), targets);
-        let directory = installed_path.parent().expect("in a directory");
-        for target in targets {
-            let archive = directory.join(search_paths[0].replace("@GFXARCH@", target));
-            assert!(archive.is_file(), "{} finds no {}", library.rel, archive.display());
-            let code = read_archives(std::slice::from_ref(&archive));
-            let key = (format!("{}#0", library.rel), target.to_string());
-            assert_eq!(code.get(&key), Some(&reference[&(0, target.to_string())]), "{key:?} in {}", archive.display());
-        }
+        check_library_markers(venv, library, targets, work);
+    }
+}
+
+/// [`check_markers`] for one library.
+fn check_library_markers(venv: &Path, library: &FatLibrary, targets: &[&str], work: &Path) {
+    let platform_dir = installed::site_packages(venv).join("_rocm_sdk_libraries");
+    let installed_path = platform_dir.join(&library.rel);
+    let (search_paths, kernel_name) = marker(&installed_path, work);
+    assert_eq!(kernel_name, library.rel);
+    assert_eq!(search_paths, std::slice::from_ref(&library.search_path), "{}", library.rel);
+    let reference = bundler_code_objects_for(&library.source, &work.join(library.rel.replace('/', "_")), targets);
+    let directory = installed_path.parent().expect("in a directory");
+    for target in targets {
+        let archive = directory.join(search_paths[0].replace("@GFXARCH@", target));
+        assert!(archive.is_file(), "{} finds no {}", library.rel, archive.display());
+        let code = read_archives(std::slice::from_ref(&archive));
+        let key = (format!("{}#0", library.rel), target.to_string());
+        assert_eq!(code.get(&key), Some(&reference[&(0, target.to_string())]), "{key:?} in {}", archive.display());
     }
 }
 
@@ -218,4 +224,61 @@ fn the_command_reports_declared_and_undeclared_targets() {
     assert_eq!(report["split_device"]["runtime"]["verdict"], "allowed");
     let names = support::dist_names(&dir.path().join("dest/dist"));
     assert!(names.iter().any(|name| name.starts_with("rocm_sdk_device_gfx908-")), "{names:?}");
+}
+
+/// Debian's real fat rocRAND (`librocrand1`: one bundle, code objects for six GPUs, gfx803
+/// to gfx1030) in the fat example's place: split, packaged, the gate's archive rules pass,
+/// installed with pip, and its marker resolves for gfx90a's targets to the code objects
+/// the bundler extracts. Debian's real HIP runtime (`libamdhip64-5`, no kpack loader) in
+/// the core's place is refused by name.
+#[test]
+fn debian_s_fat_rocrand_splits_and_its_runtime_is_refused() {
+    let debian = crate::elf::layouts::debian_rocm_libraries().unwrap_or_else(|error| panic!("{error:#}"));
+    let find = |prefix: &str| {
+        debian
+            .iter()
+            .find(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with(prefix)))
+            .unwrap_or_else(|| panic!("no {prefix} in {debian:?}"))
+            .clone()
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let artifacts = dir.path().join("artifacts");
+    write_example(&artifacts, &ExampleOptions { fat: true, kpack_runtime: true, ..Default::default() })
+        .expect("the fat example");
+    let rocrand = artifacts.join("rand_lib_generic/math-libs/rocRAND/stage/lib/librocrand.so.1");
+    fs_err::remove_file(&rocrand).expect("remove the example's rocRAND");
+    fs_err::copy(find("librocrand.so.1."), &rocrand).expect("copy Debian's rocRAND");
+    let dest = dir.path().join("dest");
+    let split = split_build(&artifacts, &dest, false, 3).expect("split");
+    let library =
+        split.plan.libraries.iter().find(|library| library.rel == "lib/librocrand.so.1").expect("rocRAND is fat");
+    assert!(library.targets.len() >= 6, "{:?}", library.targets);
+    assert_eq!(library.search_path, "../.kpack/rand_lib_@GFXARCH@.kpack");
+    assert!(split.plan.undeclared.iter().any(|target| target == "gfx1030"), "{:?}", split.plan.undeclared);
+    let gfx90a: Vec<&str> =
+        library.targets.iter().map(String::as_str).filter(|target| target.starts_with("gfx90a")).collect();
+    assert!(!gfx90a.is_empty(), "{:?}", library.targets);
+    let config = support::package_config(&split.artifacts_dir, &dest);
+    packager::package(&config, &packager::Silent).expect("package the split view");
+    let dist = config.output_dir();
+    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
+    let kpack: Vec<String> = report
+        .packages
+        .iter()
+        .flat_map(|package| package.violations.iter())
+        .filter(|finding| finding.check == release_gate::Check::Kpack)
+        .map(|finding| format!("{finding:?}"))
+        .collect();
+    assert!(kpack.is_empty(), "every archive reads as rocm-kpack's readers read it: {kpack:#?}");
+    let venv = support::fresh_venv(&dir.path().join("venv"));
+    let output = support::pip_install(&venv, &dist, &["rocm[libraries,device-gfx90a]"], &[]);
+    support::assert_success(&output, "pip install rocm[libraries,device-gfx90a]");
+    check_library_markers(&venv, library, &gfx90a, &dir.path().join("work"));
+
+    let runtime = artifacts.join("core-hip_lib_generic/core/clr/stage/lib/libamdhip64.so.7.1.0");
+    fs_err::remove_file(&runtime).expect("remove the example's runtime");
+    fs_err::copy(find("libamdhip64.so.5."), &runtime).expect("copy Debian's runtime");
+    let error = split_build(&artifacts, &dir.path().join("refused"), false, 3).expect_err("refused");
+    assert_eq!(error.path(), Some(runtime.as_path()), "{error}");
+    assert!(error.to_string().contains("cannot load device code from kpack archives"), "{error}");
 }
