@@ -80,7 +80,18 @@ fn declared_targets_are_compared_with_the_bundles() {
     let artifacts = example(temp.path(), &ExampleOptions { fat: true, ..Default::default() });
     let dist_info = artifacts.join("base_lib_generic/base/aux-overlay/stage/share/therock/dist_info.json");
     fs_err::write(&dist_info, "{\"dist_amdgpu_targets\": \"gfx906;gfx908\"}\n").expect("rewrite dist_info.json");
+    // AOTriton-style images: one named by a target moves, one named by a family pattern
+    // serves several targets and stays with the libraries.
+    let images = artifacts.join("blas_lib_gfx90X-dcgpu/math-libs/BLAS/rocBLAS/stage/lib/aotriton.images");
+    for family in ["amd-gfx90a", "amd-gfx9xx"] {
+        fs_err::create_dir_all(images.join(family)).expect("create an image directory");
+        fs_err::write(images.join(family).join("attn.aks2"), "image\n").expect("write an image");
+    }
     let plan = plan_fat_split(&Catalog::read(&artifacts).expect("reads")).expect("plans");
+    let moved: Vec<(&str, &str)> =
+        plan.databases.iter().map(|database| (database.rel.as_str(), database.wheel.as_str())).collect();
+    assert!(moved.contains(&("lib/aotriton.images/amd-gfx90a/attn.aks2", "gfx90a")), "{moved:?}");
+    assert!(!moved.iter().any(|(rel, _)| rel.contains("amd-gfx9xx")), "{moved:?}");
     assert_eq!(plan.declared_without_code, ["gfx906"]);
     assert_eq!(plan.undeclared, ["gfx90a:xnack+", "gfx90a:xnack-"]);
     let json = serde_json::to_value(&plan).expect("serializes");

@@ -118,7 +118,9 @@ pub fn plan_fat_split(catalog: &Catalog) -> Result<FatSplitPlan, PlanError> {
         if !matches!(entry.kind, EntryKind::File { .. }) {
             continue;
         }
-        if let Some(key) = database_key(rel.as_str()) {
+        // A file named by a family pattern (`amd-gfx11xx`) serves several targets, and a
+        // kpack-split build has no artifact for a pattern: it stays with the libraries.
+        if let Some(key) = database_key(rel.as_str()).filter(|key| !key.is_family()) {
             plan.databases.push(KernelDatabase { rel: rel.as_str().to_owned(), wheel: key.to_string() });
             continue;
         }
