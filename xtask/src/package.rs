@@ -169,7 +169,8 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
         false => None,
     };
     if let Some(split) = &split {
-        if !output.quiet {
+        // With `--json -` stdout is the JSON, which carries the same under `split_device`.
+        if !output.quiet && args.json.as_deref() != Some(Path::new("-")) {
             print!("{}", split_lines(split));
         }
         config.artifacts_dir = split.artifacts_dir.clone();

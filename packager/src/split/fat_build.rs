@@ -61,9 +61,6 @@ pub fn split_build(
             reason: "no library of the build carries device code (.hip_fatbin): there is nothing to split".to_owned(),
         });
     }
-    let io = |path: &Path, source| {
-        SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, source))
-    };
     std::fs::create_dir_all(scratch_parent).map_err(|source| io(scratch_parent, source))?;
     let dir = tempfile::Builder::new()
         .prefix(".split-device-")
@@ -121,9 +118,6 @@ fn moved_databases(catalog: &Catalog, plan: &FatSplitPlan) -> Result<Moved, Spli
 /// libraries transformed, kernel databases left out (they move), the build manifest
 /// rewritten.
 fn mirror(from: &Path, to: &Path, fat: &BTreeMap<PathBuf, &FatLibrary>, moved: &Moved) -> Result<(), SplitError> {
-    let io = |path: &Path, source| {
-        SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, source))
-    };
     std::fs::create_dir_all(to).map_err(|source| io(to, source))?;
     let entries = std::fs::read_dir(from).map_err(|source| io(from, source))?;
     for entry in entries {
@@ -148,6 +142,11 @@ fn mirror(from: &Path, to: &Path, fat: &BTreeMap<PathBuf, &FatLibrary>, moved: &
     Ok(())
 }
 
+/// A failed write (or read) of `path`, as the writer reports its own.
+fn io(path: &Path, source: std::io::Error) -> SplitError {
+    SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, source))
+}
+
 fn device_error(library: &FatLibrary, source: device_code::DeviceCodeError) -> SplitError {
     SplitError::DeviceCode { path: library.source.to_path_buf(), member: library.rel.clone(), source }
 }
@@ -158,9 +157,6 @@ fn marker(library: &FatLibrary) -> KpackRef {
 
 /// Writes `library` transformed to `target`, with its mode.
 fn transform(library: &FatLibrary, target: &Path) -> Result<(), SplitError> {
-    let io = |path: &Path, source| {
-        SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, source))
-    };
     let file = File::open(&library.source).map_err(|source| io(&library.source, source))?;
     let binary = host::inspect(&file, &library.source).map_err(|source| device_error(library, source))?;
     let plan = HostTransform::plan(&binary, &marker(library)).map_err(|source| device_error(library, source))?;
@@ -173,9 +169,6 @@ fn transform(library: &FatLibrary, target: &Path) -> Result<(), SplitError> {
 
 /// The build manifest with `flags.KPACK_SPLIT_ARTIFACTS` true.
 fn rewrite_manifest(source: &Path, target: &Path) -> Result<(), SplitError> {
-    let io = |path: &Path, error| {
-        SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, error))
-    };
     let text = std::fs::read_to_string(source).map_err(|error| io(source, error))?;
     let mut manifest: serde_json::Value = serde_json::from_str(&text).map_err(|error| SplitError::Refused {
         path: source.to_path_buf(),
@@ -203,9 +196,6 @@ fn write_device_artifacts(
     out: &Path,
     zstd_level: i32,
 ) -> Result<(), SplitError> {
-    let io = |path: &Path, source| {
-        SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, source))
-    };
     // Manifest prefixes per device artifact.
     let mut prefixes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for archive in &plan.archives {
@@ -256,9 +246,6 @@ fn prefix_of(catalog: &Catalog, library: &FatLibrary) -> String {
 /// Writes the archive of `archive.target_id` for its group: each library's wrappers'
 /// code objects for that target, keyed `<rel>#<wrapper index>`.
 fn write_archive(plan: &FatSplitPlan, archive: &SplitArchive, path: &Path, zstd_level: i32) -> Result<(), SplitError> {
-    let io = |path: &Path, source| {
-        SplitError::Write(archive_write::WriteError::io(archive_write::WriteAction::Write, path, source))
-    };
     let spec = ArchiveSpec {
         group_name: archive.group.clone(),
         gfx_arch_family: archive.target_id.clone(),
