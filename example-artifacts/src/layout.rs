@@ -465,8 +465,44 @@ fn device_lib(name: &str, target_id: &str) -> ArtifactSpec {
         .text(&format!("{library_dir}/{file_id}.kdb"), &format!("kernel database for {target_id}\n"))
         .code_object(&format!("{library_dir}/Kernels_{file_id}.co"), target_id)
         .code_object(&format!("{library_dir}/extop_{file_id}.hsaco"), target_id)
-        .text(&format!(".kpack/{artifact_name}.kpack"), &format!("KPACK example archive for {target_id}\n"));
+        .bytes(&format!(".kpack/{artifact_name}.kpack"), empty_kpack_archive(&artifact_name, target_id));
     a
+}
+
+/// A real kpack archive (format version 1, as rocm-kpack writes it: `KPAK`, the version,
+/// the table of contents' offset, zeros to 64, then the table as one MessagePack map) that
+/// holds no code object: the example's libraries carry no device code, and a release gate
+/// reads every archive it ships.
+fn empty_kpack_archive(group: &str, target_id: &str) -> Vec<u8> {
+    fn string(out: &mut Vec<u8>, text: &str) {
+        match text.len() {
+            // fixstr, str 8: the example's names are short.
+            len @ 0..32 => out.push(0xa0 | len as u8),
+            len => out.extend([0xd9, u8::try_from(len).unwrap_or(u8::MAX)]),
+        }
+        out.extend(text.as_bytes());
+    }
+    let mut archive = b"KPAK".to_vec();
+    archive.extend(1u32.to_le_bytes());
+    archive.extend(64u64.to_le_bytes());
+    archive.resize(64, 0);
+    archive.push(0x87);
+    string(&mut archive, "format_version");
+    archive.push(1);
+    string(&mut archive, "group_name");
+    string(&mut archive, group);
+    string(&mut archive, "gfx_arch_family");
+    string(&mut archive, target_id);
+    string(&mut archive, "gfx_arches");
+    archive.push(0x91);
+    string(&mut archive, target_id);
+    string(&mut archive, "toc");
+    archive.push(0x80);
+    string(&mut archive, "compression_scheme");
+    string(&mut archive, "none");
+    string(&mut archive, "blobs");
+    archive.push(0x90);
+    archive
 }
 
 /// A kpack-split device artifact whose kernels are in its `.kpack` archive only (see
@@ -476,7 +512,7 @@ fn kpack_device_lib(name: &str, target_id: &str) -> ArtifactSpec {
     let artifact_name = format!("{name}_lib_{target_id}");
     let mut a = ArtifactSpec::new(&artifact_name, &["math-libs/BLAS/rocBLAS/stage"]);
     a.text(&format!("lib/rocblas/library/TensileLibrary_{target_id}.dat"), &format!("tensile data for {target_id}\n"))
-        .text(&format!(".kpack/{artifact_name}.kpack"), &format!("KPACK example archive for {target_id}\n"));
+        .bytes(&format!(".kpack/{artifact_name}.kpack"), empty_kpack_archive(&artifact_name, target_id));
     if target_id == "gfx1250" {
         a.text(DEEP_DEVICE_FILE, "a device file deep in the tree\n");
     }

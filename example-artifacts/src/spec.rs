@@ -36,6 +36,10 @@ pub(super) enum ItemKind {
         text: String,
         mode: u32,
     },
+    /// A file of bytes that are no text (an archive).
+    Bytes {
+        bytes: Vec<u8>,
+    },
     Link {
         target: String,
     },
@@ -158,6 +162,11 @@ impl ArtifactSpec {
         self.push(path, ItemKind::Text { text: text.to_owned(), mode })
     }
 
+    /// A file of `bytes`, mode 0644.
+    pub fn bytes(&mut self, path: &str, bytes: Vec<u8>) -> &mut Self {
+        self.push(path, ItemKind::Bytes { bytes })
+    }
+
     /// An executable text file (a `#!` script).
     pub fn script(&mut self, path: &str, text: &str) -> &mut Self {
         self.text_mode(path, text, 0o755)
@@ -209,6 +218,10 @@ pub(super) fn materialize(out: &Path, artifacts: &[ArtifactSpec]) -> Result<Exam
                 ItemKind::Dir => create_dir(&path)?,
                 ItemKind::Text { text, mode } => {
                     write_file(&path, text, *mode)?;
+                    summary.n_files += 1;
+                }
+                ItemKind::Bytes { bytes } => {
+                    write_file(&path, bytes, 0o644)?;
                     summary.n_files += 1;
                 }
                 ItemKind::Link { target } => {
@@ -420,7 +433,7 @@ fn create_parent(path: &Path) -> Result<(), ExampleError> {
     }
 }
 
-fn write_file(path: &Path, text: &str, mode: u32) -> Result<(), ExampleError> {
+fn write_file(path: &Path, text: impl AsRef<[u8]>, mode: u32) -> Result<(), ExampleError> {
     create_parent(path)?;
     std::fs::write(path, text).map_err(|source| io_error(path, source))?;
     set_mode(path, mode)

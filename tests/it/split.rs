@@ -13,8 +13,12 @@
 //!
 //! Children: `install` (pip and uv install the host with its device extras; every marker
 //! resolves to an archive holding the code objects clang's offload bundler extracts from
-//! the fat input), `refusals` (wheels with nothing to split, Windows wheels, split wheels).
+//! the fat input), `refusals` (wheels with nothing to split, Windows wheels, split wheels),
+//! `doctor` (`rocm-sdk doctor` and `initialize_process` on the installed host, with and
+//! without its device wheels).
 
+#[path = "split_doctor.rs"]
+mod doctor;
 #[path = "split_install.rs"]
 pub(crate) mod install;
 #[path = "split_refusals.rs"]
@@ -99,7 +103,7 @@ int hipLaunchKernel(const void *f, uint64_t a, uint32_t b, uint64_t c, uint32_t 
 "#;
 
 /// The kernels: two translation units, so the library has two wrappers and two bundles.
-const KERNEL_A: &str = r#"#define __global__ __attribute__((global))
+pub const KERNEL_A: &str = r#"#define __global__ __attribute__((global))
 typedef struct { unsigned x, y, z; } dim3_t;
 extern "C" int hipLaunchKernel(const void *f, dim3_t g, dim3_t b, void **args, unsigned long shm, void *stream);
 __global__ void scale(float *x, float a) { x[0] *= a; }

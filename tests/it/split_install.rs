@@ -318,3 +318,25 @@ fn the_gate_passes_the_split_set_and_finds_a_missing_archive() {
         .collect();
     assert!(found.iter().any(|message| message.contains("gfx1030")), "{found:#?}");
 }
+
+#[test]
+fn sramecc_code_objects_get_archives_of_their_own() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fs_err::write(dir.path().join("ecc.hip"), super::KERNEL_A).expect("write the kernel");
+    let library = dir.path().join("libecc.so");
+    let mut clang = support::tool("clang++-15");
+    clang.current_dir(dir.path()).args(["-x", "hip", "-nogpulib", "-nogpuinc", "-fuse-ld=lld", "-fPIC", "-shared"]);
+    clang.args(["--offload-arch=gfx90a:sramecc+:xnack-", "--offload-arch=gfx90a:sramecc-:xnack-"]);
+    support::run(clang.args(["ecc.hip", "-Wl,--allow-shlib-undefined", "-o"]).arg(&library));
+    let input = dir.path().join("in").join(fat_wheel().wheel.file_name().expect("a name"));
+    fs_err::create_dir_all(dir.path().join("in")).expect("mkdir");
+    fs_err::copy(&fat_wheel().wheel, &input).expect("copy");
+    let bytes = fs_err::read(&library).expect("read the library");
+    support::rewrite_wheel(&input, |members| members.push(("hipext/lib/libecc.so".into(), bytes, 0o755)));
+    split_into(std::slice::from_ref(&input), &dir.path().join("out"), &[]).expect("split");
+    let device = dir.path().join(format!("out/dist/hipext_device_gfx90a-1.0-{TAG}.whl"));
+    let members = member_names(&device);
+    for archive in ["hipext_gfx90a:sramecc+:xnack-.kpack", "hipext_gfx90a:sramecc-:xnack-.kpack"] {
+        assert!(members.contains(&format!("hipext/.kpack/{archive}")), "{archive} in {members:?}");
+    }
+}

@@ -5,7 +5,7 @@
 //! This module builds the set (real libraries compiled with `cc`, wheels with a correct
 //! RECORD) and checks that it passes. Children break one part of it each: `archive`
 //! (zip, member paths, dist-info, RECORD), `elf` (structure, RPATH, closure, portability),
-//! `devel` (the devel tarball), `runtime_rules` (every devel tarball the installed runtime
+//! `devel` (the devel tarball), `kpack` (sets split into host and device wheels), `runtime_rules` (every devel tarball the installed runtime
 //! refuses to expand fails the gate), `set` (rules across packages).
 
 #[path = "verify_archive.rs"]
@@ -14,6 +14,8 @@ mod archive;
 mod devel;
 #[path = "verify_elf.rs"]
 mod elf;
+#[path = "verify_kpack.rs"]
+mod kpack;
 #[path = "verify_runtime_rules.rs"]
 mod runtime_rules;
 #[path = "verify_set.rs"]

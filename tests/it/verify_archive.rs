@@ -35,7 +35,10 @@ fn colon_in_member_name_is_a_warning() {
     let kpack = "_rocm_sdk_libraries/.kpack/blas_lib_gfx90a:xnack+.kpack";
     wheels[device] = wheel(
         "rocm_sdk_device_gfx90a",
-        vec![entry("_rocm_sdk_libraries/.devel_links/gfx90a.json", "{}", 0o644), entry(kpack, "k", 0o644)],
+        vec![
+            entry("_rocm_sdk_libraries/.devel_links/gfx90a.json", "{}", 0o644),
+            entry(kpack, super::kpack::empty_archive("gfx90a:xnack+"), 0o644),
+        ],
         &["rocm-sdk-libraries==1.0"],
     );
     let report = verify(&fixture, &wheels);

@@ -1,13 +1,13 @@
 //! `cargo xtask split WHEEL...`: the command line over `packager::split` (SPEC §12). Parses
-//! flags, reads `SOURCE_DATE_EPOCH`, prints one block per wheel (or `--json`). No rule
-//! lives here.
+//! flags, reads `SOURCE_DATE_EPOCH`, prints the report (`SplitReport::render`, or `--json`).
+//! No rule lives here.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use packager::escape::{escape, escape_path};
-use packager::split::{split, SplitReport, SplitRequest};
+use packager::escape::escape_path;
+use packager::split::{split, SplitRequest};
 
 use crate::progress::CliProgress;
 use crate::Output;
@@ -58,51 +58,8 @@ pub fn run(args: SplitArgs, output: Output) -> anyhow::Result<ExitCode> {
     progress.finish();
     match &args.json {
         Some(path) => crate::package::write_json(path, &report)?,
-        None if !output.quiet => print!("{}", render(&report)),
+        None if !output.quiet => print!("{}", report.render()),
         None => {}
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// One block per wheel: the host, its binaries, each device wheel.
-fn render(report: &SplitReport) -> String {
-    use std::fmt::Write as _;
-    let mut text = String::new();
-    for wheel in &report.wheels {
-        let Some(host) = &wheel.host else {
-            let why = wheel.left_as_is.as_deref().unwrap_or("nothing to split");
-            let _ = writeln!(text, "{}: left as it is ({why})", escape_path(&wheel.input));
-            continue;
-        };
-        let _ = writeln!(text, "{} -> {}", escape_path(&wheel.input), escape_path(host));
-        for binary in &wheel.binaries {
-            let _ = writeln!(
-                text,
-                "  {}: {} wrappers, {}; {} -> {} bytes",
-                escape(&binary.member),
-                binary.wrappers,
-                binary.targets.join(" "),
-                binary.bytes_before,
-                binary.bytes_after
-            );
-        }
-        for device in &wheel.devices {
-            let name = device.path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-            let mut parts = Vec::new();
-            if !device.targets.is_empty() {
-                parts.push(format!(
-                    "{} code objects for {} ({} bytes, {} in archives)",
-                    device.code_objects,
-                    device.targets.join(" "),
-                    device.original_bytes,
-                    device.archive_bytes
-                ));
-            }
-            if device.database_files > 0 {
-                parts.push(format!("{} kernel database files", device.database_files));
-            }
-            let _ = writeln!(text, "  + {}: {}", escape(&name), parts.join(", "));
-        }
-    }
-    text
 }

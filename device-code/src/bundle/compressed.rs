@@ -103,6 +103,8 @@ pub(super) fn decompress(
     let base = spool.len();
     let written = match header.method {
         Method::Zstd => {
+            // zstd's default window limit (128 MiB, LLVM's long-distance window) bounds
+            // what a hostile frame header can make the decoder allocate.
             let decoder = zstd::stream::read::Decoder::with_buffer(&mut input)
                 .map_err(|error| DecompressError::Format(format!("zstd: {error}")))?
                 .single_frame();

@@ -232,3 +232,28 @@ fn hostile_compressed_bundles_are_refused_without_trusting_their_claims() {
     refused(&compressed::build(2, Method::Zlib, &plain::build(&[(HOST, b"")], 16), None), "no device code");
     refused(&good[..20], "truncated");
 }
+
+/// rocm-kpack's own header vector (its prototype's `test_ccob_parser.py`) reads the same
+/// here: version 3, zstd, the sizes where LLVM's `V3Header` puts them.
+#[test]
+fn the_reference_header_vector_reads_as_rocm_kpack_reads_it() {
+    let mut bytes = b"CCOB\x03\x00\x01\x00\x0c\x8b\x12\x00\x00\x00\x00\x00\x38\x7f\xc6\x00\x00\x00\x00\x00\xde\x30\xdc\xec\xea\x03\x74\xc3".to_vec();
+    bytes.resize(1_215_244, 0);
+    let mut spool = Spool::default();
+    spool.write_all(&bytes).expect("write");
+    let header = compressed::read_header(&spool, 0).expect("reads");
+    assert_eq!(
+        header,
+        compressed::CcobHeader {
+            version: 3,
+            method: Method::Zstd,
+            header_len: 32,
+            total: 1_215_244,
+            uncompressed: 13_008_696
+        }
+    );
+    let short = SubRegion { inner: &spool, base: 0, len: 1_215_243 };
+    assert!(compressed::read_header(&short, 0)
+        .expect_err("one byte short")
+        .contains("claims a total of 1215244 bytes"));
+}

@@ -21,7 +21,8 @@ pub(crate) const WRAPPER_SIZE: u64 = 24;
 const MAX_WRAPPERS: u64 = 1 << 20;
 
 /// Reads the wrappers of `file` (named `path` in errors). Reads the header tables, the
-/// wrappers and the mapped relocation tables; never `.hip_fatbin` itself.
+/// wrappers, the mapped relocation tables and the symbol tables (for symbols defined in
+/// `.hip_fatbin`), in bounded chunks; never `.hip_fatbin` itself.
 pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> {
     let headers = ElfHeaders::read(file, path)?;
     let fatbin = headers.sections.iter().position(|section| section.name == b".hip_fatbin");
@@ -34,7 +35,6 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
         wrappers: Vec::new(),
         sites: Vec::new(),
         stray_relocations: Vec::new(),
-        has_relr: false,
         fatbin_symbols: Vec::new(),
         section_names: Vec::new(),
     };
@@ -65,7 +65,10 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
         let section = &headers.sections[index];
         (section.addr, section.addr.saturating_add(section.size))
     });
-    let found = relocations::read(file, path, &headers, (segment.addr, count), fatbin_range)?;
+    if let Some(index) = fatbin {
+        binary.fatbin_symbols = symbols::read(file, path, &headers, index)?;
+    }
+    let found = relocations::read(file, path, &headers, (segment.addr, count), fatbin_range, &binary.fatbin_symbols)?;
     let position_independent = headers.header.kind == ET_DYN;
     for (index, bytes) in raw.chunks_exact(WRAPPER_SIZE as usize).enumerate() {
         let index = u32::try_from(index).expect("the wrapper count is bounded far below 2^32");
@@ -75,14 +78,15 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
             return Err(DeviceCodeError::WrapperMagic { path: path.to_path_buf(), index, magic });
         }
         let relocation = found.wrapper_pointers[index as usize];
-        if relocation.is_some() && !position_independent {
+        let packed = found.packed_pointers[index as usize];
+        if (relocation.is_some() || packed) && !position_independent {
             return Err(relocations::relocation_error(
                 path,
                 format!("fat-binary wrapper {index}'s pointer is relocated in a fixed-address executable"),
             ));
         }
         // A RELA relocation's addend is the value the runtime reads; the stored word is only
-        // what the linker happened to write there.
+        // what the linker happened to write there (it is the addend of a packed relocation).
         let pointer = relocation.map_or(u64_at(bytes, 8), |(_, addend)| addend as u64);
         let inside = (fatbin_range.0..fatbin_range.1).contains(&pointer);
         binary.wrappers.push(Wrapper {
@@ -95,15 +99,12 @@ pub fn inspect(file: &File, path: &Path) -> Result<HostBinary, DeviceCodeError> 
         });
         binary.sites.push(WrapperSite {
             file_offset: segment.offset + u64::from(index) * WRAPPER_SIZE,
-            pointer_address: segment.addr + u64::from(index) * WRAPPER_SIZE + 8,
+            pointer_address: segment.addr.wrapping_add(u64::from(index) * WRAPPER_SIZE + 8),
             relocation: relocation.map(|(offset, _)| offset),
+            packed,
         });
     }
     binary.stray_relocations = found.into_fatbin;
-    binary.has_relr = found.has_relr;
-    if let Some(index) = fatbin {
-        binary.fatbin_symbols = symbols::read(file, path, &headers, index)?;
-    }
     let names = headers.sections.get(usize::from(headers.header.shstrndx)).filter(|_| headers.header.shstrndx != 0);
     if let Some(names) = names.filter(|names| names.has_file_bytes()) {
         binary.section_names = read_range(file, path, headers.file_size, names.offset, names.size)?;

@@ -9,18 +9,24 @@
 //! zero fill: nothing reads those pages any more) and L3 (the rest of L from R, now at file
 //! offset K). Because K is a page boundary, L1's file part ends on a page and L1 and L3
 //! share no file page, so neither the kernel nor ld.so has to clear part of a read-only page.
-//! Without anything of L after R there is no L3, the count of program headers stays, and the
-//! table is rewritten where it was; without a whole page of F past K nothing is removed, and
-//! F only gets the marker and zeros.
+//! When F ends L's file bytes there is no L3: L1's zero fill runs to L's end (F's last
+//! partial page included, its bytes zeroed and left unmapped in the file), the count of
+//! program headers stays, and the table is rewritten where it was. Without a whole page of F
+//! past K nothing is removed, and F only gets the marker and zeros.
 //!
-//! `.hip_fatbin` becomes `SHT_NOBITS` covering [K, R) in memory, the zero-fill pages that
-//! once held its bytes, at file offset K (L1's end, where ELF puts a segment's zero fill): its
-//! addresses are kept in that the pages it occupied stay reserved and mapped at the same
-//! addresses, but its first page (now the table and the marker) and its last partial page
-//! (zeroed bytes that stay in L3's file part) are no longer named by it.
+//! `.hip_fatbin` becomes `SHT_NOBITS` at file offset K (L1's end, where ELF puts a segment's
+//! zero fill), covering [K, R) in memory, or [K, F's end) without L3: the zero-fill pages that
+//! once held its bytes. Its addresses are kept in that every page it occupied stays reserved
+//! and mapped at the same address, but its first page (now the table and the marker) and,
+//! with L3, its last partial page (zeroed bytes in L3's file part) are no longer named by it;
+//! symbols defined in it are moved inside what it still names (`symbols`).
 //! `.rocm_kpack_ref` is added as the last section header, its name appended to a copy of
 //! `.shstrtab` written after the file's last bytes, followed by the section header table (the
 //! old table is dropped when it ended the file).
+//!
+//! GNU objcopy and strip (BFD) lay program headers out right after the ELF header, so they
+//! cannot rewrite a file with more program headers than fit there (this layout with L3, as
+//! rocm-kpack's): strip before the split, or with llvm-strip, which keeps the segments.
 //!
 //! The kernel gives an executable AT_PHDR = its first `PT_LOAD`'s (address − offset) +
 //! `e_phoff` before Linux 5.18, and the address inside the `PT_LOAD` holding `e_phoff` since:
@@ -44,6 +50,8 @@ use crate::DeviceCodeError;
 const PAGE: u64 = 4096;
 const PF_W: u32 = 2;
 const PT_INTERP: u32 = 3;
+/// The largest marker the kpack runtime parses (its metadata bound, 64 KiB).
+const MAX_MARKER: usize = 64 << 10;
 /// The name of the marker's section.
 pub(crate) const MARKER_SECTION: &[u8] = b".rocm_kpack_ref";
 
@@ -58,6 +66,8 @@ struct Placement {
     keep: u64,
     /// Start of what follows the removed range (`keep` when nothing is removed).
     resume: u64,
+    /// Whether L keeps bytes after the removed range, in a `PT_LOAD` of their own (L3).
+    split: bool,
 }
 
 impl Placement {
@@ -76,11 +86,15 @@ pub(crate) fn plan(binary: &HostBinary, reference: &KpackRef) -> Result<HostTran
     let headers = &binary.headers;
     let fatbin_index = binary.fatbin.ok_or_else(|| layout_error(path, "no `.hip_fatbin` section".to_owned()))?;
     let fatbin = &headers.sections[fatbin_index];
-    check_wrappers(binary, fatbin)?;
-    let fatbin_end = fatbin.offset + fatbin.size;
-    if !fatbin.has_file_bytes() || !headers.contains(fatbin.offset, fatbin.size) {
+    // Bounded first, so that no sum below can overflow on a hostile header.
+    if !fatbin.has_file_bytes()
+        || !headers.contains(fatbin.offset, fatbin.size)
+        || fatbin.addr.checked_add(fatbin.size).is_none_or(|end| end > 1 << 62)
+    {
         return Err(layout_error(path, "`.hip_fatbin` has no bytes inside the file".to_owned()));
     }
+    check_wrappers(binary, fatbin)?;
+    let fatbin_end = fatbin.offset + fatbin.size;
     let load_index = headers
         .segments
         .iter()
@@ -91,12 +105,26 @@ pub(crate) fn plan(binary: &HostBinary, reference: &KpackRef) -> Result<HostTran
         })
         .ok_or_else(|| layout_error(path, "`.hip_fatbin` is not inside one loaded segment's file bytes".to_owned()))?;
     let load = headers.segments[load_index];
-    if load.vaddr.wrapping_sub(load.offset) != fatbin.addr.wrapping_sub(fatbin.offset) || load.flags & PF_W != 0 {
+    if load.vaddr.wrapping_sub(load.offset) != fatbin.addr.wrapping_sub(fatbin.offset)
+        || load.flags & PF_W != 0
+        || load.vaddr.checked_add(load.memsz).is_none_or(|end| end > 1 << 62)
+        || load.memsz < load.filesz
+    {
         return Err(layout_error(path, "`.hip_fatbin` is not mapped read-only at its file offset".to_owned()));
     }
     check_neighbours(binary, fatbin_index, load_index)?;
+    if headers.section(".rocm_kpack_ref").is_some() {
+        return Err(layout_error(path, "it already has a `.rocm_kpack_ref` section".to_owned()));
+    }
 
-    let marker_bytes = marker::encode(reference);
+    let marker_bytes = marker::encode(reference)
+        .map_err(|error| layout_error(path, format!("the marker cannot be encoded: {error}")))?;
+    if marker_bytes.len() > MAX_MARKER {
+        return Err(layout_error(
+            path,
+            format!("a marker of {} bytes; the kpack runtime reads at most {MAX_MARKER}", marker_bytes.len()),
+        ));
+    }
     let placement = place(binary, &load, fatbin, marker_bytes.len() as u64)?;
     let removed = placement.removed();
     // Offsets past the removed pages move down with their bytes; none but a zero-length
@@ -212,12 +240,11 @@ fn check_wrappers(binary: &HostBinary, fatbin: &SectionHeader) -> Result<(), Dev
                 version: wrapper.version,
             });
         }
-        if binary.headers.header.kind == ET_DYN && site.relocation.is_none() {
-            let packed = if binary.has_relr { " (packed RELR relocations are not rewritten)" } else { "" };
+        if binary.headers.header.kind == ET_DYN && site.relocation.is_none() && !site.packed {
             return Err(relocation_error(
                 path,
                 format!(
-                    "fat-binary wrapper {}'s pointer at {:#x} has no R_X86_64_RELATIVE relocation{packed}",
+                    "fat-binary wrapper {}'s pointer at {:#x} has no relative relocation (RELA or packed)",
                     wrapper.index, site.pointer_address
                 ),
             ));
@@ -258,7 +285,11 @@ fn check_neighbours(binary: &HostBinary, fatbin_index: usize, load_index: usize)
         }
     }
     let names = headers.header.shstrndx;
-    if headers.header.shnum == 0 || names == 0 || usize::from(names) >= headers.sections.len() {
+    if headers.header.shnum == 0
+        || names == 0
+        || usize::from(names) >= headers.sections.len()
+        || usize::from(names) == fatbin_index
+    {
         return Err(layout_error(binary.path(), "no section-name table by a plain index".to_owned()));
     }
     if headers.sections.len() + 1 >= 0xff00 || headers.segments.len() + 1 > usize::from(u16::MAX) {
@@ -292,22 +323,23 @@ fn place(
         let last_page = fatbin_end - fatbin_end % PAGE;
         let resume = if last_page > keep { keep + (last_page - keep) / alignment * alignment } else { keep };
         let fits = marker + marker_len <= fatbin_end;
-        (Placement { table: (table_len > 0).then_some(table), marker, keep, resume }, fits)
+        (Placement { table: (table_len > 0).then_some(table), marker, keep, resume, split: false }, fits)
     };
-    // L3 exists when L maps anything past the removed pages.
-    let splits = |placement: &Placement| load.memsz > placement.resume - load.offset;
-    let table_len = (headers.segments.len() as u64 + 1) * PHDR_SIZE as u64;
-    let (moved, moved_fits) = with_table(table_len);
-    if moved_fits && moved.removed() > 0 && splits(&moved) {
-        let interpreted = headers.segments.iter().any(|segment| segment.kind == PT_INTERP);
-        let first = headers.segments.iter().find(|segment| segment.kind == PT_LOAD).expect("L is a PT_LOAD");
-        if interpreted && first.vaddr.wrapping_sub(first.offset) != load.vaddr.wrapping_sub(load.offset) {
-            return Err(layout_error(
-                binary.path(),
-                "the program header table would move into a segment whose address − offset differs from the first PT_LOAD's, where Linux before 5.18 would not find it".to_owned(),
-            ));
+    // L3 is needed when L has bytes of its own after F; otherwise L1's zero fill covers F's
+    // last partial page as well, the count of program headers stays and so does the table.
+    if load.offset + load.filesz > fatbin_end {
+        let (moved, fits) = with_table((headers.segments.len() as u64 + 1) * PHDR_SIZE as u64);
+        if fits && moved.removed() > 0 {
+            let interpreted = headers.segments.iter().any(|segment| segment.kind == PT_INTERP);
+            let first = headers.segments.iter().find(|segment| segment.kind == PT_LOAD).expect("L is a PT_LOAD");
+            if interpreted && first.vaddr.wrapping_sub(first.offset) != load.vaddr.wrapping_sub(load.offset) {
+                return Err(layout_error(
+                    binary.path(),
+                    "the program header table would move into a segment whose address − offset differs from the first PT_LOAD's, where Linux before 5.18 would not find it".to_owned(),
+                ));
+            }
+            return Ok(Placement { split: true, ..moved });
         }
-        return Ok(moved);
     }
     let (in_place, fits) = with_table(0);
     if !fits {
@@ -316,7 +348,7 @@ fn place(
             format!("`.hip_fatbin` of {} bytes has no room for the {marker_len}-byte marker", fatbin.size),
         ));
     }
-    if in_place.removed() > 0 && !splits(&in_place) {
+    if in_place.removed() > 0 && load.offset + load.filesz <= fatbin_end {
         return Ok(in_place);
     }
     // Nothing leaves the file: the marker goes at the start of F and the rest is zeroed.
@@ -338,9 +370,9 @@ fn new_segments(
     for (index, segment) in segments.iter().enumerate() {
         if index == load_index && removed > 0 {
             let tail = placement.resume - load.offset;
-            let head = ProgramHeader { filesz: placement.keep - load.offset, memsz: tail.min(load.memsz), ..load };
-            out.push(head);
-            if load.memsz > tail {
+            let memsz = if placement.split { tail } else { load.memsz };
+            out.push(ProgramHeader { filesz: placement.keep - load.offset, memsz, ..load });
+            if placement.split {
                 out.push(ProgramHeader {
                     offset: placement.keep,
                     vaddr: load.vaddr + tail,
@@ -398,7 +430,7 @@ fn new_sections(
         .collect();
     let fatbin = &mut sections[fatbin_index];
     let start = placement.keep;
-    let end = if removed > 0 { placement.resume } else { fatbin.offset + fatbin.size };
+    let end = if placement.split { placement.resume } else { fatbin.offset + fatbin.size };
     let original = headers.sections[fatbin_index].clone();
     let address = original.addr + (start - original.offset);
     fatbin.kind = if removed > 0 { SHT_NOBITS } else { SHT_PROGBITS };

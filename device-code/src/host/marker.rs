@@ -1,54 +1,22 @@
 //! The bytes of the `.rocm_kpack_ref` marker: one MessagePack map
 //! `{kpack_search_paths: [str…], kernel_name: str}`, keys in that order, encoded as Python's
-//! `msgpack.packb(…, use_bin_type=True)` does (the smallest str and array forms), which is
-//! what the kpack runtime parses.
+//! `msgpack.packb(…, use_bin_type=True)` does (the crate's `msgpack`), which is what the
+//! kpack runtime parses.
 //!
-//! Owns: that one encoding. Must not know: where the marker goes in the file, or what the
-//! paths mean. A local encoder of the three forms the marker needs, kept apart so that it
-//! can give way to the crate's MessagePack module without touching the transform.
+//! Owns: the marker's shape. Must not know: where the marker goes in the file, or what the
+//! paths mean.
 
 use crate::host::KpackRef;
+use crate::msgpack::{self, EncodeError, Value};
 
 /// The marker's bytes for `reference`.
-pub(crate) fn encode(reference: &KpackRef) -> Vec<u8> {
+pub(crate) fn encode(reference: &KpackRef) -> Result<Vec<u8>, EncodeError> {
+    let paths = reference.search_paths.iter().map(|path| Value::str(path)).collect();
+    let marker =
+        Value::map([("kpack_search_paths", Value::Array(paths)), ("kernel_name", Value::str(&reference.kernel_name))]);
     let mut out = Vec::new();
-    out.push(0x82); // a map of two entries
-    string(&mut out, "kpack_search_paths");
-    array_header(&mut out, reference.search_paths.len());
-    for path in &reference.search_paths {
-        string(&mut out, path);
-    }
-    string(&mut out, "kernel_name");
-    string(&mut out, &reference.kernel_name);
-    out
-}
-
-fn string(out: &mut Vec<u8>, text: &str) {
-    let len = text.len();
-    if len < 32 {
-        out.push(0xa0 | len as u8);
-    } else if let Ok(len) = u8::try_from(len) {
-        out.extend([0xd9, len]);
-    } else if let Ok(len) = u16::try_from(len) {
-        out.push(0xda);
-        out.extend(len.to_be_bytes());
-    } else {
-        out.push(0xdb);
-        out.extend(u32::try_from(len).expect("a marker string is far below 4 GiB").to_be_bytes());
-    }
-    out.extend(text.as_bytes());
-}
-
-fn array_header(out: &mut Vec<u8>, len: usize) {
-    if len < 16 {
-        out.push(0x90 | len as u8);
-    } else if let Ok(len) = u16::try_from(len) {
-        out.push(0xdc);
-        out.extend(len.to_be_bytes());
-    } else {
-        out.push(0xdd);
-        out.extend(u32::try_from(len).expect("a marker has far fewer than 2^32 paths").to_be_bytes());
-    }
+    msgpack::encode(&marker, &mut out)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -64,7 +32,7 @@ mod tests {
             search_paths: paths.iter().map(|path| (*path).to_owned()).collect(),
             kernel_name: name.to_owned(),
         };
-        assert_eq!(hex(&encode(&reference)), expect, "{reference:?}");
+        assert_eq!(hex(&encode(&reference).expect("encode")), expect, "{reference:?}");
     }
 
     /// Expected bytes as `msgpack.packb(m, use_bin_type=True).hex()` prints them.
@@ -94,7 +62,7 @@ mod tests {
         ];
         for (paths, start) in cases {
             let reference = KpackRef { search_paths: paths, kernel_name: "k".to_owned() };
-            let encoded = hex(&encode(&reference));
+            let encoded = hex(&encode(&reference).expect("encode"));
             assert!(encoded.starts_with(&format!("{prefix}{start}")), "{encoded}");
             assert!(encoded.ends_with("ab6b65726e656c5f6e616d65a16b"), "{encoded}");
         }

@@ -1,18 +1,19 @@
 //! The host binary's transform: a fat HIP ELF file (x86-64 shared object, PIE or
 //! fixed-address executable) rewritten so that a kpack-enabled HIP runtime finds its code
-//! objects in external `.kpack` archives instead of its `.hip_fatbin` section, as AMD's rocm-kpack
-//! transform leaves it.
+//! objects in external `.kpack` archives instead of its `.hip_fatbin` section, as AMD's
+//! rocm-kpack transform leaves it.
 //!
 //! What the runtime sees afterwards, as with rocm-kpack's transform: every 24-byte wrapper of
 //! `.hipFatBinSegment` has magic `HIPK`, version 1, its 0-based index in the low 32 bits of
-//! its reserved field, and a pointer (at run time, through its `R_X86_64_RELATIVE`
-//! relocation, or in place for a fixed-address executable) to a MessagePack marker
+//! its reserved field, and a pointer (at run time, through its relative relocation, RELA or
+//! packed, or in place for a fixed-address executable) to a MessagePack marker
 //! `{kpack_search_paths, kernel_name}` in a new read-only, mapped `.rocm_kpack_ref` section.
 //! The whole pages of `.hip_fatbin` leave the file; where they were mapped stays mapped, as
 //! zero-fill memory (the layout is described in `layout`).
 //!
-//! Owns: reading the wrappers and their relocations (`inspect`, `relocations`), planning the
-//! new layout (`layout`), the marker's bytes (`marker`) and streaming the result (`output`).
+//! Owns: reading the wrappers, their relocations and the symbols defined in `.hip_fatbin`
+//! (`inspect`, `relocations`, `relr`, `symbols`), planning the new layout (`layout`), the
+//! marker's shape (`marker`) and streaming the result (`output`).
 //! Must not know: which archives hold the code objects, what the search paths say (the
 //! caller gives them), or the bundles inside `.hip_fatbin` (never read here: a section can
 //! be more than a gigabyte, and the transform reads only headers, wrappers and relocations).
@@ -22,6 +23,7 @@ mod layout;
 mod marker;
 mod output;
 mod relocations;
+mod relr;
 mod symbols;
 
 use std::path::{Path, PathBuf};
@@ -74,6 +76,9 @@ pub(crate) struct WrapperSite {
     pub pointer_address: u64,
     /// File offset of the `R_X86_64_RELATIVE` entry relocating the pointer, if any.
     pub relocation: Option<u64>,
+    /// Whether a packed relative relocation relocates the pointer (its stored word is the
+    /// addend, so rewriting the word is all it needs).
+    pub packed: bool,
 }
 
 /// What the caller wants the marker to say: where the runtime looks for archives (relative
@@ -96,8 +101,6 @@ pub struct HostBinary {
     sites: Vec<WrapperSite>,
     /// Relocations other than the wrappers' that resolve into `.hip_fatbin` (their targets).
     stray_relocations: Vec<u64>,
-    /// Whether the file has packed (`SHT_RELR`) relocations, which are not rewritten.
-    has_relr: bool,
     /// Symbols defined in `.hip_fatbin`.
     fatbin_symbols: Vec<symbols::FatbinSymbol>,
     /// The bytes of `.shstrtab`, to which the marker's section name is appended.
@@ -133,7 +136,7 @@ impl HostBinary {
 /// The planned rewrite of one host binary: pieces of the input and new bytes, in output
 /// order, written by [`HostTransform::write_to`] or read through [`HostTransform::reader`]
 /// without ever holding more than a buffer of the input.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HostTransform {
     path: PathBuf,
     input_len: u64,
@@ -141,6 +144,21 @@ pub struct HostTransform {
     output_len: u64,
     removed: u64,
     marker_address: u64,
+}
+
+/// A summary: the pieces' bytes would flood a test failure or a log.
+impl std::fmt::Debug for HostTransform {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("HostTransform")
+            .field("path", &self.path)
+            .field("input_len", &self.input_len)
+            .field("output_len", &self.output_len)
+            .field("removed", &self.removed)
+            .field("marker_address", &format_args!("{:#x}", self.marker_address))
+            .field("pieces", &self.pieces.len())
+            .finish()
+    }
 }
 
 impl HostTransform {

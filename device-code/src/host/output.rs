@@ -100,13 +100,14 @@ impl HostTransform {
     /// its length) through one buffer.
     pub fn write_to(&self, file: &File, out: &mut dyn Write) -> Result<(), DeviceCodeError> {
         self.check_input(file)?;
-        let mut buffer = vec![0u8; COPY_BUFFER];
+        let largest = self.pieces.iter().map(|piece| if let Piece::Copy { len, .. } = piece { *len } else { 0 }).max();
+        let mut buffer = vec![0u8; largest.unwrap_or(0).min(COPY_BUFFER as u64) as usize];
         for piece in &self.pieces {
             match piece {
                 Piece::Copy { offset, len } => {
                     let mut done = 0;
                     while done < *len {
-                        let take = (COPY_BUFFER as u64).min(len - done) as usize;
+                        let take = (buffer.len() as u64).min(len - done) as usize;
                         file.read_exact_at(&mut buffer[..take], offset + done).map_err(|source| self.io(source))?;
                         out.write_all(&buffer[..take]).map_err(|source| self.io(source))?;
                         done += take as u64;

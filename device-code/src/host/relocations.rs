@@ -2,21 +2,25 @@
 //! wrapper's pointer (rewritten to aim at the marker), and any other relocation resolving into
 //! `.hip_fatbin` (which would leave the runtime reading pages that are no longer there).
 //!
-//! Owns: walking the mapped `SHT_RELA` sections (`.rela.dyn`, `.rela.plt`) in bounded chunks.
+//! Owns: walking the mapped `SHT_RELA` sections (`.rela.dyn`, `.rela.plt`) in bounded chunks
+//! (packed `SHT_RELR` ones are `relr`'s).
 //! Must not know: the new layout or what the marker says.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::Path;
 
 use crate::elf_headers::{read_range, ElfHeaders, SectionHeader, SHF_ALLOC, SHT_RELA};
+use crate::host::relr;
+use crate::host::symbols::FatbinSymbol;
 use crate::DeviceCodeError;
 
 /// `r_type` of a base-relative relocation: the word becomes load base + addend.
 pub(crate) const R_X86_64_RELATIVE: u32 = 8;
+/// `r_type` of a relocation that does nothing.
+const R_X86_64_NONE: u32 = 0;
 /// Size of one `Elf64_Rela`.
 pub(crate) const RELA_SIZE: u64 = 24;
-/// `sh_type` of packed relative relocations, which this transform does not rewrite.
-const SHT_RELR: u32 = 19;
 /// Entries read per chunk, so a large `.rela.dyn` is walked in flat memory.
 const CHUNK_ENTRIES: u64 = 4096;
 
@@ -27,12 +31,13 @@ pub(crate) struct Relocations {
     pub wrapper_pointers: Vec<Option<(u64, i64)>>,
     /// Targets of other relocations whose result lies in `.hip_fatbin`.
     pub into_fatbin: Vec<u64>,
-    /// Whether the file has packed (`SHT_RELR`) relocations.
-    pub has_relr: bool,
+    /// Per wrapper: whether a packed relative relocation (`relr`) relocates its pointer.
+    pub packed_pointers: Vec<bool>,
 }
 
 /// Walks every mapped `SHT_RELA` section. `segment` is `.hipFatBinSegment` (address, wrapper
-/// count), `fatbin` the address range of `.hip_fatbin`. A relocation on a wrapper other than
+/// count), `fatbin` the address range of `.hip_fatbin`, `symbols` the symbols defined in it
+/// (a relocation naming one resolves into it too). A relocation on a wrapper other than
 /// `R_X86_64_RELATIVE` on its pointer is refused: it is not something clang writes, and the
 /// transform would not know what the runtime then reads.
 pub(crate) fn read(
@@ -41,13 +46,22 @@ pub(crate) fn read(
     headers: &ElfHeaders,
     segment: (u64, usize),
     fatbin: (u64, u64),
+    symbols: &[FatbinSymbol],
 ) -> Result<Relocations, DeviceCodeError> {
     let (segment_address, count) = segment;
-    let segment_end = segment_address + count as u64 * 24;
-    let mut found = Relocations { wrapper_pointers: vec![None; count], ..Relocations::default() };
-    found.has_relr = headers.sections.iter().any(|section| section.kind == SHT_RELR);
+    let segment_end = segment_address.saturating_add(count as u64 * 24);
+    let mut found = Relocations {
+        wrapper_pointers: vec![None; count],
+        packed_pointers: vec![false; count],
+        into_fatbin: Vec::new(),
+    };
     let tables = headers.sections.iter().filter(|section| section.kind == SHT_RELA && section.flags & SHF_ALLOC != 0);
     for table in tables {
+        let named: BTreeSet<u64> = symbols
+            .iter()
+            .filter(|symbol| symbol.table as u64 == u64::from(table.link))
+            .map(|symbol| symbol.index)
+            .collect();
         check_table(path, table)?;
         let entries = table.size / RELA_SIZE;
         let mut first = 0;
@@ -79,13 +93,16 @@ pub(crate) fn read(
                             format!("fat-binary wrapper {index}'s pointer at {target:#x} is relocated twice"),
                         ));
                     }
-                } else if kind == R_X86_64_RELATIVE && (fatbin.0..fatbin.1).contains(&(addend as u64)) {
+                } else if (kind == R_X86_64_RELATIVE && (fatbin.0..fatbin.1).contains(&(addend as u64)))
+                    || (kind != R_X86_64_NONE && named.contains(&(info >> 32)))
+                {
                     found.into_fatbin.push(target);
                 }
             }
             first += take;
         }
     }
+    relr::read(file, path, headers, segment, fatbin, &mut found)?;
     Ok(found)
 }
 

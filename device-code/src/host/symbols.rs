@@ -22,6 +22,10 @@ const CHUNK_SYMBOLS: u64 = 4096;
 /// One symbol defined in `.hip_fatbin`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FatbinSymbol {
+    /// Section index of its symbol table, and its index in that table (what a relocation
+    /// names it by).
+    pub table: usize,
+    pub index: u64,
     /// File offset of its `Elf64_Sym`.
     pub file_offset: u64,
     pub value: u64,
@@ -55,8 +59,8 @@ pub(crate) fn read(
     let Ok(section) = u16::try_from(section) else {
         return Ok(found);
     };
-    let tables = headers.sections.iter().filter(|table| matches!(table.kind, SHT_SYMTAB | SHT_DYNSYM));
-    for table in tables {
+    let tables = headers.sections.iter().enumerate().filter(|(_, table)| matches!(table.kind, SHT_SYMTAB | SHT_DYNSYM));
+    for (table_index, table) in tables {
         let count = table.size / SYMBOL_SIZE;
         let mut first = 0;
         while first < count {
@@ -66,6 +70,8 @@ pub(crate) fn read(
             for (number, entry) in raw.chunks_exact(SYMBOL_SIZE as usize).enumerate() {
                 if u16::from_le_bytes([entry[6], entry[7]]) == section {
                     found.push(FatbinSymbol {
+                        table: table_index,
+                        index: first + number as u64,
                         file_offset: offset + number as u64 * SYMBOL_SIZE,
                         value: u64_at(entry, 8),
                         size: u64_at(entry, 16),
@@ -83,7 +89,7 @@ mod tests {
     use super::*;
 
     fn check(value: u64, size: u64, expect: Option<(u64, u64)>) {
-        let symbol = FatbinSymbol { file_offset: 100, value, size };
+        let symbol = FatbinSymbol { table: 2, index: 1, file_offset: 100, value, size };
         let clamped = symbol.clamped(0x2000, 0x5000).map(|(at, bytes)| {
             assert_eq!(at, 108);
             (u64_at(&bytes, 0), u64_at(&bytes, 8))

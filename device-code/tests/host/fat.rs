@@ -110,14 +110,34 @@ pub enum Shape {
     ThreeUnits,
     /// A shared object of two units compiled with `-fgpu-rdc` (one device link).
     Relocatable,
+    /// A shared object linked with `.hip_fatbin` last in its segment, so that no segment
+    /// has to be added after the split.
+    LastInSegment,
+    /// A shared object linked with `.hip_fatbin` and then more read-only data after `.text`,
+    /// in a segment whose address − offset differs from the first segment's.
+    FatbinAfterText,
+    /// A shared object linked by GNU ld with packed relative relocations (`DT_RELR`), so
+    /// that the wrapper's pointer has no RELA entry.
+    GnuLdPacked,
+    /// The same layout in a PIE: the moved program header table would be where kernels
+    /// before Linux 5.18 do not look, so the split is refused.
+    PieWithFatbinAfterText,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 5] =
-        [Shape::SharedObject, Shape::Pie, Shape::FixedAddress, Shape::ThreeUnits, Shape::Relocatable];
+    pub const ALL: [Shape; 8] = [
+        Shape::SharedObject,
+        Shape::Pie,
+        Shape::FixedAddress,
+        Shape::ThreeUnits,
+        Shape::Relocatable,
+        Shape::LastInSegment,
+        Shape::FatbinAfterText,
+        Shape::GnuLdPacked,
+    ];
 
     pub fn is_library(self) -> bool {
-        !matches!(self, Shape::Pie | Shape::FixedAddress)
+        !matches!(self, Shape::Pie | Shape::FixedAddress | Shape::PieWithFatbinAfterText)
     }
 }
 
@@ -247,6 +267,9 @@ pub fn build(shape: Shape, dir: &Path, runtime: &Runtime) -> PathBuf {
     if !shape.is_library() {
         entry += "#include <stdio.h>\nint main() { float x = 1.0f; printf(\"run=%d\\n\", run(&x)); return 0; }\n";
     }
+    if matches!(shape, Shape::FatbinAfterText | Shape::PieWithFatbinAfterText) {
+        entry += "__attribute__((section(\".kept_after\"), used)) static const char kept_after[64] = {1};\n";
+    }
     let entry_source = dir.join("entry.cpp");
     std::fs::write(&entry_source, entry).expect("write entry");
     let output = dir.join(if shape.is_library() { "libk.so" } else { "k" });
@@ -269,10 +292,25 @@ pub fn build(shape: Shape, dir: &Path, runtime: &Runtime) -> PathBuf {
         Shape::Relocatable => command.args(["-fPIC", "-shared", "-fgpu-rdc"]),
         Shape::Pie => command.args(["-fPIE", "-pie"]),
         Shape::FixedAddress => command.args(["-fno-pic", "-no-pie"]),
+        Shape::LastInSegment => command.args(["-fPIC", "-shared"]).arg(linker_script(dir, ".eh_frame")),
+        Shape::FatbinAfterText => command.args(["-fPIC", "-shared"]).arg(linker_script(dir, ".text")),
+        Shape::GnuLdPacked => command.args(["-fPIC", "-shared", "-fuse-ld=bfd", "-Wl,-z,pack-relative-relocs"]),
+        Shape::PieWithFatbinAfterText => command.args(["-fPIE", "-pie"]).arg(linker_script(dir, ".text")),
     };
     command.arg("-L").arg(&runtime.dir).arg("-lamdhip64").arg("-o").arg(&output);
     run(&mut command, "clang-15 and lld-15");
     output
+}
+
+/// The flag linking `.hip_fatbin` (and the entry's `.kept_after`, when it has one) right
+/// after the output section `after`.
+fn linker_script(dir: &Path, after: &str) -> String {
+    let script = dir.join("fatbin.ld");
+    let text = format!(
+        "SECTIONS {{ .hip_fatbin : {{ *(.hip_fatbin) }} .kept_after : {{ KEEP(*(.kept_after)) }} }} INSERT AFTER {after};\n"
+    );
+    std::fs::write(&script, text).expect("write linker script");
+    format!("-Wl,-T,{}", script.display())
 }
 
 /// Runs `binary` (a program, or a library through the loader) against the stub runtime and

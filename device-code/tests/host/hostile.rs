@@ -34,12 +34,12 @@ fn damaged(input: &Path, name: &str, offset: u64, edit: &[u8]) -> PathBuf {
     path
 }
 
-fn section<'a>(headers: &'a ElfHeaders, name: &str) -> (usize, &'a SectionHeader) {
+pub fn section<'a>(headers: &'a ElfHeaders, name: &str) -> (usize, &'a SectionHeader) {
     headers.sections.iter().enumerate().find(|(_, section)| section.name == name.as_bytes()).expect(name)
 }
 
 /// File offset of the `.rela.dyn` entry whose target is `address`.
-fn relocation_of(path: &Path, headers: &ElfHeaders, address: u64) -> u64 {
+pub fn relocation_of(path: &Path, headers: &ElfHeaders, address: u64) -> u64 {
     let (_, table) = section(headers, ".rela.dyn");
     let bytes = std::fs::read(path).expect("read");
     (0..table.size / 24)
@@ -104,8 +104,12 @@ fn damaged_binaries_are_refused_by_name() {
         assert!(matches!(error, DeviceCodeError::Elf { .. }), "{error}");
     }
 
-    let error = refusal_with(&input, "k".repeat(64 << 10));
+    let fatbin = section(&headers, ".hip_fatbin").1.size as usize;
+    assert!(fatbin < 60_000, "{fatbin}");
+    let error = refusal_with(&input, "k".repeat(60_000));
     assert!(error.to_string().contains("no room for the"), "{error}");
+    let error = refusal_with(&input, "k".repeat(64 << 10));
+    assert!(error.to_string().contains("the kpack runtime reads at most 65536"), "{error}");
 }
 
 fn refusal_with(path: &Path, kernel_name: String) -> DeviceCodeError {
@@ -117,6 +121,46 @@ fn refusal_with(path: &Path, kernel_name: String) -> DeviceCodeError {
     assert!(matches!(error, DeviceCodeError::HostLayout { .. }), "{error}");
     assert!(error.to_string().contains(&path.display().to_string()), "{error}");
     error
+}
+
+/// An executable whose `.hip_fatbin` is in a segment with another address − offset than
+/// the first one's is refused: Linux before 5.18 would compute AT_PHDR from the first
+/// segment and miss the moved program header table (the same layout in a shared object
+/// splits, `shapes`).
+#[test]
+fn an_executable_whose_table_old_kernels_would_miss_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runtime = fat::build_runtime(dir.path(), &RuntimeAbi::default());
+    let input = fat::build(Shape::PieWithFatbinAfterText, dir.path(), &runtime);
+    let error = refusal(&input);
+    assert!(matches!(error, DeviceCodeError::HostLayout { .. }), "{error}");
+    assert!(error.to_string().contains("Linux before 5.18"), "{error}");
+}
+
+/// A relocation naming a symbol defined in `.hip_fatbin` (`-fgpu-rdc` exports
+/// `__hip_fatbin`) resolves into it as surely as a RELATIVE one: refused.
+#[test]
+fn a_relocation_naming_a_fatbin_symbol_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runtime = fat::build_runtime(dir.path(), &RuntimeAbi::default());
+    let input = fat::build(Shape::Relocatable, dir.path(), &runtime);
+    let headers = ElfHeaders::read(&File::open(&input).expect("open"), &input).expect("headers");
+    let symbols =
+        crate::support::stdout(&run(Command::new("readelf").args(["--dyn-syms", "-W"]).arg(&input), "binutils"));
+    let index: u64 = symbols
+        .lines()
+        .find(|line| line.ends_with(" __hip_fatbin"))
+        .and_then(|line| line.split(':').next()?.trim().parse().ok())
+        .expect("__hip_fatbin in .dynsym");
+    let (_, table) = section(&headers, ".rela.dyn");
+    let bytes = std::fs::read(&input).expect("read");
+    let absolute = (0..table.size / 24)
+        .map(|entry| (table.offset + entry * 24) as usize)
+        .find(|&at| bytes[at + 8..at + 12] == 1u32.to_le_bytes())
+        .expect("an R_X86_64_64 relocation");
+    let named = damaged(&input, "named.so", absolute as u64 + 8, &((index << 32) | 1).to_le_bytes());
+    let error = refusal(&named);
+    assert!(error.to_string().contains("resolves into `.hip_fatbin`"), "{error}");
 }
 
 /// A library without device code is not fat; a file that changes between the plan and the

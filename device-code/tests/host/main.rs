@@ -5,5 +5,6 @@
 mod debian;
 mod fat;
 mod hostile;
+mod mutations;
 mod shapes;
 mod support;

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::path::Path;
 
+use device_code::elf_headers::ElfHeaders;
 use device_code::host::{self, FatState, HostTransform, MAGIC_KPACK};
 use device_code::DeviceCodeError;
 
@@ -80,6 +81,16 @@ fn every_shape_splits_and_registers_its_marker() {
         assert!(plan.removed_len() + 3 * PAGE > fatbin_size, "{shape:?}: removed {}", plan.removed_len());
         assert!(plan.output_len() + plan.removed_len() < input_len + PAGE, "{shape:?}");
         assert_split(&output, units, &wanted);
+        let read = |path: &Path| {
+            let headers = ElfHeaders::read(&File::open(path).expect("open"), path).expect("headers");
+            (headers.header.phoff, headers.segments.len())
+        };
+        let (was, is) = (read(&input), read(&output));
+        if shape == Shape::LastInSegment {
+            assert_eq!(is, was, "{shape:?}: the program headers stay where they were");
+        } else {
+            assert_eq!(is.1, was.1 + 1, "{shape:?}: one segment more");
+        }
     }
 }
 

@@ -4,6 +4,7 @@ host wheel carries, on `sys.path` as pip lays them out), with and without its de
 on the recorded KFD topologies (`kfd_topologies/`)."""
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
@@ -62,7 +63,8 @@ class SplitSites(Sites):
 
     def doctor_at(self, site: Path, topology: str, *args: str) -> support.Completed:
         env = support.clean_env({"ROCM_SDK_KFD_TOPOLOGY": topology})
-        return support.run_python(DOCTOR, site=site, env=env, args=["doctor", *list(args)])
+        # A timeout turns a doctor waiting on a FIFO into a failure, not a hang.
+        return support.run_python(DOCTOR, site=site, env=env, args=["doctor", *list(args)], timeout=300)
 
     def split_report(self, site: Path, tree: str) -> Any:
         """The JSON report on a recorded topology; its exit status is checked against `ok`."""
@@ -239,7 +241,12 @@ class DoctorSplitTest(SplitSites):
             text = (folder / "METADATA").read_text().replace("Name: bad-name", "Name: bad name'; rm -rf ~")
             (folder / "METADATA").write_text(text)
         support.write(site / "broken-1.0.dist-info" / "METADATA", b"Name: broken\nVersion: \xff\xfe\n")
+        # FIFOs where metadata should be, one of them the device wheel's: nothing waits on them.
+        for name in ("fifo-1.0.dist-info", "hipext_device_gfx90a-1.0.dist-info"):
+            (site / name).mkdir()
+            os.mkfifo(str(site / name / "METADATA"))
         report = self.split_report(site, "mi210_gfx90a")
+        self.assertEqual(self.hipext(report)["gpus"][0]["missing"][0]["installed"], None)
         self.assertEqual([package["name"] for package in report["packages"]], ["evil", "hipext"])
         text = self.doctor(site, "mi210_gfx90a").stdout
         self.assertIn("evil 1.0\\x1b[2J: GPU gfx90a (KFD node 1) covered by the package itself", text)
@@ -295,3 +302,10 @@ class WarningSplitTest(SplitSites):
     def test_a_package_without_device_extras_is_not_warned_about(self) -> None:
         site = self.split_site(extras=["Requires-Dist: numpy"])
         self.assertEqual(self.warnings(site, "mi210_gfx90a"), [[], []])
+
+    def test_importing_rocm_sdk_reads_no_distribution(self) -> None:
+        code = "import sys, rocm_sdk\nprint(sorted(m for m in sys.modules if m.startswith('rocm_sdk._')))"
+        result = support.run_python(code, site=self.split_site(), check=True)
+        loaded = json.loads(result.stdout.replace("'", '"'))
+        self.assertNotIn("rocm_sdk._device_extras", loaded)
+        self.assertNotIn("rocm_sdk._requirements", loaded)

@@ -114,9 +114,10 @@ pub enum RepairError {
         path.display()
     )]
     Windows { path: PathBuf },
-    #[error("{} is not a wheel: {reason}", path.display())]
+    #[error("{} is not a wheel: {}", escape_path(path), escape(reason))]
     NotAWheel { path: PathBuf, reason: String },
-    #[error("{}: {reason}", path.display())]
+    /// `reason` names members of the wheel: escaped, as every name from input.
+    #[error("{}: {}", escape_path(path), escape(reason))]
     BadWheel { path: PathBuf, reason: String },
     #[error("no ROCm SDK in {}: {reason}", path.display())]
     NoSdk { path: PathBuf, reason: String },

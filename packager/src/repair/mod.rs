@@ -33,10 +33,9 @@ pub use sdk::without_graft_hash;
 pub(crate) use sdk_source::name_and_version;
 
 use crate::config::BuildTime;
-use crate::config::Destination;
-use crate::output::destination::lock::DestLock;
+use crate::output::destination::rewrite_run::{in_rewrite_run, RewriteRun};
 use crate::platform::{host_machine, machine_of_tag};
-use archive_write::{ArchiveOptions, PlatformTag, Progress, Reuse, WheelCompression};
+use archive_write::{ArchiveOptions, PlatformTag, Progress};
 use elf_rpath::EditStrategy;
 
 /// What `cargo xtask repair` asks.
@@ -109,41 +108,19 @@ pub fn repair(request: &RepairRequest, progress: &dyn Progress) -> Result<Repair
         }
     }
     // A refused repair leaves the destination as it found it: no empty `dist/` either.
-    let created: Vec<PathBuf> = [request.dest_dir.clone(), request.dest_dir.join(crate::config::DIST_DIR)]
-        .into_iter()
-        .filter(|dir| std::fs::symlink_metadata(dir).is_err())
-        .collect();
-    let repaired = repair_into_destination(request, &sdk, progress);
-    if repaired.is_err() {
-        for dir in created.iter().rev() {
-            // Only an empty directory goes; anything in it was not ours to remove.
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-    repaired
+    in_rewrite_run(&request.dest_dir, ".rocm-packager-repair-", request.build_time, request.compression_level, |run| {
+        repair_into_destination(request, &sdk, run, progress)
+    })
 }
 
 /// The repairs once the SDK is read: every wheel staged, then committed together.
 fn repair_into_destination(
     request: &RepairRequest,
     sdk: &sdk::Sdk,
+    run: &RewriteRun,
     progress: &dyn Progress,
 ) -> Result<RepairReport, RepairError> {
-    let destination =
-        Destination { dest_dir: request.dest_dir.clone(), output_dir: request.dest_dir.join(crate::config::DIST_DIR) };
-    let lock = DestLock::acquire(&destination).map_err(Box::new)?;
-    let scratch =
-        tempfile::Builder::new().prefix(".rocm-packager-repair-").tempdir_in(&request.dest_dir).map_err(|source| {
-            archive_write::WriteError::io(archive_write::WriteAction::CreateTemp, &request.dest_dir, source)
-        })?;
-    let options = ArchiveOptions {
-        compression: WheelCompression::Deflate { level: request.compression_level.min(9) },
-        build_time: request.build_time,
-        reuse: Reuse::Never,
-        // A repaired wheel is written anew from its input each time: no earlier run's
-        // identities stand for its members.
-        identities: None,
-    };
+    let RewriteRun { lock, scratch, options } = run;
     let mut staged = Vec::new();
     let mut reports = Vec::new();
     for (index, path) in request.wheels.iter().enumerate() {
@@ -151,7 +128,7 @@ fn repair_into_destination(
         let work = scratch.path().join(format!("wheel-{index}"));
         std::fs::create_dir(&work)
             .map_err(|source| archive_write::WriteError::io(archive_write::WriteAction::CreateDir, &work, source))?;
-        let (file, report) = repair_one(path, sdk, request, &work, lock.output_dir(), &options, progress)?;
+        let (file, report) = repair_one(path, sdk, request, &work, lock.output_dir(), options, progress)?;
         if let Some(first) = reports.iter().find(|earlier: &&RepairedWheel| earlier.output == report.output) {
             let file_name = file.written.file_name.clone();
             return Err(RepairError::SameOutput { first: first.input.clone(), second: path.clone(), file_name });

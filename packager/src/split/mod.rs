@@ -8,9 +8,9 @@
 //! database files named by target and its `grouping` decides the device wheels and the
 //! extras (rules `package --split-device` shares); `archives` writes one
 //! archive per package directory and target; `metadata` the host's extras and the device
-//! wheels' metadata; `output` stages every wheel. Everything is written, or nothing: the
-//! run's wheels are renamed into the output directory together, under the destination's
-//! lock, when all are complete.
+//! wheels' metadata; `output` stages every wheel; `report` is the text the CLI prints.
+//! Everything is written, or nothing: the run's wheels are renamed into the output
+//! directory together, under the destination's lock, when all are complete.
 //!
 //! Owns: the order of those stages and the report. Does not own: the formats (the
 //! device-code crate), the writer (`archive-write`).
@@ -21,6 +21,7 @@ mod error;
 mod fat_build;
 mod metadata;
 mod output;
+mod report;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -29,11 +30,11 @@ use std::sync::Arc;
 pub use error::SplitError;
 pub use fat_build::{split_build, SplitBuild};
 
-use crate::config::{BuildTime, Destination};
-use crate::output::destination::lock::DestLock;
+use crate::config::BuildTime;
+use crate::output::destination::rewrite_run::{in_rewrite_run, RewriteRun};
 use crate::plan::device_code::{databases, grouping};
 use crate::repair::input::read_input;
-use archive_write::{ArchiveOptions, DistName, Progress, Reuse, StagedFile, WheelCompression};
+use archive_write::{ArchiveOptions, DistName, Progress, StagedFile};
 use binaries::{Binary, FatMember};
 use device_code::host::HostTransform;
 use grouping::WheelKey;
@@ -105,19 +106,18 @@ pub fn split(request: &SplitRequest, progress: &dyn Progress) -> Result<SplitRep
             other => SplitError::Read(Box::new(other)),
         })?;
     }
-    let destination =
-        Destination { dest_dir: request.dest_dir.clone(), output_dir: request.dest_dir.join(crate::config::DIST_DIR) };
-    let lock = DestLock::acquire(&destination).map_err(Box::new)?;
-    let scratch =
-        tempfile::Builder::new().prefix(".rocm-packager-split-").tempdir_in(&request.dest_dir).map_err(|source| {
-            archive_write::WriteError::io(archive_write::WriteAction::CreateTemp, &request.dest_dir, source)
-        })?;
-    let options = ArchiveOptions {
-        compression: WheelCompression::Deflate { level: request.compression_level.min(9) },
-        build_time: request.build_time,
-        reuse: Reuse::Never,
-        identities: None,
-    };
+    in_rewrite_run(&request.dest_dir, ".rocm-packager-split-", request.build_time, request.compression_level, |run| {
+        split_into_destination(request, run, progress)
+    })
+}
+
+/// The splits: every wheel staged, then committed together.
+fn split_into_destination(
+    request: &SplitRequest,
+    run: &RewriteRun,
+    progress: &dyn Progress,
+) -> Result<SplitReport, SplitError> {
+    let RewriteRun { lock, scratch, options } = run;
     let mut staged: Vec<StagedFile> = Vec::new();
     let mut reports = Vec::new();
     for (index, path) in request.wheels.iter().enumerate() {
@@ -125,7 +125,7 @@ pub fn split(request: &SplitRequest, progress: &dyn Progress) -> Result<SplitRep
         let work = scratch.path().join(format!("wheel-{index}"));
         std::fs::create_dir(&work)
             .map_err(|source| archive_write::WriteError::io(archive_write::WriteAction::CreateDir, &work, source))?;
-        let (files, report) = split_one(path, request, &work, lock.output_dir(), &options, progress)?;
+        let (files, report) = split_one(path, request, &work, lock.output_dir(), options, progress)?;
         for file in &files {
             if let Some(first) = staged.iter().find(|earlier| earlier.written.file_name == file.written.file_name) {
                 return Err(SplitError::SameOutput {

@@ -1,9 +1,10 @@
 //! What a set split into host and device wheels must hold together (SPEC §12): device
 //! wheels (wheels holding `.kpack` archives and no host code) pin their host to their own
 //! version; a host wheel built on nothing of ours offers `device-<target>` extras (and
-//! `device-all`) requiring them; no fat device code is left in a host wheel; no code
-//! object is in two device wheels. Then the runtime's search (`search`), and whether the
-//! set's HIP runtime can load archives at all (`runtime`).
+//! `device-all`) requiring them; no fat device code is left in a host wheel (nor in any
+//! wheel of an SDK split into device wheels); no code object is in two device wheels. Then
+//! the runtime's search (`search`), and whether the set's HIP runtime can load archives at
+//! all (`runtime`).
 //!
 //! Owns: those rules; children `search`, `runtime`. Does not own: reading archives or host binaries
 //! (`kpack`), the installed view (`closure`).
@@ -16,7 +17,7 @@ pub use runtime::ALLOW_FLAG as ALLOW_RUNTIME_WITHOUT_KPACK_FLAG;
 use std::collections::BTreeMap;
 
 use crate::archive::Archive;
-use crate::closure::Install;
+use crate::closure::{parent_dir, Install};
 use crate::escape::escape;
 use crate::kpack::{is_generic, split_target, Wrapper};
 use crate::metadata::normalize_name;
@@ -115,6 +116,19 @@ pub(crate) fn check_split_sets(
     for host in &hosts {
         check_no_device_code(host, findings);
     }
+    // An SDK split into device wheels is split whole: a fat binary left in any of its
+    // wheels ships every target's code to every user.
+    if devices.iter().any(|device| sdk_names.contains(&distribution(device))) {
+        let others = archives.iter().filter(|archive| {
+            archive.kind == ArchiveKind::Wheel
+                && sdk_names.contains(&distribution(archive))
+                && !is_device_wheel(archive)
+                && !hosts.iter().any(|host| host.file == archive.file)
+        });
+        for archive in others {
+            check_no_fat_binary(archive, findings);
+        }
+    }
     check_each_code_object_once(&devices, findings);
     let hipk_wrappers: usize = archives
         .iter()
@@ -125,7 +139,7 @@ pub(crate) fn check_split_sets(
     if hipk_wrappers > 0 {
         runtime::check_runtime(archives, hipk_wrappers, allow_runtime_without_kpack, findings);
     }
-    search::check_search(archives, &devices, install, findings);
+    search::check_search(archives, install, findings);
 }
 
 /// A device wheel's pin on its host, a wheel of the set that is no device wheel: the
@@ -196,36 +210,19 @@ fn check_extras(device: &Archive, host: &Archive, findings: &mut Findings) {
             Check::DeviceCode,
             format!(
                 "offers no extra `{extra}` installing {device_name} {version}: it needs `Provides-Extra: {extra}` and \
-                 `Requires-Dist: {device_name} == {version}; extra == \"{extra}\"`"
+                 `Requires-Dist: {device_name} == {version}; extra == \"{extra}\"`",
+                extra = escape(&extra),
+                device_name = escape(&device_name),
+                version = escape(version),
             ),
         );
     }
 }
 
-/// A host wheel of a split set holds no device code: no `HIPF` wrapper, no `.hip_fatbin`
-/// bytes, no code object or archive of its own.
+/// A host wheel of a split set holds no device code: no fat binary, no code object or
+/// archive of its own.
 fn check_no_device_code(host: &Archive, findings: &mut Findings) {
-    for binary in &host.fat_binaries {
-        let fat = binary.wrappers.iter().filter(|wrapper| matches!(wrapper, Wrapper::Fat)).count();
-        if fat > 0 {
-            findings.violation(
-                &host.file,
-                Some(&binary.path),
-                Check::DeviceCode,
-                format!("still has {fat} HIPF wrappers (device code in the file) in a host wheel of a split set"),
-            );
-        }
-        if let Some(bytes) = binary.fatbin_file_bytes {
-            findings.violation(
-                &host.file,
-                Some(&binary.path),
-                Check::DeviceCode,
-                format!(
-                    "keeps {bytes} bytes of `.hip_fatbin` in the file; a split binary's `.hip_fatbin` is SHT_NOBITS"
-                ),
-            );
-        }
-    }
+    check_no_fat_binary(host, findings);
     let code_objects = host.elf_scope.n_gpu_code_objects;
     if code_objects > 0 {
         findings.violation(
@@ -245,22 +242,50 @@ fn check_no_device_code(host: &Archive, findings: &mut Findings) {
     }
 }
 
+/// No `HIPF` wrapper and no `.hip_fatbin` bytes: nothing of the device code left in a file.
+fn check_no_fat_binary(wheel: &Archive, findings: &mut Findings) {
+    for binary in &wheel.fat_binaries {
+        let fat = binary.wrappers.iter().filter(|wrapper| matches!(wrapper, Wrapper::Fat)).count();
+        if fat > 0 {
+            findings.violation(
+                &wheel.file,
+                Some(&binary.path),
+                Check::DeviceCode,
+                format!("still has {fat} HIPF wrappers (device code in the file) in a wheel of a split set"),
+            );
+        }
+        if let Some(bytes) = binary.fatbin_file_bytes {
+            findings.violation(
+                &wheel.file,
+                Some(&binary.path),
+                Check::DeviceCode,
+                format!(
+                    "keeps {bytes} bytes of `.hip_fatbin` in the file; a split binary's `.hip_fatbin` is SHT_NOBITS"
+                ),
+            );
+        }
+    }
+}
+
 /// Every code object of the set is in exactly one device wheel: two wheels holding one
 /// (binary key, target) would be installed together and the search would take either.
 fn check_each_code_object_once(devices: &[&Archive], findings: &mut Findings) {
-    let mut first: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    // Keys name binaries relative to the archives' directory (one package's `.kpack/`), so
+    // one key in two directories is two binaries' code.
+    let mut first: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
     for device in devices {
         let mut repeated: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
         for kpack in &device.kpacks {
+            let directory = parent_dir(&kpack.path);
             for (key, arch) in &kpack.entries {
-                match first.get(&(key.as_str(), arch.as_str())) {
+                match first.get(&(directory, key.as_str(), arch.as_str())) {
                     Some(other) if *other != device.file => {
                         let slot = repeated.entry(other).or_insert((0, key.as_str()));
                         slot.0 += 1;
                     }
                     Some(_) => {}
                     None => {
-                        first.insert((key.as_str(), arch.as_str()), device.file.as_str());
+                        first.insert((directory, key.as_str(), arch.as_str()), device.file.as_str());
                     }
                 }
             }

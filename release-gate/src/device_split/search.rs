@@ -1,6 +1,6 @@
 //! The kpack runtime's search, simulated in the set's installed view (KPACK.md §2
-//! "Matching"): for every `HIPK` wrapper of every host binary and every target the set
-//! offers, each marker path is resolved against the binary's directory with `@GFXARCH@`
+//! "Matching"): for every `HIPK` wrapper of every host binary and every device the set
+//! offers code for, each marker path is resolved against the binary's directory with `@GFXARCH@`
 //! expanded for the target's feature subsets (all features first, the bare processor
 //! last, then its generic target), the archives found are opened, and some archive whose
 //! `gfx_arches` lists an id tried must hold `<kernel_name>#<index>` for it. A miss is what a
@@ -31,28 +31,41 @@ fn tried_ids(target: &str) -> Vec<String> {
     ids
 }
 
-/// The targets the set offers: what its device wheels' archives list (every wheel's, when
-/// no wheel is a device wheel). Generic targets are only fallbacks, unless nothing else is
-/// offered.
-fn offered_targets(archives: &[Archive], devices: &[&Archive]) -> Vec<String> {
-    let from: Vec<&Archive> = if devices.is_empty() { archives.iter().collect() } else { devices.to_vec() };
-    let all: BTreeSet<&str> = from
-        .iter()
-        .flat_map(|archive| archive.kpacks.iter())
-        .flat_map(|kpack| kpack.gfx_arches.iter())
-        .map(String::as_str)
-        .collect();
-    let concrete: Vec<String> =
-        all.iter().filter(|target| !is_generic(split_target(target).0)).map(|target| (*target).to_owned()).collect();
-    if concrete.is_empty() {
-        all.into_iter().map(str::to_owned).collect()
-    } else {
-        concrete
+/// The devices the set offers code for, as the runtime names them: every processor its
+/// archives list, in whichever wheel (a device wheel carrying target-specific host code
+/// offers its targets too), with
+/// each feature any of its archives names set on and off (a gfx90a is always
+/// `xnack+` or `xnack-`, so `gfx90a` and `gfx90a:xnack+` archives make two devices, one
+/// served by the overlay, one by the bare archive). Generic targets are only fallbacks,
+/// unless nothing else is offered.
+fn offered_devices(archives: &[Archive]) -> Vec<String> {
+    let mut features: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for arch in archives.iter().flat_map(|archive| archive.kpacks.iter()).flat_map(|kpack| kpack.gfx_arches.iter()) {
+        let (processor, settings) = split_target(arch);
+        let named = features.entry(processor).or_default();
+        named.extend(settings.iter().map(|setting| setting.trim_end_matches(['+', '-'])));
     }
+    if features.keys().any(|processor| !is_generic(processor)) {
+        features.retain(|processor, _| !is_generic(processor));
+    }
+    let mut offered = Vec::new();
+    for (processor, named) in features {
+        // Feature lists are one or two long; a hostile archive naming more is cut short.
+        let named: Vec<&str> = named.into_iter().take(4).collect();
+        for mask in 0..1u32 << named.len() {
+            let mut id = processor.to_owned();
+            for (bit, feature) in named.iter().enumerate() {
+                let sign = if mask & (1 << (named.len() - 1 - bit)) == 0 { '+' } else { '-' };
+                id.push_str(&format!(":{feature}{sign}"));
+            }
+            offered.push(id);
+        }
+    }
+    offered
 }
 
-pub(super) fn check_search(archives: &[Archive], devices: &[&Archive], install: &Install, findings: &mut Findings) {
-    let targets = offered_targets(archives, devices);
+pub(super) fn check_search(archives: &[Archive], install: &Install, findings: &mut Findings) {
+    let targets = offered_devices(archives);
     let by_path: BTreeMap<&str, &KpackArchive> =
         archives.iter().flat_map(|archive| archive.kpacks.iter()).map(|kpack| (kpack.path.as_str(), kpack)).collect();
     for archive in archives {
@@ -141,6 +154,29 @@ impl Search<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn devices_offered() {
+        let kpack = |arches: &[&str]| KpackArchive {
+            gfx_arches: arches.iter().map(|arch| (*arch).to_owned()).collect(),
+            ..KpackArchive::default()
+        };
+        let offered = |arches: Vec<&[&str]>| {
+            let mut archive = crate::archive::not_a_file("x".into(), "x.whl", "a test");
+            archive.kpacks = arches.into_iter().map(kpack).collect();
+            offered_devices(&[archive])
+        };
+        assert_eq!(
+            offered(vec![&["gfx90a"], &["gfx90a:xnack+"], &["gfx1030"]]),
+            ["gfx1030", "gfx90a:xnack+", "gfx90a:xnack-"]
+        );
+        assert_eq!(
+            offered(vec![&["gfx942:sramecc+:xnack-"]]),
+            ["gfx942:sramecc+:xnack+", "gfx942:sramecc+:xnack-", "gfx942:sramecc-:xnack+", "gfx942:sramecc-:xnack-"]
+        );
+        assert_eq!(offered(vec![&["gfx11-generic"], &["gfx1100"]]), ["gfx1100"]);
+        assert_eq!(offered(vec![&["gfx11-generic"]]), ["gfx11-generic"]);
+    }
 
     #[test]
     fn ids_tried_for_a_device() {

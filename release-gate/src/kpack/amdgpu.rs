@@ -154,8 +154,10 @@ pub(crate) fn mismatch(head: &[u8], target: &str) -> Option<String> {
     let filed_processor = filed.strip_suffix("-strict").unwrap_or(filed);
     let abi = head[8];
     let named = flags_target(processor, flags, abi);
+    // The target comes from the archive: printed escaped, as every name from input is.
+    let printed = crate::escape::escape(target);
     if filed_processor != processor {
-        return Some(format!("is built for {named} (e_flags {flags:#x}), not {target}"));
+        return Some(format!("is built for {named} (e_flags {flags:#x}), not {printed}"));
     }
     for feature in ["xnack", "sramecc"] {
         let wanted = features.iter().find(|setting| setting.strip_suffix(['+', '-']) == Some(feature));
@@ -172,7 +174,7 @@ pub(crate) fn mismatch(head: &[u8], target: &str) -> Option<String> {
             _ => false,
         };
         if !agrees {
-            return Some(format!("is built for {named} (e_flags {flags:#x}), not {target}"));
+            return Some(format!("is built for {named} (e_flags {flags:#x}), not {printed}"));
         }
     }
     None

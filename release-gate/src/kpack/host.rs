@@ -161,6 +161,12 @@ pub(crate) fn read_fat_binary(
         fatbin.filter(|section| section.kind != SHT_NOBITS && section.size > 0).map(|section| section.size);
     let mut binary = FatBinary { path: path.to_owned(), fatbin_file_bytes, wrappers: Vec::new() };
     let Some(segment) = segment else { return (Some(binary), problems) };
+    // A fat file's wrappers are only read when they are at hand: in a multi-gigabyte
+    // deflated library they may sit in the middle, a whole inflation away, and its
+    // `.hip_fatbin` bytes already say what a split set needs to know of it.
+    if binary.fatbin_file_bytes.is_some() && window.read_at(segment.offset, segment.size).is_none() {
+        return (Some(binary), problems);
+    }
     if let Err(problem) = read_wrappers(source, window, elf, segment, fatbin, &mut binary, &mut problems) {
         problems.push(problem);
     }
@@ -334,5 +340,127 @@ fn read_marker(source: &mut dyn Positioned, window: &ElfWindow, elf: &ElfFile, p
             Ok(Marker { search_paths, kernel_name: kernel_name.to_owned() })
         }
         _ => Err("is not a map of `kpack_search_paths` (strings) and `kernel_name` (a string)".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kpack::source::InMemory;
+    use elf_audit::parse_elf;
+
+    /// A host file compiled by `cc` from `body` (after the wrapper struct), with `args`.
+    fn compile(body: &str, args: &[&str]) -> Vec<u8> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let source = dir.path().join("host.c");
+        let out = dir.path().join("host");
+        let prelude = "#include <stdint.h>\nstruct wrapper { uint32_t magic, version; const void *binary; uint64_t reserved; };\n";
+        fs_err::write(&source, format!("{prelude}{body}")).expect("write C");
+        let status = std::process::Command::new("cc")
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .arg(&source)
+            .status()
+            .expect("`cc` is needed for this test: apt-get install gcc");
+        assert!(status.success(), "cc failed on {body}");
+        fs_err::read(&out).expect("read the compiled file")
+    }
+
+    /// `{kpack_search_paths: ["../.kpack/t_@GFXARCH@.kpack"], kernel_name: "lib/x.so"}`.
+    const MARKER: &str = "static const unsigned char marker[] __attribute__((section(\".rocm_kpack_ref\"), used)) = { \
+        0x82, 0xb2, 'k','p','a','c','k','_','s','e','a','r','c','h','_','p','a','t','h','s', 0x91, \
+        0xbb, '.','.','/','.','k','p','a','c','k','/','t','_','@','G','F','X','A','R','C','H','@','.','k','p','a','c','k', \
+        0xab, 'k','e','r','n','e','l','_','n','a','m','e', 0xa8, 'l','i','b','/','x','.','s','o' };\n";
+
+    fn library(wrappers: &str) -> Vec<u8> {
+        let body = format!(
+            "{MARKER}struct wrapper wrappers[] __attribute__((section(\".hipFatBinSegment\"), used)) = {{ {wrappers} }};\n\
+             int run(void) {{ return (int)wrappers[0].version; }}\n"
+        );
+        compile(&body, &["-shared", "-fPIC"])
+    }
+
+    fn read(bytes: &[u8]) -> (Option<FatBinary>, Vec<String>) {
+        let mut window = ElfWindow::default();
+        window.push(bytes);
+        match parse_elf(&window) {
+            Ok(elf) => read_fat_binary(&mut InMemory(bytes), &window, &elf, "lib/x.so"),
+            Err(_) => (None, Vec::new()),
+        }
+    }
+
+    #[test]
+    fn split_wrappers_reach_their_marker_through_relocations() {
+        let bytes = library("{ 0x4B504948u, 1, marker, 0 }, { 0x4B504948u, 1, marker, 7 }");
+        let (binary, problems) = read(&bytes);
+        assert_eq!(problems, Vec::<String>::new());
+        let binary = binary.expect("a fat binary");
+        assert_eq!(binary.fatbin_file_bytes, None);
+        let marker =
+            Marker { search_paths: vec!["../.kpack/t_@GFXARCH@.kpack".to_owned()], kernel_name: "lib/x.so".to_owned() };
+        let wrappers: Vec<(usize, u32, Option<&Marker>)> = binary
+            .wrappers
+            .iter()
+            .filter_map(|wrapper| match wrapper {
+                Wrapper::Split { position, index, marker } => Some((*position, *index, marker.as_ref())),
+                Wrapper::Fat => None,
+            })
+            .collect();
+        assert_eq!(wrappers, [(0, 0, Some(&marker)), (1, 7, Some(&marker))]);
+        // A fixed-address executable's pointer is read in place.
+        let body = format!(
+            "{MARKER}struct wrapper wrappers[] __attribute__((section(\".hipFatBinSegment\"), used)) = {{ {{ 0x4B504948u, 1, marker, 0 }} }};\n\
+             int main(void) {{ return (int)wrappers[0].version; }}\n"
+        );
+        let (binary, problems) = read(&compile(&body, &["-no-pie", "-fno-pic"]));
+        assert_eq!(problems, Vec::<String>::new());
+        assert!(matches!(binary.expect("fat").wrappers[..], [Wrapper::Split { marker: Some(_), .. }]));
+    }
+
+    #[test]
+    fn hostile_wrappers_are_named() {
+        let (_, problems) = read(&library("{ 0x12345678u, 1, marker, 0 }"));
+        assert_eq!(problems, ["has wrapper 0 with magic 0x12345678, neither HIPF (fat) nor HIPK (split)"]);
+        let (_, problems) = read(&library("{ 0x4B504948u, 2, marker, 0 }"));
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(problems[0].contains("version 2"), "{problems:#?}");
+        let twenty = compile(
+            "unsigned char segment[20] __attribute__((section(\".hipFatBinSegment\"), used)) = { 1 };\n",
+            &["-shared", "-fPIC"],
+        );
+        assert_eq!(read(&twenty).1, ["has a `.hipFatBinSegment` of 20 bytes, not a whole number of 24-byte wrappers"]);
+        let not_a_map = compile(
+            "static const unsigned char marker[] __attribute__((section(\".rocm_kpack_ref\"), used)) = { 5 };\n\
+             struct wrapper wrappers[] __attribute__((section(\".hipFatBinSegment\"), used)) = { { 0x4B504948u, 1, marker, 0 } };\n",
+            &["-shared", "-fPIC"],
+        );
+        let (_, problems) = read(&not_a_map);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(
+            problems[0].ends_with("is not a map of `kpack_search_paths` (strings) and `kernel_name` (a string)"),
+            "{problems:#?}"
+        );
+    }
+
+    /// Bytes changed anywhere in a real split library: problems in words, never a panic.
+    #[test]
+    fn mutations_never_panic() {
+        let original = library("{ 0x4B504948u, 1, marker, 0 }, { 0x4B504948u, 1, marker, 1 }");
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..3000 {
+            let mut bytes = original.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() % bytes.len() as u64) as usize;
+                bytes[at] = next() as u8;
+            }
+            let _ = read(&bytes);
+        }
     }
 }

@@ -176,7 +176,7 @@ fn prepare(dir: &Path, library_bytes: u64, level: u32) -> anyhow::Result<(PathBu
     fs_err::remove_file(&blob)?;
     fs_err::rename(&grown, &library)?;
 
-    write_input_wheel(&wheel, &library, level)?;
+    write_repair_input(&wheel, &library, level)?;
     fs_err::write(&ready, b"")?;
     Ok((sdk_dist, wheel, library))
 }
@@ -213,13 +213,8 @@ fn write_blob(path: &Path, len: u64) -> anyhow::Result<()> {
 
 /// The input: the library under `big/`, a module and a data file, written by the
 /// archive writer at `level`.
-fn write_input_wheel(wheel: &Path, library: &Path, level: u32) -> anyhow::Result<()> {
-    use archive_write::{
-        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, DistName, Generator, Member, MemberData, PlatformTag,
-        Reuse, Version, WheelCompression, WheelFileName, WheelRoot, WheelSpec,
-    };
-    let dir = wheel.parent().context("the wheel's directory")?;
-    fs_err::create_dir_all(dir)?;
+fn write_repair_input(wheel: &Path, library: &Path, level: u32) -> anyhow::Result<()> {
+    use archive_write::{Member, MemberData};
     let len = fs_err::metadata(library)?.len();
     let bytes = |text: &str| MemberData::Bytes(Arc::new(text.as_bytes().to_vec()));
     let members = vec![
@@ -235,15 +230,28 @@ fn write_input_wheel(wheel: &Path, library: &Path, level: u32) -> anyhow::Result
             executable: true,
         },
     ];
+    write_input_wheel(wheel, "big", "linux_x86_64", members, level)
+}
+
+/// A bench input: the wheel `wheel` of `name` 1.0 for `platform` holding `members`,
+/// written by the archive writer at `level`.
+pub(super) fn write_input_wheel(
+    wheel: &Path,
+    name: &str,
+    platform: &str,
+    members: Vec<archive_write::Member>,
+    level: u32,
+) -> anyhow::Result<()> {
+    use archive_write::{
+        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, DistName, Generator, PlatformTag, Reuse, Version,
+        WheelCompression, WheelFileName, WheelRoot, WheelSpec,
+    };
+    let dir = wheel.parent().context("the wheel's directory")?;
+    fs_err::create_dir_all(dir)?;
     let spec = WheelSpec {
-        metadata: CoreMetadata { name: "big".into(), version: "1.0".into(), ..CoreMetadata::default() },
+        metadata: CoreMetadata { name: name.into(), version: "1.0".into(), ..CoreMetadata::default() },
         generator: Generator { name: "bench-input", version: "1" },
-        file_name: WheelFileName::new(
-            DistName::new("big")?,
-            Version::parse("1.0")?,
-            PlatformTag::new("linux_x86_64")?,
-            None,
-        )?,
+        file_name: WheelFileName::new(DistName::new(name)?, Version::parse("1.0")?, PlatformTag::new(platform)?, None)?,
         root: WheelRoot::Platlib,
         variant_json: None,
         entry_points: Vec::new(),

@@ -139,10 +139,7 @@ fn debian_library(dir: &Path) -> anyhow::Result<PathBuf> {
 
 /// The input wheel: the library under `fat/lib/`, written by the archive writer.
 fn prepare(dir: &Path, library: &Path) -> anyhow::Result<PathBuf> {
-    use archive_write::{
-        write_wheel, ArchiveOptions, BuildTime, CoreMetadata, DistName, Generator, Member, MemberData, PlatformTag,
-        Reuse, Version, WheelCompression, WheelFileName, WheelRoot, WheelSpec,
-    };
+    use archive_write::{Member, MemberData};
     let stamp = dir.join("ready");
     let wheel = dir.join("fat-1.0-py3-none-manylinux_2_28_x86_64.whl");
     if stamp.exists() && fs_err::read_to_string(&stamp)? == library.display().to_string() {
@@ -151,7 +148,6 @@ fn prepare(dir: &Path, library: &Path) -> anyhow::Result<PathBuf> {
     if dir.exists() {
         fs_err::remove_dir_all(dir)?;
     }
-    fs_err::create_dir_all(dir)?;
     let len = fs_err::metadata(library)?.len();
     let members = vec![
         Member {
@@ -165,29 +161,7 @@ fn prepare(dir: &Path, library: &Path) -> anyhow::Result<PathBuf> {
             executable: true,
         },
     ];
-    let spec = WheelSpec {
-        metadata: CoreMetadata { name: "fat".into(), version: "1.0".into(), ..CoreMetadata::default() },
-        generator: Generator { name: "bench-input", version: "1" },
-        file_name: WheelFileName::new(
-            DistName::new("fat")?,
-            Version::parse("1.0")?,
-            PlatformTag::new("manylinux_2_28_x86_64")?,
-            None,
-        )?,
-        root: WheelRoot::Platlib,
-        variant_json: None,
-        entry_points: Vec::new(),
-        members,
-        inventory: None,
-    };
-    let options = ArchiveOptions {
-        compression: WheelCompression::Deflate { level: 6 },
-        build_time: BuildTime::DEFAULT,
-        reuse: Reuse::Never,
-        identities: None,
-    };
-    let written = write_wheel(dir, &spec, &options, &packager::Silent)?;
-    anyhow::ensure!(written.path == wheel, "the input wheel is {}, not {}", written.path.display(), wheel.display());
+    super::repair::write_input_wheel(&wheel, "fat", "manylinux_2_28_x86_64", members, 6)?;
     fs_err::write(&stamp, library.display().to_string())?;
     Ok(wheel)
 }

@@ -190,8 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the GPUs of this machine in the KFD topology (as rocm_agent_enumerator "
         "does; ROCM_SDK_KFD_TOPOLOGY names another topology directory) and say, for each, its "
         "target, the package that carries its device code, whether it is installed, and the "
-        "pip line that adds what is missing; and whether the devel tree is expanded. Exits 0 "
-        "when every GPU is covered, 1 otherwise.",
+        "pip line that adds what is missing; the same for every installed package split into "
+        "device wheels (its `device-<target>` extras, as `pip install 'torch[device-gfx1151]'` "
+        "adds them); and whether the devel tree is expanded. Exits 0 when every GPU is "
+        "covered, 1 otherwise.",
     )
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor.set_defaults(func=_do_doctor)

@@ -23,6 +23,7 @@ whole (`_doctor`).
 
 import importlib.metadata
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Optional, TypedDict
 
@@ -90,9 +91,26 @@ class SplitPackage(NamedTuple):
         return sorted(extra[len(EXTRA_PREFIX) :] for extra in self.extras if extra != ALL_EXTRA)
 
 
+def _metadata_waits(dist: importlib.metadata.Distribution) -> bool:
+    """Whether reading `dist`'s metadata could wait forever: its METADATA (or PKG-INFO) on
+    disk is not a regular file (a FIFO). The doctor waits on nothing (SPEC §5's rule)."""
+    folder = getattr(dist, "_path", None)  # A distribution on disk: its `.dist-info`.
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            mode = os.stat(os.path.join(str(folder), name)).st_mode
+        except (OSError, ValueError):
+            continue
+        return not stat.S_ISREG(mode)
+    return False
+
+
 def read_split_package(dist: importlib.metadata.Distribution) -> Optional[SplitPackage]:
     """`dist` as a split package, or None: no `device-<target>` extra, or a name that is not
-    a distribution's (which no pip line could name). Metadata only."""
+    a distribution's (which no pip line could name), or metadata that is not a regular
+    file. Metadata only."""
+    if _metadata_waits(dist):
+        _log("ignoring the distribution at %s: its metadata is not a regular file" % getattr(dist, "_path", "?"))
+        return None
     metadata = dist.metadata
     name = str(metadata.get("Name") or "").strip()
     extras = tuple(
@@ -128,6 +146,8 @@ def installed_split_packages(leave_out: Iterable[str] = ()) -> list[SplitPackage
     packages = []
     for dist in importlib.metadata.distributions():
         try:
+            if _metadata_waits(dist):
+                continue
             name = req.normalize_name(str(dist.metadata.get("Name") or ""))
             if name in seen or name in skipped:
                 continue
@@ -161,9 +181,12 @@ def split_package_of_module(module_name: Optional[str], module_file: Optional[st
 
 def _installed_version(name: str) -> Optional[str]:
     try:
-        return importlib.metadata.version(name)
+        dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
         return None
+    if _metadata_waits(dist):
+        return None
+    return str(dist.version)
 
 
 def _judge_gpu(package: SplitPackage, agent: Agent) -> PackageGpu:
