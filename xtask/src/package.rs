@@ -161,6 +161,8 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     }
     let request = to_request(&args)?;
     let mut config = packager::request::resolve(&request, &|| generate_example(output).map_err(Into::into))?;
+    // What the user named, also when the pipeline packages the split view of it.
+    let artifacts_dir = config.artifacts_dir.clone();
     let split = match args.split_device {
         true => Some(
             packager::split::split_build(&config.artifacts_dir, &config.dest_dir, args.allow_runtime_without_kpack, 3)
@@ -178,7 +180,7 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
     let progress = CliProgress::new(output);
     if args.plan {
         let plan = packager::plan(&config, &progress)
-            .with_context(|| format!("planning packages from {}", config.artifacts_dir.display()))?;
+            .with_context(|| format!("planning packages from {}", artifacts_dir.display()))?;
         progress.finish();
         match &args.json {
             Some(path) => write_json(path, &plan)?,
@@ -186,9 +188,16 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let hooks = CliHooks { output, interrupts, artifacts_dir: &config.artifacts_dir };
+    let hooks = CliHooks { output, interrupts, artifacts_dir: &artifacts_dir };
     let report = packager::package_with(&config, &progress, &hooks)
-        .with_context(|| format!("packaging {}", config.artifacts_dir.display()))?;
+        .with_context(|| match &split {
+            Some(split) => format!(
+                "packaging {} split per target (its view {}, removed when the run ends)",
+                artifacts_dir.display(),
+                split.artifacts_dir.display()
+            ),
+            None => format!("packaging {}", artifacts_dir.display()),
+        })?;
     progress.finish();
     match (&split, args.json.as_deref()) {
         (Some(split), Some(path)) => {
