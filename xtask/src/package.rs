@@ -189,15 +189,14 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let hooks = CliHooks { output, interrupts, artifacts_dir: &artifacts_dir };
-    let report = packager::package_with(&config, &progress, &hooks)
-        .with_context(|| match &split {
-            Some(split) => format!(
-                "packaging {} split per target (its view {}, removed when the run ends)",
-                artifacts_dir.display(),
-                split.artifacts_dir.display()
-            ),
-            None => format!("packaging {}", artifacts_dir.display()),
-        })?;
+    let report = packager::package_with(&config, &progress, &hooks).with_context(|| match &split {
+        Some(split) => format!(
+            "packaging {} split per target (its view {}, removed when the run ends)",
+            artifacts_dir.display(),
+            split.artifacts_dir.display()
+        ),
+        None => format!("packaging {}", artifacts_dir.display()),
+    })?;
     progress.finish();
     match (&split, args.json.as_deref()) {
         (Some(split), Some(path)) => {

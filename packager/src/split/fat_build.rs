@@ -135,11 +135,31 @@ fn mirror(from: &Path, to: &Path, fat: &BTreeMap<PathBuf, &FatLibrary>, moved: &
             transform(library, &target)?;
         } else if source.ends_with(BUILD_MANIFEST) {
             rewrite_manifest(&source, &target)?;
-        } else if std::fs::hard_link(&source, &target).is_err() {
-            std::fs::copy(&source, &target).map_err(|source_error| io(&target, source_error))?;
+        } else {
+            link_or_copy(&source, &target)?;
         }
     }
     Ok(())
+}
+
+/// `target` as a hard link to `source`, or a copy where links cannot be made (another file
+/// system). Never onto an existing file: copying onto a link would write into the build.
+fn link_or_copy(source: &Path, target: &Path) -> Result<(), SplitError> {
+    match std::fs::hard_link(source, target) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Err(io(target, error)),
+        Err(_) => {
+            let mut from = File::open(source).map_err(|error| io(source, error))?;
+            let mut to = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(target)
+                .map_err(|error| io(target, error))?;
+            std::io::copy(&mut from, &mut to).map_err(|error| io(target, error))?;
+            let mode = from.metadata().map_err(|error| io(source, error))?.permissions();
+            std::fs::set_permissions(target, mode).map_err(|error| io(target, error))
+        }
+    }
 }
 
 /// A failed write (or read) of `path`, as the writer reports its own.
@@ -214,9 +234,7 @@ fn write_device_artifacts(
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|error| io(parent, error))?;
         }
-        if std::fs::hard_link(source, &path).is_err() {
-            std::fs::copy(source, &path).map_err(|error| io(&path, error))?;
-        }
+        link_or_copy(source, &path)?;
         let rel =
             plan.databases.iter().find(|database| inside.ends_with(&database.rel)).map(|database| database.rel.clone());
         let prefix = match rel {
@@ -287,4 +305,38 @@ fn write_archive(plan: &FatSplitPlan, archive: &SplitArchive, path: &Path, zstd_
     let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(|source| io(path, source))?);
     writer.finish(&mut out).map_err(|source| device_error(first, source))?;
     out.flush().map_err(|source| io(path, source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_never_lands_on_an_existing_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (source, target) = (dir.path().join("source"), dir.path().join("target"));
+        std::fs::write(&source, b"build").expect("write the source");
+        link_or_copy(&source, &target).expect("linked");
+        assert_eq!(std::fs::read(&target).expect("read"), b"build");
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"other").expect("write another file");
+        let error = link_or_copy(&other, &target).expect_err("refused");
+        assert!(error.to_string().contains("target"), "{error}");
+        assert_eq!(std::fs::read(&source).expect("read"), b"build", "the build is untouched");
+    }
+
+    #[test]
+    fn the_build_manifest_says_kpack_split() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (source, target) = (dir.path().join("in.json"), dir.path().join("out.json"));
+        std::fs::write(&source, "{\"the_rock_commit\": \"x\", \"flags\": {\"KPACK_SPLIT_ARTIFACTS\": false}}")
+            .expect("write");
+        rewrite_manifest(&source, &target).expect("rewritten");
+        let value: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&target).expect("read")).expect("JSON");
+        assert_eq!(value["flags"]["KPACK_SPLIT_ARTIFACTS"], true);
+        assert_eq!(value["the_rock_commit"], "x");
+        std::fs::write(&source, "[1]").expect("write");
+        assert!(rewrite_manifest(&source, &dir.path().join("again.json")).is_err());
+    }
 }
