@@ -13,7 +13,7 @@ mod fuzz;
 #[path = "elf_growth.rs"]
 mod growth;
 #[path = "elf_layouts.rs"]
-mod layouts;
+pub(crate) mod layouts;
 #[path = "elf_needed.rs"]
 mod needed;
 

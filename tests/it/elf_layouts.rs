@@ -180,7 +180,7 @@ fn real_rocm_libraries_from_debian_edit_cleanly() {
 /// The shared libraries of Debian's `libamdhip64-5` and `librocrand1`, fetched with
 /// `apt-get download` (after `apt-get update` when the lists are empty) and unpacked with
 /// `dpkg-deb`; kept across runs.
-fn debian_rocm_libraries() -> anyhow::Result<Vec<std::path::PathBuf>> {
+pub(crate) fn debian_rocm_libraries() -> anyhow::Result<Vec<std::path::PathBuf>> {
     use std::process::Command;
     let dir = crate::support::target_tmp().join("debian-rocm");
     let unpacked = dir.join("root");

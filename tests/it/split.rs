@@ -20,7 +20,7 @@
 #[path = "split_doctor.rs"]
 mod doctor;
 #[path = "split_install.rs"]
-mod install;
+pub(crate) mod install;
 #[path = "split_refusals.rs"]
 mod refusals;
 

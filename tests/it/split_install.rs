@@ -92,6 +92,11 @@ pub fn read_archives(paths: &[PathBuf]) -> BTreeMap<(String, String), String> {
 /// What clang-offload-bundler extracts from the fat binary `binary`: the sha256 of the code
 /// object of each (bundle index, target id).
 pub fn bundler_code_objects(binary: &Path, work: &Path) -> BTreeMap<(usize, String), String> {
+    bundler_code_objects_for(binary, work, OFFLOAD_ARCHS)
+}
+
+/// [`bundler_code_objects`] for the targets `archs`.
+pub fn bundler_code_objects_for(binary: &Path, work: &Path, archs: &[&str]) -> BTreeMap<(usize, String), String> {
     fs_err::create_dir_all(work).expect("create the bundler's dir");
     let dump = work.join("hip_fatbin");
     support::run(
@@ -108,7 +113,7 @@ pub fn bundler_code_objects(binary: &Path, work: &Path) -> BTreeMap<(usize, Stri
     assert!(count >= 1, "no bundle in {}", binary.display());
     let mut found = BTreeMap::new();
     for bundle in 0..count {
-        for arch in OFFLOAD_ARCHS {
+        for arch in archs {
             let out = work.join(format!("{bundle}-{arch}.hsaco"));
             support::run(
                 support::tool("clang-offload-bundler-15")

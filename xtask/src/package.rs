@@ -112,6 +112,16 @@ pub struct PackageArgs {
     /// Worker threads [default: all cores].
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Split a fat (legacy) build's device code per GPU target: package it as TheRock's
+    /// kpack-split build of it would be (`rocm-sdk-libraries` with every fat library
+    /// transformed, `rocm-sdk-device-<owner>` wheels holding the `.kpack` archives and
+    /// kernel databases, the sdist's `device-<target>` choices).
+    #[arg(long)]
+    pub split_device: bool,
+    /// With --split-device: split even though the build's HIP runtime (`libamdhip64`)
+    /// carries no kpack loader (it is replaced by a kpack-enabled one before use).
+    #[arg(long, requires = "split_device")]
+    pub allow_runtime_without_kpack: bool,
     /// Print the plan (what goes where, and why) instead of writing packages.
     #[arg(long)]
     pub plan: bool,
@@ -150,11 +160,27 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
         rayon::ThreadPoolBuilder::new().num_threads(jobs).build_global().context("setting up worker threads")?;
     }
     let request = to_request(&args)?;
-    let config = packager::request::resolve(&request, &|| generate_example(output).map_err(Into::into))?;
+    let mut config = packager::request::resolve(&request, &|| generate_example(output).map_err(Into::into))?;
+    // What the user named, also when the pipeline packages the split view of it.
+    let artifacts_dir = config.artifacts_dir.clone();
+    let split = match args.split_device {
+        true => Some(
+            packager::split::split_build(&config.artifacts_dir, &config.dest_dir, args.allow_runtime_without_kpack, 3)
+                .with_context(|| format!("splitting the device code of {}", config.artifacts_dir.display()))?,
+        ),
+        false => None,
+    };
+    if let Some(split) = &split {
+        // With `--json -` stdout is the JSON, which carries the same under `split_device`.
+        if !output.quiet && args.json.as_deref() != Some(Path::new("-")) {
+            print!("{}", split_lines(split));
+        }
+        config.artifacts_dir = split.artifacts_dir.clone();
+    }
     let progress = CliProgress::new(output);
     if args.plan {
         let plan = packager::plan(&config, &progress)
-            .with_context(|| format!("planning packages from {}", config.artifacts_dir.display()))?;
+            .with_context(|| format!("planning packages from {}", artifacts_dir.display()))?;
         progress.finish();
         match &args.json {
             Some(path) => write_json(path, &plan)?,
@@ -162,12 +188,60 @@ pub fn run(args: PackageArgs, output: Output) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let hooks = CliHooks { output, interrupts, artifacts_dir: &config.artifacts_dir };
-    let report = packager::package_with(&config, &progress, &hooks)
-        .with_context(|| format!("packaging {}", config.artifacts_dir.display()))?;
+    let hooks = CliHooks { output, interrupts, artifacts_dir: &artifacts_dir };
+    let report = packager::package_with(&config, &progress, &hooks).with_context(|| match &split {
+        Some(split) => format!(
+            "packaging {} split per target (its view {}, removed when the run ends)",
+            artifacts_dir.display(),
+            split.artifacts_dir.display()
+        ),
+        None => format!("packaging {}", artifacts_dir.display()),
+    })?;
     progress.finish();
-    crate::summary::publish(&report, output, args.json.as_deref())?;
+    match (&split, args.json.as_deref()) {
+        (Some(split), Some(path)) => {
+            // The report, and what the split found, under `split_device`.
+            let mut value = serde_json::to_value(&report).context("serialising the report")?;
+            if let Some(object) = value.as_object_mut() {
+                let found = serde_json::json!({ "plan": &split.plan, "runtime": &split.runtime });
+                object.insert("split_device".to_owned(), found);
+            }
+            write_json(path, &value)?;
+            if path != Path::new("-") {
+                crate::summary::publish(&report, output, None)?;
+            }
+        }
+        _ => crate::summary::publish(&report, output, args.json.as_deref())?,
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `--split-device` found, for the summary: targets, device wheels, how the targets
+/// compare with `dist_info.json`, and the runtime's verdict.
+fn split_lines(split: &packager::split::SplitBuild) -> String {
+    let plan = &split.plan;
+    let list = |items: &[String]| if items.is_empty() { "none".to_owned() } else { items.join(", ") };
+    let runtime = match &split.runtime {
+        packager::plan::kpack_runtime::KpackRuntime::Loads { path, evidence } => {
+            format!("{} loads kpack archives ({evidence})", path.display())
+        }
+        packager::plan::kpack_runtime::KpackRuntime::Allowed { path } => {
+            format!("{} cannot load kpack archives (allowed by --allow-runtime-without-kpack)", path.display())
+        }
+        packager::plan::kpack_runtime::KpackRuntime::NoRuntime => "no HIP runtime in the build".to_owned(),
+    };
+    format!(
+        "split-device: {} fat files, {} archives for {}; device wheels {}; kernel databases moved: {}\n\
+         split-device: declared in dist_info.json without code objects: {}; code objects not declared: {}\n\
+         split-device: runtime {runtime}\n",
+        plan.libraries.len(),
+        plan.archives.len(),
+        list(&plan.targets),
+        list(&plan.device_wheels),
+        plan.databases.len(),
+        list(&plan.declared_without_code),
+        list(&plan.undeclared),
+    )
 }
 
 /// What the command line says and does as a run goes: a note on a Windows build, a note on

@@ -99,6 +99,16 @@ pub enum PlanError {
     /// tell.
     #[error("cannot tell whether the HIP runtime {} loads kpack archives: {reason}", path.display())]
     RuntimeUnreadable { path: PathBuf, reason: String },
+    /// A build whose device code cannot be split per target (SPEC §12).
+    #[error("cannot split this build's device code per target: {reason}")]
+    FatSplit { reason: String },
+    /// A fat library of the build whose device code does not read.
+    #[error("device code of {}", path.display())]
+    DeviceCode {
+        path: PathBuf,
+        #[source]
+        source: device_code::DeviceCodeError,
+    },
 }
 
 impl Diagnostic for PlanError {
@@ -112,7 +122,8 @@ impl Diagnostic for PlanError {
             PlanError::MalformedPe { path, .. }
             | PlanError::Changed { path, .. }
             | PlanError::RuntimeWithoutKpack { path }
-            | PlanError::RuntimeUnreadable { path, .. } => Some(path),
+            | PlanError::RuntimeUnreadable { path, .. }
+            | PlanError::DeviceCode { path, .. } => Some(path),
             _ => None,
         }
     }
@@ -144,6 +155,11 @@ impl Diagnostic for PlanError {
                 "package a build whose HIP runtime is built with ROCM_KPACK_ENABLED (TheRock's core-kpack artifact, \
                  librocm_kpack), or pass --allow-runtime-without-kpack if this runtime is replaced before use",
             ),
+            Self::FatSplit { .. } => Some(
+                "package a fat build of one family (each family's build on its own), or package without \
+                 --split-device",
+            ),
+            Self::DeviceCode { source, .. } => source.hint(),
             Self::Catalog(error) => error.hint(),
             Self::Elf(error) => elf_hint(error),
             Self::Variants(error) => error.hint(),

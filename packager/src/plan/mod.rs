@@ -11,6 +11,7 @@
 
 mod devel;
 mod device;
+pub mod device_code;
 mod dist_info;
 mod error;
 mod families;

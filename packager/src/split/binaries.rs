@@ -93,7 +93,7 @@ pub fn read_binary(wheel: &Path, member: &InputMember, group: &str) -> Result<Bi
 /// The bundle each wrapper registers: its pointer's offset into `.hip_fatbin` is where
 /// the bundle starts. Keying code objects by wrapper (the index the runtime asks for)
 /// rather than by counting bundles keeps them right when the two orders differ.
-fn tie_wrappers(host: &HostBinary, fat: &FatBinary) -> Result<Vec<usize>, String> {
+pub(super) fn tie_wrappers(host: &HostBinary, fat: &FatBinary) -> Result<Vec<usize>, String> {
     host.wrappers()
         .iter()
         .map(|wrapper| {

@@ -37,6 +37,9 @@ pub enum SplitError {
     SameOutput { first: PathBuf, second: PathBuf, file_name: String },
     #[error("{}: the host wheel keeps its file name, so it would replace its input", path.display())]
     ReplacesInput { path: PathBuf },
+    /// `package --split-device`: the build cannot be split as asked.
+    #[error(transparent)]
+    Plan(Box<crate::plan::PlanError>),
 }
 
 impl Diagnostic for SplitError {
@@ -55,6 +58,7 @@ impl Diagnostic for SplitError {
             SplitError::ReplacesInput { .. } => {
                 Some("pass --dest-dir with a directory whose dist/ is not where the input wheel is")
             }
+            SplitError::Plan(error) => error.hint(),
         }
     }
 
@@ -69,6 +73,7 @@ impl Diagnostic for SplitError {
             | SplitError::Refused { path, .. }
             | SplitError::ReplacesInput { path } => Some(path),
             SplitError::SameOutput { second, .. } => Some(second),
+            SplitError::Plan(error) => error.path(),
         }
     }
 }

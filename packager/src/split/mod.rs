@@ -4,8 +4,9 @@
 //!
 //! The stages, one child each: the wheel is read once (`repair`'s reader: members checked
 //! against RECORD, ELF members extracted to a scratch directory); `binaries` finds the fat
-//! ones and ties each wrapper to its bundle; `databases` finds kernel database files named
-//! by target; `grouping` decides the device wheels and the extras; `archives` writes one
+//! ones and ties each wrapper to its bundle; `plan::device_code`'s `databases` finds kernel
+//! database files named by target and its `grouping` decides the device wheels and the
+//! extras (rules `package --split-device` shares); `archives` writes one
 //! archive per package directory and target; `metadata` the host's extras and the device
 //! wheels' metadata; `output` stages every wheel; `report` is the text the CLI prints.
 //! Everything is written, or nothing: the run's wheels are renamed into the output
@@ -16,9 +17,8 @@
 
 mod archives;
 mod binaries;
-mod databases;
 mod error;
-mod grouping;
+mod fat_build;
 mod metadata;
 mod output;
 mod report;
@@ -28,9 +28,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use error::SplitError;
+pub use fat_build::{split_build, SplitBuild};
 
 use crate::config::BuildTime;
 use crate::output::destination::rewrite_run::{in_rewrite_run, RewriteRun};
+use crate::plan::device_code::{databases, grouping};
 use crate::repair::input::read_input;
 use archive_write::{ArchiveOptions, DistName, Progress, StagedFile};
 use binaries::{Binary, FatMember};

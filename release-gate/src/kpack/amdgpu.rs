@@ -19,9 +19,15 @@ const SRAMECC_V3: u32 = 0x200;
 const XNACK_V4: u32 = 0x300;
 const SRAMECC_V4: u32 = 0xc00;
 
-/// `EF_AMDGPU_MACH` values of the processors ROCm builds for, from gfx900 on, and the
-/// generic targets (LLVM's `AMDGPU_MACH_LIST`).
+/// `EF_AMDGPU_MACH` values of the processors ROCm builds for, from gfx801 on (Debian's
+/// ROCm still ships gfx803 code objects), and the generic targets (LLVM's
+/// `AMDGPU_MACH_LIST`).
 const PROCESSORS: &[(u32, &str)] = &[
+    (0x28, "gfx801"),
+    (0x29, "gfx802"),
+    (0x2a, "gfx803"),
+    (0x2b, "gfx810"),
+    (0x3c, "gfx805"),
     (0x2c, "gfx900"),
     (0x2d, "gfx902"),
     (0x2e, "gfx904"),
@@ -251,6 +257,8 @@ mod tests {
         assert_eq!(mismatch(&header(0xe3f, 2), "gfx90a:sramecc+:xnack-"), None);
         assert_eq!(mismatch(&header(0x36, 2), "gfx1030"), None);
         assert_eq!(mismatch(&header(0x54, 4), "gfx11-generic"), None);
+        // Debian's librocrand1 carries gfx803 code objects (ABI 2, no feature bits).
+        assert_eq!(mismatch(&header(0x2a, 2), "gfx803"), None);
         let wrong = |flags, target| mismatch(&header(flags, 2), target).unwrap_or_default();
         assert_eq!(wrong(0x36, "gfx90a"), "is built for gfx1030 (e_flags 0x36), not gfx90a");
         assert_eq!(wrong(0x73f, "gfx90a"), "is built for gfx90a:xnack+ (e_flags 0x73f), not gfx90a");

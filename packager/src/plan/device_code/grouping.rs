@@ -8,7 +8,7 @@
 //! one GPU and gets all the code that GPU can run.
 //!
 //! Owns: the wheel keys, the families' members, the extras. Does not own: the names of the
-//! distributions (`metadata`), what a file is (`databases`, the device-code crate).
+//! distributions (`split::metadata`), what a file is (`databases`, the device-code crate).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
