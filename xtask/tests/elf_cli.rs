@@ -229,7 +229,8 @@ fn no_action_is_an_error_with_a_hint() {
     assert_eq!(
         stderr,
         "error: nothing to do: no action given\n\nhint: add --print-rpath, --print-soname, --print-needed, \
-         --print-kind, --set-rpath LIST, --add-rpath LIST or --replace-needed OLD NEW (see `cargo xtask elf --help`)\n"
+         --print-kind, --set-rpath LIST, --add-rpath LIST, --replace-needed OLD NEW, --show-device or --unbundle DIR \
+         (see `cargo xtask elf --help`)\n"
     );
     assert_eq!(String::from_utf8_lossy(&result.stdout), "");
     assert!(fs_err::read(&build.lib).expect("read lib") == original, "the file changed");
