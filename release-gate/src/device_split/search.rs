@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::archive::Archive;
 use crate::closure::{join, lexical, parent_dir, Install};
 use crate::escape::escape;
-use crate::kpack::{feature_subsets, generic_of, is_generic, split_target, KpackArchive, Marker, Wrapper};
+use crate::kpack::{feature_subsets, generic_of, is_generic, is_known, split_target, KpackArchive, Marker, Wrapper};
 use crate::report::{Check, Findings};
 
 const PLACEHOLDER: &str = "@GFXARCH@";
@@ -42,8 +42,14 @@ fn offered_devices(archives: &[Archive]) -> Vec<String> {
     let mut features: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for arch in archives.iter().flat_map(|archive| archive.kpacks.iter()).flat_map(|kpack| kpack.gfx_arches.iter()) {
         let (processor, settings) = split_target(arch);
+        // Only a processor LLVM knows is a device; this also bounds the work a hostile
+        // `gfx_arches` of thousands of names could ask for.
+        if !is_known(processor) {
+            continue;
+        }
         let named = features.entry(processor).or_default();
-        named.extend(settings.iter().map(|setting| setting.trim_end_matches(['+', '-'])));
+        let names = settings.iter().map(|setting| setting.trim_end_matches(['+', '-']));
+        named.extend(names.filter(|name| matches!(*name, "sramecc" | "xnack")));
     }
     if features.keys().any(|processor| !is_generic(processor)) {
         features.retain(|processor, _| !is_generic(processor));

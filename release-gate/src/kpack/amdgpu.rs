@@ -89,6 +89,11 @@ fn processor_name(mach: u32) -> Option<&'static str> {
     PROCESSORS.iter().find(|(value, _)| *value == mach).map(|(_, name)| *name)
 }
 
+/// Whether `processor` is one LLVM names (the table above), so a device can be one.
+pub(crate) fn is_known(processor: &str) -> bool {
+    PROCESSORS.iter().any(|(_, name)| *name == processor)
+}
+
 /// Whether `processor` is a generic target (`gfx11-generic`).
 pub(crate) fn is_generic(processor: &str) -> bool {
     processor.ends_with("-generic")

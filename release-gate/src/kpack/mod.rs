@@ -14,7 +14,7 @@ mod host;
 mod msgpack;
 mod source;
 
-pub(crate) use amdgpu::{feature_subsets, generic_of, is_generic, split_target};
+pub(crate) use amdgpu::{feature_subsets, generic_of, is_generic, is_known, split_target};
 pub(crate) use archive_file::{read_kpack, KpackArchive};
 pub(crate) use host::{read_fat_binary, FatBinary, Marker, Wrapper};
 pub(crate) use source::ZipMember;

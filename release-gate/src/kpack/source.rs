@@ -74,3 +74,39 @@ impl Positioned for InMemory<'_> {
         Ok(Box::new(&self.0[start..]))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    /// A stored member is read by seeking, a deflated one by inflating again: both give
+    /// the same bytes from any offset, and an offset past the end is an error.
+    #[test]
+    fn stored_and_deflated_members_read_alike() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("x.whl");
+        let bytes: Vec<u8> = (0..200_000u32).map(|n| (n % 251) as u8).collect();
+        let mut writer = zip::ZipWriter::new(std::fs::File::create(&path).expect("create"));
+        for (name, method) in
+            [("a.kpack", zip::CompressionMethod::Stored), ("b.kpack", zip::CompressionMethod::Deflated)]
+        {
+            writer
+                .start_file(name, zip::write::SimpleFileOptions::default().compression_method(method))
+                .expect("start");
+            writer.write_all(&bytes).expect("write");
+        }
+        writer.finish().expect("finish");
+        let mut zip = zip::ZipArchive::new(BufReader::new(std::fs::File::open(&path).expect("open"))).expect("zip");
+        for (index, stored) in [(0, true), (1, false)] {
+            let mut member = ZipMember { zip: &mut zip, index, len: bytes.len() as u64, stored };
+            for offset in [0u64, 1, 65_537, 199_990] {
+                let read = read_exact_at(&mut member, offset, 10).expect("read");
+                assert_eq!(read, bytes[offset as usize..offset as usize + 10], "member {index} at {offset}");
+            }
+            assert!(read_exact_at(&mut member, 199_995, 10).is_err());
+            assert!(member.read_from(300_000).is_err() || read_exact_at(&mut member, 300_000, 1).is_err());
+        }
+    }
+}
