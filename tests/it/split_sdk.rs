@@ -222,8 +222,19 @@ fn the_command_reports_declared_and_undeclared_targets() {
     assert_eq!(plan["declared_without_code"], serde_json::json!(["gfx906"]));
     assert_eq!(plan["undeclared"], serde_json::json!(["gfx90a:xnack+", "gfx90a:xnack-"]));
     assert_eq!(report["split_device"]["runtime"]["verdict"], "allowed");
-    let names = support::dist_names(&dir.path().join("dest/dist"));
+    let dist = dir.path().join("dest/dist");
+    let names = support::dist_names(&dist);
     assert!(names.iter().any(|name| name.starts_with("rocm_sdk_device_gfx908-")), "{names:?}");
+    // The gate judges the runtime of the set as the split did, with the same override.
+    for allow in [false, true] {
+        let options = release_gate::VerifyOptions { allow_runtime_without_kpack: allow, ..Default::default() };
+        let report = release_gate::verify_dist_with_options(&dist, &options).expect("verify reads the dist");
+        let core = report.packages.iter().find(|package| package.file.starts_with("rocm_sdk_core-")).expect("core");
+        let is_runtime = |finding: &&release_gate::Finding| finding.check == release_gate::Check::KpackRuntime;
+        let (violations, warnings) =
+            (core.violations.iter().filter(is_runtime).count(), core.warnings.iter().filter(is_runtime).count());
+        assert_eq!((violations, warnings), if allow { (0, 1) } else { (1, 0) }, "allow={allow}: {core:?}");
+    }
 }
 
 /// Debian's real fat rocRAND (`librocrand1`: one bundle, code objects for six GPUs, gfx803
