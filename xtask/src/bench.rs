@@ -6,7 +6,9 @@
 //! `package` into the same destination after a few changes, which copies what did not
 //! change from the wheels there (SPEC §8). Optionally runs the reference packager on the
 //! same tree. Then the repair row: a wheel built on the SDK linked to it by `repair`, and
-//! by `auditwheel repair --exclude` beside it (`repair`, SPEC §10).
+//! by `auditwheel repair --exclude` beside it (`repair`, SPEC §10). Then the split rows
+//! (SPEC §12): a fat wheel split by `split`, and a fat build packaged fat and with
+//! `--split-device`.
 //!
 //! Owns: orchestrating runs, caching generated trees under `bench/` of cargo's target directory, `--json`. Does
 //! not own: generating the tree (`example_artifacts::write_synthetic`), the table (`render`).
@@ -19,6 +21,7 @@ mod render;
 mod repair;
 mod rerun;
 mod split;
+mod split_device;
 mod zlib;
 
 use std::path::{Path, PathBuf};
@@ -71,7 +74,9 @@ pub struct BenchArgs {
     /// library, linked to the SDK by `repair` and by `auditwheel repair --exclude`).
     #[arg(long)]
     pub no_repair: bool,
-    /// Skip the split row (a fat wheel of a real fat library split by `split`).
+    /// Skip the split row (a fat wheel of a real fat library split by `split`) and the
+    /// split-device row (a fat build with that library packaged fat and with
+    /// `--split-device`).
     #[arg(long)]
     pub no_split: bool,
     /// The fat library of the split row [default: Debian's librocsparse.so.0, fetched
@@ -100,6 +105,8 @@ pub struct BenchReport {
     pub repair: Option<repair::RepairRun>,
     /// The split row, unless `--no-split`.
     pub split: Option<split::SplitRun>,
+    /// The split-device row, unless `--no-split`.
+    pub split_device: Option<split_device::SplitDeviceRun>,
 }
 
 /// One size: the tree, our run, the floor and, if asked, the reference.
@@ -185,6 +192,7 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
         runs: Vec::new(),
         repair: None,
         split: None,
+        split_device: None,
     };
     let trees = match &args.artifact_dir {
         Some(dir) => vec![real_tree(dir)?],
@@ -203,7 +211,9 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
             Some(repair::bench_repair(&work_dir, library_bytes, args.wheel_compression_level, output, args.json)?);
     }
     if !args.no_split {
-        report.split = Some(split::bench_split(&work_dir, args.split_library.as_deref(), output, args.json)?);
+        let split = split::bench_split(&work_dir, args.split_library.as_deref(), output, args.json)?;
+        report.split_device = Some(split_device::bench_split_device(&work_dir, &split.library, output, args.json)?);
+        report.split = Some(split);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).context("serialising the bench report")?);
@@ -212,7 +222,8 @@ pub fn run(args: BenchArgs, output: Output) -> anyhow::Result<ExitCode> {
     }
     let all_ok = report.runs.iter().all(|run| run.package.success)
         && report.repair.as_ref().is_none_or(|repair| repair.repair.success)
-        && report.split.as_ref().is_none_or(|split| split.split.success);
+        && report.split.as_ref().is_none_or(|split| split.split.success)
+        && report.split_device.as_ref().is_none_or(|run| run.fat.success && run.split.success);
     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -181,6 +181,9 @@ pub fn render(report: &BenchReport) -> String {
     if let Some(split) = &report.split {
         out.push_str(&render_split(split));
     }
+    if let Some(run) = &report.split_device {
+        out.push_str(&render_split_device(run));
+    }
     let _ = writeln!(out, "\ncolumns:");
     for (column, meaning) in LEGEND {
         let _ = writeln!(out, "  {column:>10}  {meaning}");
@@ -256,6 +259,39 @@ fn render_split(run: &super::split::SplitRun) -> String {
         "",
         format!("{:.2}+{:.2}", run.inflate_seconds, run.zstd_seconds)
     );
+    out
+}
+
+/// The split-device row: the fat build packaged split per target against packaged fat.
+fn render_split_device(run: &super::split_device::SplitDeviceRun) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\npackage of a fat build of {} (the fat example with it), fat and --split-device:",
+        human_bytes(run.payload_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>8} {:>8} {:>9} {:>10} {:>10} {:>10}",
+        "", "wall s", "CPU s", "peak RSS", "peak disk", "dist", "ratio"
+    );
+    for (name, cost, dist, ratio) in [
+        ("package (fat)", &run.fat, run.fat_dist_bytes, String::new()),
+        ("package --split-device", &run.split, run.split_dist_bytes, format!("{:.2}", run.ratio)),
+    ] {
+        let _ = writeln!(
+            out,
+            "{:<26} {:>8.2} {:>8.2} {:>9} {:>10} {:>10} {:>10}{}",
+            name,
+            cost.wall_seconds,
+            cost.cpu_seconds(),
+            human_bytes(cost.peak_rss_bytes),
+            human_bytes(cost.peak_extra_disk_bytes),
+            human_bytes(dist),
+            ratio,
+            if cost.success { "" } else { "  FAILED" }
+        );
+    }
     out
 }
 
@@ -363,6 +399,7 @@ mod tests {
             runs: Vec::new(),
             repair: None,
             split: None,
+            split_device: None,
         };
         let text = render(&report);
         let header = text.lines().nth(1).expect("a header line");

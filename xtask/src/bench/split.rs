@@ -109,7 +109,7 @@ pub fn bench_split(work_dir: &Path, library: Option<&Path>, output: Output, json
 }
 
 /// Debian's fat rocSPARSE, downloaded and unpacked under `dir` once.
-fn debian_library(dir: &Path) -> anyhow::Result<PathBuf> {
+pub(super) fn debian_library(dir: &Path) -> anyhow::Result<PathBuf> {
     let library = dir.join("root").join(DEBIAN_LIBRARY);
     if library.is_file() {
         return Ok(library);
