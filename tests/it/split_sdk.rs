@@ -269,21 +269,7 @@ fn debian_s_fat_rocrand_splits_and_its_runtime_is_refused() {
     let gfx90a: Vec<&str> =
         library.targets.iter().map(String::as_str).filter(|target| target.starts_with("gfx90a")).collect();
     assert!(!gfx90a.is_empty(), "{:?}", library.targets);
-    let config = support::package_config(&split.artifacts_dir, &dest);
-    packager::package(&config, &packager::Silent).expect("package the split view");
-    let dist = config.output_dir();
-    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
-    let kpack: Vec<String> = report
-        .packages
-        .iter()
-        .flat_map(|package| package.violations.iter())
-        .filter(|finding| finding.check == release_gate::Check::Kpack)
-        .map(|finding| format!("{finding:?}"))
-        .collect();
-    assert!(kpack.is_empty(), "every archive reads as rocm-kpack's readers read it: {kpack:#?}");
-    let venv = support::fresh_venv(&dir.path().join("venv"));
-    let output = support::pip_install(&venv, &dist, &["rocm[libraries,device-gfx90a]"], &[]);
-    support::assert_success(&output, "pip install rocm[libraries,device-gfx90a]");
+    let venv = package_and_install_gfx90a(&split, &dest, &dir.path().join("venv"));
     check_library_markers(&venv, library, &gfx90a, &dir.path().join("work"));
 
     let runtime = artifacts.join("core-hip_lib_generic/core/clr/stage/lib/libamdhip64.so.7.1.0");
@@ -340,24 +326,7 @@ fn debian_s_fat_rocsparse_splits_installs_and_every_wrapper_resolves() {
     let library =
         split.plan.libraries.iter().find(|library| library.rel == "lib/librocsparse.so.0").expect("rocSPARSE is fat");
     assert!(library.targets.iter().any(|target| target.starts_with("gfx90a")), "{:?}", library.targets);
-    let config = support::package_config(&split.artifacts_dir, &dest);
-    packager::package(&config, &packager::Silent).expect("package the split view");
-    let dist = config.output_dir();
-    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
-    let violations: Vec<String> = report
-        .packages
-        .iter()
-        .flat_map(|package| package.violations.iter())
-        // The example's libraries are built for other targets than Debian's rocSPARSE (whose
-        // xnack settings differ too), so the gate rightly finds devices one serves and the
-        // other does not; what must hold whatever the mix is every archive and frame.
-        .filter(|finding| finding.check == release_gate::Check::Kpack)
-        .map(|finding| format!("{finding:?}"))
-        .collect();
-    assert!(violations.is_empty(), "{violations:#?}");
-    let venv = support::fresh_venv(&dir.path().join("venv"));
-    let output = support::pip_install(&venv, &dist, &["rocm[libraries,device-gfx90a]"], &[]);
-    support::assert_success(&output, "pip install rocm[libraries,device-gfx90a]");
+    let venv = package_and_install_gfx90a(&split, &dest, &dir.path().join("venv"));
     let installed = installed::site_packages(&venv).join("_rocm_sdk_libraries").join(&library.rel);
     assert!(fs_err::metadata(&installed).expect("installed").len() < 64 << 20, "the device code left the library");
     let (search_paths, kernel_name) = marker(&installed, &dir.path().join("work"));
@@ -370,4 +339,28 @@ fn debian_s_fat_rocsparse_splits_installs_and_every_wrapper_resolves() {
             assert!(code.contains_key(&key), "{key:?} in {}", archive.display());
         }
     }
+}
+
+/// The split view of a fat build with a Debian library in it packaged into `dest`, its
+/// archives read by the gate (the example's libraries are built for other targets than
+/// Debian's, so the gate rightly finds devices one serves and the other does not; what
+/// must hold whatever the mix is every archive and frame), and `rocm[libraries,
+/// device-gfx90a]` installed from it into a new venv at `venv`.
+fn package_and_install_gfx90a(split: &SplitBuild, dest: &Path, venv: &Path) -> PathBuf {
+    let config = support::package_config(&split.artifacts_dir, dest);
+    packager::package(&config, &packager::Silent).expect("package the split view");
+    let dist = config.output_dir();
+    let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
+    let kpack: Vec<String> = report
+        .packages
+        .iter()
+        .flat_map(|package| package.violations.iter())
+        .filter(|finding| finding.check == release_gate::Check::Kpack)
+        .map(|finding| format!("{finding:?}"))
+        .collect();
+    assert!(kpack.is_empty(), "every archive reads as rocm-kpack's readers read it: {kpack:#?}");
+    let venv = support::fresh_venv(venv);
+    let output = support::pip_install(&venv, &dist, &["rocm[libraries,device-gfx90a]"], &[]);
+    support::assert_success(&output, "pip install rocm[libraries,device-gfx90a]");
+    venv
 }

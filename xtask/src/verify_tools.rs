@@ -67,6 +67,20 @@ const TOOLS: &[Tool] = &[
     tool("clang++-15", "clang-15"),
     tool("ld.lld-15", "lld-15"),
     tool("clang-offload-bundler-15", "clang-tools-15"),
+    // The device-code crate's tests read what it writes with Python's msgpack and
+    // zstandard (Debian's, for the system python3), independently of its own readers.
+    Tool {
+        name: "python3 msgpack",
+        probe: Probe::Runs(&["/usr/bin/python3", "-c", "import msgpack"]),
+        source: Source::Debian("python3-msgpack"),
+        slow_only: false,
+    },
+    Tool {
+        name: "python3 zstandard",
+        probe: Probe::Runs(&["/usr/bin/python3", "-c", "import zstandard"]),
+        source: Source::Debian("python3-zstandard"),
+        slow_only: false,
+    },
     // The Windows example is cross-compiled, and its wheels run by Windows Python under Wine
     // (SPEC §7).
     tool("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64"),
