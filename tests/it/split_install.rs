@@ -299,6 +299,9 @@ fn the_same_input_gives_the_same_bytes() {
 fn the_gate_passes_the_split_set_and_finds_a_missing_archive() {
     let dir = tempfile::tempdir().expect("temp dir");
     let dist = dist_of(dir.path(), &[]);
+    // Every wheel's bill of materials (the archives' code objects among its properties)
+    // is one the CycloneDX project's own validator accepts.
+    crate::sbom::assert_valid_sboms(&dist);
     let report = release_gate::verify_dist(&dist).expect("verify reads the dist");
     let violations: Vec<String> = report
         .packages
