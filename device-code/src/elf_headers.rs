@@ -137,6 +137,33 @@ pub fn read_range(file: &File, path: &Path, file_size: u64, offset: u64, len: u6
     Ok(bytes)
 }
 
+/// Entries read from a table at a time: a symbol or relocation table can be megabytes.
+const ENTRIES_PER_READ: u64 = 4096;
+
+/// Calls `visit` with the index, file offset and bytes of each whole `entry_size`-byte
+/// entry of `table`, reading a bounded chunk of entries at a time.
+pub fn for_each_entry(
+    file: &File,
+    path: &Path,
+    headers: &ElfHeaders,
+    table: &SectionHeader,
+    entry_size: u64,
+    mut visit: impl FnMut(u64, u64, &[u8]) -> Result<(), DeviceCodeError>,
+) -> Result<(), DeviceCodeError> {
+    let count = table.size / entry_size;
+    let mut first = 0;
+    while first < count {
+        let take = ENTRIES_PER_READ.min(count - first);
+        let offset = table.offset + first * entry_size;
+        let raw = read_range(file, path, headers.file_size, offset, take * entry_size)?;
+        for (number, entry) in (0u64..).zip(raw.chunks_exact(entry_size as usize)) {
+            visit(first + number, offset + number * entry_size, entry)?;
+        }
+        first += take;
+    }
+    Ok(())
+}
+
 fn decode_file_header(raw: [u8; EHDR_SIZE]) -> Result<FileHeader, String> {
     if raw[..4] != *b"\x7fELF" {
         return Err("no ELF magic".to_owned());
@@ -322,7 +349,7 @@ fn u32_at(raw: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes)
 }
 
-fn u64_at(raw: &[u8], at: usize) -> u64 {
+pub(crate) fn u64_at(raw: &[u8], at: usize) -> u64 {
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&raw[at..at + 8]);
     u64::from_le_bytes(bytes)

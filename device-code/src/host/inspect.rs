@@ -8,8 +8,9 @@
 use std::fs::File;
 use std::path::Path;
 
+use crate::elf_headers::u64_at;
 use crate::elf_headers::{read_range, ElfHeaders, EM_X86_64, ET_DYN, ET_EXEC, SHT_NOBITS};
-use crate::host::relocations::{self, u64_at};
+use crate::host::relocations;
 use crate::host::symbols;
 use crate::host::{FatState, HostBinary, Wrapper, WrapperSite, MAGIC_FAT, MAGIC_KPACK};
 use crate::DeviceCodeError;

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::Path;
 
-use crate::elf_headers::{read_range, ElfHeaders, SectionHeader, SHF_ALLOC, SHT_RELA};
+use crate::elf_headers::{for_each_entry, u64_at, ElfHeaders, SectionHeader, SHF_ALLOC, SHT_RELA};
 use crate::host::relr;
 use crate::host::symbols::FatbinSymbol;
 use crate::DeviceCodeError;
@@ -21,8 +21,6 @@ pub(crate) const R_X86_64_RELATIVE: u32 = 8;
 const R_X86_64_NONE: u32 = 0;
 /// Size of one `Elf64_Rela`.
 pub(crate) const RELA_SIZE: u64 = 24;
-/// Entries read per chunk, so a large `.rela.dyn` is walked in flat memory.
-const CHUNK_ENTRIES: u64 = 4096;
 
 /// What the relocation tables say about the wrappers and `.hip_fatbin`.
 #[derive(Debug, Default)]
@@ -63,44 +61,36 @@ pub(crate) fn read(
             .map(|symbol| symbol.index)
             .collect();
         check_table(path, table)?;
-        let entries = table.size / RELA_SIZE;
-        let mut first = 0;
-        while first < entries {
-            let take = CHUNK_ENTRIES.min(entries - first);
-            let offset = table.offset + first * RELA_SIZE;
-            let raw = read_range(file, path, headers.file_size, offset, take * RELA_SIZE)?;
-            for (number, entry) in raw.chunks_exact(RELA_SIZE as usize).enumerate() {
-                let entry_offset = offset + number as u64 * RELA_SIZE;
-                let target = u64_at(entry, 0);
-                let info = u64_at(entry, 8);
-                let addend = u64_at(entry, 16) as i64;
-                let kind = (info & 0xffff_ffff) as u32;
-                if (segment_address..segment_end).contains(&target) {
-                    let index = ((target - segment_address) / 24) as usize;
-                    let field = (target - segment_address) % 24;
-                    if field != 8 || kind != R_X86_64_RELATIVE || info >> 32 != 0 {
-                        return Err(relocation_error(
-                            path,
-                            format!(
-                                "fat-binary wrapper {index} carries a relocation of type {kind} at {target:#x} (`{}` entry at file offset {entry_offset:#x}); only R_X86_64_RELATIVE on its pointer is rewritten",
-                                String::from_utf8_lossy(&table.name)
-                            ),
-                        ));
-                    }
-                    if found.wrapper_pointers[index].replace((entry_offset, addend)).is_some() {
-                        return Err(relocation_error(
-                            path,
-                            format!("fat-binary wrapper {index}'s pointer at {target:#x} is relocated twice"),
-                        ));
-                    }
-                } else if (kind == R_X86_64_RELATIVE && (fatbin.0..fatbin.1).contains(&(addend as u64)))
-                    || (kind != R_X86_64_NONE && named.contains(&(info >> 32)))
-                {
-                    found.into_fatbin.push(target);
+        for_each_entry(file, path, headers, table, RELA_SIZE, |_, entry_offset, entry| {
+            let target = u64_at(entry, 0);
+            let info = u64_at(entry, 8);
+            let addend = u64_at(entry, 16) as i64;
+            let kind = (info & 0xffff_ffff) as u32;
+            if (segment_address..segment_end).contains(&target) {
+                let index = ((target - segment_address) / 24) as usize;
+                let field = (target - segment_address) % 24;
+                if field != 8 || kind != R_X86_64_RELATIVE || info >> 32 != 0 {
+                    return Err(relocation_error(
+                        path,
+                        format!(
+                            "fat-binary wrapper {index} carries a relocation of type {kind} at {target:#x} (`{}` entry at file offset {entry_offset:#x}); only R_X86_64_RELATIVE on its pointer is rewritten",
+                            String::from_utf8_lossy(&table.name)
+                        ),
+                    ));
                 }
+                if found.wrapper_pointers[index].replace((entry_offset, addend)).is_some() {
+                    return Err(relocation_error(
+                        path,
+                        format!("fat-binary wrapper {index}'s pointer at {target:#x} is relocated twice"),
+                    ));
+                }
+            } else if (kind == R_X86_64_RELATIVE && (fatbin.0..fatbin.1).contains(&(addend as u64)))
+                || (kind != R_X86_64_NONE && named.contains(&(info >> 32)))
+            {
+                found.into_fatbin.push(target);
             }
-            first += take;
-        }
+            Ok(())
+        })?;
     }
     relr::read(file, path, headers, segment, fatbin, &mut found)?;
     Ok(found)
@@ -123,10 +113,4 @@ fn check_table(path: &Path, table: &SectionHeader) -> Result<(), DeviceCodeError
 
 pub(crate) fn relocation_error(path: &Path, reason: String) -> DeviceCodeError {
     DeviceCodeError::Relocation { path: path.to_path_buf(), reason }
-}
-
-pub(crate) fn u64_at(raw: &[u8], at: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&raw[at..at + 8]);
-    u64::from_le_bytes(bytes)
 }

@@ -10,8 +10,9 @@
 use std::fs::File;
 use std::path::Path;
 
+use crate::elf_headers::u64_at;
 use crate::elf_headers::{read_range, ElfHeaders, PT_LOAD, SHF_ALLOC};
-use crate::host::relocations::{relocation_error, u64_at, Relocations};
+use crate::host::relocations::{relocation_error, Relocations};
 use crate::DeviceCodeError;
 
 /// `sh_type` of packed relative relocations.

@@ -9,15 +9,13 @@
 use std::fs::File;
 use std::path::Path;
 
-use crate::elf_headers::{read_range, ElfHeaders};
-use crate::host::relocations::u64_at;
+use crate::elf_headers::{for_each_entry, u64_at, ElfHeaders};
 use crate::DeviceCodeError;
 
 const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 /// Size of one `Elf64_Sym`.
 const SYMBOL_SIZE: u64 = 24;
-const CHUNK_SYMBOLS: u64 = 4096;
 
 /// One symbol defined in `.hip_fatbin`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,25 +59,18 @@ pub(crate) fn read(
     };
     let tables = headers.sections.iter().enumerate().filter(|(_, table)| matches!(table.kind, SHT_SYMTAB | SHT_DYNSYM));
     for (table_index, table) in tables {
-        let count = table.size / SYMBOL_SIZE;
-        let mut first = 0;
-        while first < count {
-            let take = CHUNK_SYMBOLS.min(count - first);
-            let offset = table.offset + first * SYMBOL_SIZE;
-            let raw = read_range(file, path, headers.file_size, offset, take * SYMBOL_SIZE)?;
-            for (number, entry) in raw.chunks_exact(SYMBOL_SIZE as usize).enumerate() {
-                if u16::from_le_bytes([entry[6], entry[7]]) == section {
-                    found.push(FatbinSymbol {
-                        table: table_index,
-                        index: first + number as u64,
-                        file_offset: offset + number as u64 * SYMBOL_SIZE,
-                        value: u64_at(entry, 8),
-                        size: u64_at(entry, 16),
-                    });
-                }
+        for_each_entry(file, path, headers, table, SYMBOL_SIZE, |index, file_offset, entry| {
+            if u16::from_le_bytes([entry[6], entry[7]]) == section {
+                found.push(FatbinSymbol {
+                    table: table_index,
+                    index,
+                    file_offset,
+                    value: u64_at(entry, 8),
+                    size: u64_at(entry, 16),
+                });
             }
-            first += take;
-        }
+            Ok(())
+        })?;
     }
     Ok(found)
 }
