@@ -181,36 +181,7 @@ fn real_rocm_libraries_from_debian_edit_cleanly() {
 /// `apt-get download` (after `apt-get update` when the lists are empty) and unpacked with
 /// `dpkg-deb`; kept across runs.
 pub(crate) fn debian_rocm_libraries() -> anyhow::Result<Vec<std::path::PathBuf>> {
-    use std::process::Command;
-    let dir = crate::support::target_tmp().join("debian-rocm");
-    let unpacked = dir.join("root");
-    if !unpacked.join("usr/lib").exists() {
-        fs_err::create_dir_all(&dir)?;
-        let download = || {
-            Command::new("apt-get")
-                .args(["download", "libamdhip64-5", "librocrand1"])
-                .current_dir(&dir)
-                .output()
-                .context("apt-get is needed to fetch real ROCm binaries (a Debian or Ubuntu machine)")
-        };
-        let mut output = download()?;
-        if !output.status.success() {
-            let update = Command::new("apt-get").args(["update", "-qq"]).output().context("run apt-get update")?;
-            ensure!(update.status.success(), "apt-get update failed: {}", String::from_utf8_lossy(&update.stderr));
-            output = download()?;
-        }
-        ensure!(
-            output.status.success(),
-            "apt-get download libamdhip64-5 librocrand1 failed (needs Debian bookworm's archive): {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        for entry in fs_err::read_dir(&dir)? {
-            let deb = entry?.path();
-            if deb.extension().is_some_and(|extension| extension == "deb") {
-                crate::support::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked));
-            }
-        }
-    }
+    let unpacked = debian_packages("debian-rocm", &["libamdhip64-5", "librocrand1"])?;
     let lib = unpacked.join("usr/lib/x86_64-linux-gnu");
     let mut libraries = Vec::new();
     for entry in fs_err::read_dir(&lib)? {
@@ -221,4 +192,44 @@ pub(crate) fn debian_rocm_libraries() -> anyhow::Result<Vec<std::path::PathBuf>>
     }
     libraries.sort();
     Ok(libraries)
+}
+
+/// Debian's `packages`, fetched with `apt-get download` into `target/tmp/{dir_name}` (after
+/// `apt-get update` when the lists are empty) and unpacked there with `dpkg-deb`, once:
+/// the root they unpack into.
+pub(crate) fn debian_packages(dir_name: &str, packages: &[&str]) -> anyhow::Result<std::path::PathBuf> {
+    use std::process::Command;
+    let dir = crate::support::target_tmp().join(dir_name);
+    let unpacked = dir.join("root");
+    if unpacked.join("usr/lib").exists() {
+        return Ok(unpacked);
+    }
+    fs_err::create_dir_all(&dir)?;
+    let download = || {
+        Command::new("apt-get")
+            .arg("download")
+            .args(packages)
+            .current_dir(&dir)
+            .output()
+            .context("apt-get is needed to fetch real ROCm binaries (a Debian or Ubuntu machine)")
+    };
+    let mut output = download()?;
+    if !output.status.success() {
+        let update = Command::new("apt-get").args(["update", "-qq"]).output().context("run apt-get update")?;
+        ensure!(update.status.success(), "apt-get update failed: {}", String::from_utf8_lossy(&update.stderr));
+        output = download()?;
+    }
+    ensure!(
+        output.status.success(),
+        "apt-get download {} failed (needs Debian bookworm's archive): {}",
+        packages.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for entry in fs_err::read_dir(&dir)? {
+        let deb = entry?.path();
+        if deb.extension().is_some_and(|extension| extension == "deb") {
+            crate::support::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked));
+        }
+    }
+    Ok(unpacked)
 }

@@ -281,27 +281,11 @@ fn debian_s_fat_rocrand_splits_and_its_runtime_is_refused() {
 }
 
 /// Debian's fat rocSPARSE (`librocsparse0`: 1.3 GB of code objects, 111 wrappers), fetched
-/// with `apt-get download` once and kept in `target/tmp/debian-rocsparse`.
+/// once and kept in `target/tmp/debian-rocsparse`.
 fn debian_rocsparse() -> PathBuf {
-    let dir = support::target_tmp().join("debian-rocsparse");
-    let library = dir.join("root/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1");
-    if library.is_file() {
-        return library;
-    }
-    fs_err::create_dir_all(&dir).expect("mkdir");
-    let download = || Command::new("apt-get").args(["download", "librocsparse0"]).current_dir(&dir).output();
-    let mut output = download().expect("apt-get is needed to fetch Debian's rocSPARSE (a Debian or Ubuntu machine)");
-    if !output.status.success() {
-        support::run(Command::new("apt-get").args(["update", "-qq"]));
-        output = download().expect("apt-get download");
-    }
-    support::assert_success(&output, "apt-get download librocsparse0 (Debian bookworm's archive)");
-    for entry in fs_err::read_dir(&dir).expect("list") {
-        let deb = entry.expect("entry").path();
-        if deb.extension().is_some_and(|extension| extension == "deb") {
-            support::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(dir.join("root")));
-        }
-    }
+    let root = crate::elf::layouts::debian_packages("debian-rocsparse", &["librocsparse0"])
+        .unwrap_or_else(|error| panic!("{error:#}"));
+    let library = root.join("usr/lib/x86_64-linux-gnu/librocsparse.so.0.1");
     assert!(library.is_file(), "{} is not in librocsparse0", library.display());
     library
 }
