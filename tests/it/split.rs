@@ -30,6 +30,7 @@ use std::sync::OnceLock;
 
 use packager::split::{split, SplitError, SplitReport, SplitRequest};
 
+pub use crate::repair::{member_names, member_text};
 use crate::support;
 
 /// The stub HIP runtime. A wrapper is `{u32 magic, u32 version, u64 pointer, u64 reserved}`;
@@ -270,14 +271,4 @@ pub fn split_into(wheels: &[PathBuf], dest: &Path, device_requires: &[&str]) -> 
         zstd_level: 3,
     };
     split(&request, &packager::Silent)
-}
-
-/// The members of a wheel, read with Python's zipfile.
-pub fn member_names(wheel: &Path) -> Vec<String> {
-    crate::repair::member_names(wheel)
-}
-
-/// A member of a wheel as text.
-pub fn member_text(wheel: &Path, name: &str) -> String {
-    crate::repair::member_text(wheel, name)
 }

@@ -188,27 +188,34 @@ fn split_one(
         return Err(SplitError::ReplacesInput { path: path.to_path_buf() });
     }
     let plans = archives::plan_archives(&fat, &group);
-    progress.stage(&format!("archives of {}", wheel.name), plans.len() as u64);
-    let written = archives::write_archives(path, &fat, &plans, &group, work, request.zstd_level)?;
+    // Every refusal comes before an archive is written: targets named, names valid,
+    // transforms planned.
     let mut keys: BTreeSet<WheelKey> = databases.values().cloned().collect();
-    let mut archives_by_key: BTreeMap<WheelKey, Vec<archives::WrittenArchive>> = BTreeMap::new();
-    for archive in written {
-        let key = WheelKey::of_target_id(&archive.target_id).ok_or_else(|| SplitError::Refused {
+    let mut key_of_target: BTreeMap<String, WheelKey> = BTreeMap::new();
+    for plan in plans.values() {
+        let key = WheelKey::of_target_id(&plan.target_id).ok_or_else(|| SplitError::Refused {
             path: path.to_path_buf(),
-            reason: format!("its device code is built for `{}`, which is no GPU target known here", archive.target_id),
+            reason: format!("its device code is built for `{}`, which is no GPU target known here", plan.target_id),
         })?;
         keys.insert(key.clone());
-        archives_by_key.entry(key).or_default().push(archive);
+        key_of_target.insert(plan.target_id.clone(), key);
     }
     let prefix = request.device_prefix.clone().unwrap_or_else(|| format!("{}-device", wheel.name.name.as_str()));
     let names = device_names(path, &prefix, &keys)?;
+    let transforms = transforms(path, &fat)?;
+    progress.stage(&format!("archives of {}", wheel.name), plans.len() as u64);
+    let written = archives::write_archives(path, &fat, &plans, &group, work, request.zstd_level)?;
+    let mut archives_by_key: BTreeMap<WheelKey, Vec<archives::WrittenArchive>> = BTreeMap::new();
+    for archive in written {
+        let key = key_of_target.get(&archive.target_id).expect("every archive written was planned, its key with it");
+        archives_by_key.entry(key.clone()).or_default().push(archive);
+    }
     let version = wheel.name.version.as_str().to_owned();
     let extras = grouping::extras(&keys);
     let host_name = crate::repair::name_and_version(&wheel.metadata)
         .map(|(name, _)| name)
         .unwrap_or_else(|| wheel.name.name.to_string());
     let host_metadata = metadata::host_metadata(&wheel.metadata, &version, &names, &extras);
-    let transforms = transforms(path, &fat)?;
     let binary_reports = binary_reports(&fat, &transforms);
     let moved: BTreeSet<String> = databases.keys().cloned().collect();
     let mut moved_members = output::take_moved(&mut wheel, &moved);
@@ -302,7 +309,7 @@ fn binary_reports(fat: &[FatMember], transforms: &output::Transforms) -> Vec<Bin
                 .iter()
                 .flat_map(|bundle| bundle.entries.iter().map(|entry| entry.target.to_string()))
                 .collect();
-            let bytes_before = std::fs::metadata(&binary.extracted).map(|meta| meta.len()).unwrap_or_default();
+            let bytes_before = binary.host.headers().file_size;
             BinaryReport {
                 member: binary.member.clone(),
                 wrappers: binary.wrapper_bundles.len(),
